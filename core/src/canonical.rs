@@ -1,0 +1,252 @@
+//! Canonical JSON: the one text form every language hashes.
+//!
+//! The output is exactly what Python's `json.dumps(v, sort_keys=True,
+//! separators=(",", ":"), ensure_ascii=True)` prints, after integral floats
+//! within ±2^53 become integers. Values that are not portable between Python
+//! and TypeScript (NaN, infinities, integers beyond ±2^53) are refused, as is
+//! nesting deeper than [`MAX_DEPTH`].
+
+use serde_json::{Map, Number, Value};
+use std::fmt::Write as _;
+
+use crate::error::Error;
+
+/// The largest integer magnitude every host represents exactly (2^53).
+pub const MAX_SAFE_INTEGER: u64 = 1 << 53;
+
+/// The deepest nesting of arrays and objects accepted.
+pub const MAX_DEPTH: usize = 512;
+
+/// Returns the canonical JSON text of `value`.
+pub fn to_string(value: &Value) -> Result<String, Error> {
+    let mut out = String::with_capacity(64);
+    write_value(&mut out, value, 0)?;
+    Ok(out)
+}
+
+/// Appends the canonical JSON text of `value` to `out`.
+pub fn write_value(out: &mut String, value: &Value, depth: usize) -> Result<(), Error> {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_number(out, n)?,
+        Value::String(s) => write_str(out, s),
+        Value::Array(items) => {
+            let depth = enter(depth)?;
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item, depth)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let depth = enter(depth)?;
+            write_object(out, map, depth)?;
+        }
+    }
+    Ok(())
+}
+
+fn enter(depth: usize) -> Result<usize, Error> {
+    if depth >= MAX_DEPTH {
+        return Err(Error::value(
+            "nesting_too_deep",
+            format!("value nests deeper than {MAX_DEPTH} levels"),
+        ));
+    }
+    Ok(depth + 1)
+}
+
+fn write_object(out: &mut String, map: &Map<String, Value>, depth: usize) -> Result<(), Error> {
+    // Rust orders `str` by UTF-8 bytes, which is the same as code point order
+    // (what Python's `sort_keys` uses), unlike JavaScript's UTF-16 order.
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push('{');
+    for (i, (key, item)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_str(out, key);
+        out.push(':');
+        write_value(out, item, depth)?;
+    }
+    out.push('}');
+    Ok(())
+}
+
+/// Writes a JSON string literal with every character outside printable ASCII
+/// escaped as `\uXXXX` (lowercase hex, surrogate pairs above U+FFFF).
+pub fn write_str(out: &mut String, s: &str) {
+    out.push('"');
+    let mut plain_from = 0;
+    for (i, ch) in s.char_indices() {
+        let escape: Option<&str> = match ch {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '\n' => Some("\\n"),
+            '\r' => Some("\\r"),
+            '\t' => Some("\\t"),
+            '\u{8}' => Some("\\b"),
+            '\u{c}' => Some("\\f"),
+            ' '..='~' => continue,
+            _ => None,
+        };
+        out.push_str(s.get(plain_from..i).unwrap_or_default());
+        plain_from = i + ch.len_utf8();
+        match escape {
+            Some(text) => out.push_str(text),
+            None => {
+                let mut units = [0u16; 2];
+                for unit in ch.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{:04x}", unit);
+                }
+            }
+        }
+    }
+    out.push_str(s.get(plain_from..).unwrap_or_default());
+    out.push('"');
+}
+
+fn write_number(out: &mut String, n: &Number) -> Result<(), Error> {
+    if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() > MAX_SAFE_INTEGER {
+            return Err(out_of_range(&i.to_string()));
+        }
+        let _ = write!(out, "{i}");
+        return Ok(());
+    }
+    if let Some(u) = n.as_u64() {
+        if u > MAX_SAFE_INTEGER {
+            return Err(out_of_range(&u.to_string()));
+        }
+        let _ = write!(out, "{u}");
+        return Ok(());
+    }
+    match n.as_f64() {
+        Some(f) => write_float(out, f),
+        None => Err(Error::value("invalid_number", "number is not representable".to_string())),
+    }
+}
+
+fn out_of_range(text: &str) -> Error {
+    Error::value(
+        "integer_out_of_range",
+        format!("integer `{text}` is beyond ±2^53 and not portable to every host"),
+    )
+}
+
+/// Writes a float as Python's `repr` would, after integral values within
+/// ±2^53 become integers.
+pub fn write_float(out: &mut String, f: f64) -> Result<(), Error> {
+    if !f.is_finite() {
+        return Err(Error::value(
+            "non_finite_number",
+            "NaN and infinities have no JSON form".to_string(),
+        ));
+    }
+    if f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64 {
+        #[expect(clippy::cast_possible_truncation, reason = "integral and within ±2^53")]
+        let i = f as i64;
+        let _ = write!(out, "{i}");
+        return Ok(());
+    }
+    // `{:e}` gives the shortest round-trip digits, as Python's repr does;
+    // only the layout differs.
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if f.is_sign_negative() {
+        out.push('-');
+    }
+    let decpt = exp + 1;
+    if -4 < decpt && decpt <= 16 {
+        let len = digits.len() as i32;
+        if decpt <= 0 {
+            out.push_str("0.");
+            for _ in 0..-decpt {
+                out.push('0');
+            }
+            out.push_str(&digits);
+        } else if decpt >= len {
+            out.push_str(&digits);
+            for _ in 0..(decpt - len) {
+                out.push('0');
+            }
+            out.push_str(".0");
+        } else {
+            let (head, tail) = digits.split_at(decpt as usize);
+            out.push_str(head);
+            out.push('.');
+            out.push_str(tail);
+        }
+    } else {
+        let (first, rest) = digits.split_at(1.min(digits.len()));
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        let sign = if exp < 0 { '-' } else { '+' };
+        let _ = write!(out, "e{sign}{:02}", exp.unsigned_abs());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn canon(v: Value) -> String {
+        to_string(&v).unwrap()
+    }
+
+    #[test]
+    fn floats_print_as_python_repr() {
+        for (f, text) in [
+            (1e-7, "1e-07"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e300, "1.5e+300"),
+            (1e16, "1e+16"),
+            (0.1, "0.1"),
+            (-2.5, "-2.5"),
+            (123456789012345680.0, "1.2345678901234568e+17"),
+            (9007199254740994.0, "9007199254740994.0"),
+            (1.0, "1"),
+            (-0.0, "0"),
+            (5e-324, "5e-324"),
+        ] {
+            let mut out = String::new();
+            write_float(&mut out, f).unwrap();
+            assert_eq!(out, text, "{f:?}");
+        }
+    }
+
+    #[test]
+    fn keys_sort_by_code_point_and_escape() {
+        let v = json!({"\u{10000}": 1, "\u{ffff}": 2, "b": "\u{7f}\u{1}é\"\\", "a": [true, null]});
+        assert_eq!(
+            canon(v),
+            r#"{"a":[true,null],"b":"\u007f\u0001\u00e9\"\\","\uffff":2,"\ud800\udc00":1}"#
+        );
+    }
+
+    #[test]
+    fn refuses_unportable_values() {
+        assert_eq!(to_string(&json!(9007199254740993u64)).unwrap_err().code(), "integer_out_of_range");
+        assert_eq!(canon(json!(9007199254740992u64)), "9007199254740992");
+        assert_eq!(to_string(&json!(-9007199254740993i64)).unwrap_err().code(), "integer_out_of_range");
+        let mut deep = json!(1);
+        for _ in 0..=MAX_DEPTH {
+            deep = json!([deep]);
+        }
+        assert_eq!(to_string(&deep).unwrap_err().code(), "nesting_too_deep");
+    }
+}

@@ -1,0 +1,60 @@
+//! The definition digest: what a manifest's `definition_digest` pins.
+//!
+//! `sha256:` + lowercase hex SHA-256 of the canonical JSON of
+//! `{"description": …, "input_schema": …, "name": …}`.
+
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+use crate::canonical;
+use crate::error::Error;
+
+/// The prefix of every digest this crate writes.
+pub const PREFIX: &str = "sha256:";
+
+/// Computes the definition digest of a tool.
+pub fn definition_digest(name: &str, description: &str, input_schema: &Value) -> Result<String, Error> {
+    // Keys in code point order: description, input_schema, name.
+    let mut text = String::with_capacity(128);
+    text.push_str("{\"description\":");
+    canonical::write_str(&mut text, description);
+    text.push_str(",\"input_schema\":");
+    canonical::write_value(&mut text, input_schema, 1)?;
+    text.push_str(",\"name\":");
+    canonical::write_str(&mut text, name);
+    text.push('}');
+    Ok(sha256_tagged(text.as_bytes()))
+}
+
+/// `sha256:` + the lowercase hex SHA-256 of `bytes`.
+pub fn sha256_tagged(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let mut out = String::with_capacity(PREFIX.len() + 64);
+    out.push_str(PREFIX);
+    for byte in hash {
+        out.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
+        out.push(char::from_digit(u32::from(byte & 0xf), 16).unwrap_or('0'));
+    }
+    out
+}
+
+/// Whether `text` has the shape of a digest (`sha256:` and 64 lowercase hex digits).
+pub fn is_well_formed(text: &str) -> bool {
+    text.strip_prefix(PREFIX)
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn matches_the_canonical_object() {
+        let schema = json!({"type": "object", "properties": {"x": {"type": "number", "minimum": 1.0}}});
+        let whole = json!({"name": "t", "description": "d é", "input_schema": schema});
+        let expected = sha256_tagged(canonical::to_string(&whole).unwrap().as_bytes());
+        assert_eq!(definition_digest("t", "d é", &schema).unwrap(), expected);
+        assert!(is_well_formed(&expected));
+    }
+}

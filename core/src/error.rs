@@ -1,0 +1,113 @@
+//! Errors and load problems, each with a stable snake_case code.
+//!
+//! Codes are API: they appear in fixtures, in Python exceptions (`.code`), in
+//! JavaScript errors (`err.code`) and in Swift. Messages are lowercase, put user
+//! input in backticks, name no Rust type and are safe to show a model.
+
+use serde::Serialize;
+use std::fmt;
+
+/// One problem found while loading a harness or a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// Stable snake_case code, for example `unknown_field`.
+    pub code: String,
+    /// What is wrong, safe to show a model.
+    pub message: String,
+    /// The file the problem is in, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// 1-based line, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    /// The field path, for example `spec.rate_limit.per_principal`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub path: String,
+}
+
+impl Problem {
+    /// A problem with a code and message and no location yet.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { code: code.into(), message: message.into(), file: None, line: None, column: None, path: String::new() }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{file}")?;
+            if let Some(line) = self.line {
+                write!(f, ":{line}")?;
+                if let Some(column) = self.column {
+                    write!(f, ":{column}")?;
+                }
+            }
+            write!(f, ": ")?;
+        }
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        write!(f, "{} [{}]", self.message, self.code)
+    }
+}
+
+/// Every error the core raises. Decisions (allowed, refused, pending) are
+/// values, not errors; these are bad input and faults.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// A harness or manifest failed to load; every problem found is listed.
+    Load(Vec<Problem>),
+    /// A value that has no portable JSON form (NaN, huge integers, too deep).
+    Value { code: &'static str, message: String },
+    /// A bad argument from the host (a malformed principal, an unknown option).
+    InvalidArgument { code: &'static str, message: String },
+    /// A file could not be read or written.
+    Io { message: String },
+}
+
+impl Error {
+    pub(crate) fn value(code: &'static str, message: String) -> Self {
+        Self::Value { code, message }
+    }
+
+    /// The stable snake_case code.
+    pub fn code(&self) -> &str {
+        match self {
+            Self::Load(problems) if problems.len() == 1 => problems.first().map_or("load_error", |p| p.code.as_str()),
+            Self::Load(_) => "load_error",
+            Self::Value { code, .. } | Self::InvalidArgument { code, .. } => code,
+            Self::Io { .. } => "io_error",
+        }
+    }
+
+    /// The load problems, empty for other errors.
+    pub fn problems(&self) -> &[Problem] {
+        match self {
+            Self::Load(problems) => problems,
+            _ => &[],
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Load(problems) => {
+                let n = problems.len();
+                write!(f, "{n} problem{} found", if n == 1 { "" } else { "s" })?;
+                for p in problems {
+                    write!(f, "\n  {p}")?;
+                }
+                Ok(())
+            }
+            Self::Value { message, .. } | Self::InvalidArgument { message, .. } | Self::Io { message } => {
+                f.write_str(message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
