@@ -17,6 +17,38 @@ pub const MAX_SAFE_INTEGER: u64 = 1 << 53;
 /// The deepest nesting of arrays and objects accepted.
 pub const MAX_DEPTH: usize = 512;
 
+/// Converts a host float to a value, refusing NaN and infinities
+/// (`non_finite_number`). Bindings call this so every language refuses alike.
+pub fn float_value(f: f64) -> Result<Value, Error> {
+    Number::from_f64(f).map(Value::Number).ok_or_else(non_finite)
+}
+
+/// Converts a host integer to a value, refusing magnitudes beyond 2^53
+/// (`integer_out_of_range`): TypeScript cannot represent them exactly.
+pub fn int_value(i: i128) -> Result<Value, Error> {
+    if i.unsigned_abs() > u128::from(MAX_SAFE_INTEGER) {
+        return Err(out_of_range(&i.to_string()));
+    }
+    #[expect(clippy::cast_possible_truncation, reason = "within ±2^53")]
+    Ok(Value::from(i as i64))
+}
+
+/// Converts the decimal text of an integer of any size, as hosts with big
+/// integers (Python `int`, JavaScript `BigInt`) can hand it over.
+pub fn int_value_from_text(text: &str) -> Result<Value, Error> {
+    match text.parse::<i128>() {
+        Ok(i) => int_value(i),
+        Err(_) if text.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => {
+            Err(out_of_range(text))
+        }
+        Err(_) => Err(Error::value("invalid_number", format!("`{text}` is not an integer"))),
+    }
+}
+
+fn non_finite() -> Error {
+    Error::value("non_finite_number", "NaN and infinities have no JSON form".to_string())
+}
+
 /// Returns the canonical JSON text of `value`.
 pub fn to_string(value: &Value) -> Result<String, Error> {
     let mut out = String::with_capacity(64);
@@ -144,10 +176,7 @@ fn out_of_range(text: &str) -> Error {
 /// ±2^53 become integers.
 pub fn write_float(out: &mut String, f: f64) -> Result<(), Error> {
     if !f.is_finite() {
-        return Err(Error::value(
-            "non_finite_number",
-            "NaN and infinities have no JSON form".to_string(),
-        ));
+        return Err(non_finite());
     }
     if f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64 {
         #[expect(clippy::cast_possible_truncation, reason = "integral and within ±2^53")]
