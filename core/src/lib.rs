@@ -6,11 +6,14 @@
 //! handlers.
 
 pub mod canonical;
+mod check;
 pub mod cli;
 pub mod digest;
 pub mod error;
 pub mod harness;
 pub mod manifest;
+pub mod pin;
+pub mod yaml;
 
 pub use digest::definition_digest;
 pub use error::{Error, Problem};
