@@ -5,14 +5,19 @@
 //! here. The Python, Node and Swift bindings only convert types and call host
 //! handlers.
 
+pub mod audit;
 pub mod canonical;
 mod check;
 pub mod cli;
+pub mod clock;
 pub mod digest;
 pub mod error;
+pub mod governor;
 pub mod harness;
 pub mod manifest;
 pub mod pin;
+pub mod store;
+pub mod validate;
 pub mod yaml;
 
 pub use digest::definition_digest;
