@@ -31,6 +31,14 @@ impl Checker {
         self.problems.push(p);
     }
 
+    /// The problems, ordered by line and column (stable for equal positions;
+    /// problems without a position last).
+    pub fn take_sorted(&mut self) -> Vec<Problem> {
+        let mut problems = std::mem::take(&mut self.problems);
+        problems.sort_by_key(|p| (p.line.unwrap_or(usize::MAX), p.column.unwrap_or(usize::MAX)));
+        problems
+    }
+
     /// Adds problems from the parser, giving them this file.
     pub fn extend(&mut self, problems: Vec<Problem>) {
         for mut p in problems {

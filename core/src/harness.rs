@@ -187,12 +187,12 @@ impl Harness {
             }
         };
         let spec = parse_harness(&node, &mut cx);
-        let mut problems = std::mem::take(&mut cx.problems);
+        let mut problems = cx.take_sorted();
         let Some((spec, globs)) = spec else {
             return Err(Error::Load(manifest::nonempty(problems)));
         };
         let files = expand_globs(&dir, &globs, &mut cx);
-        problems.append(&mut cx.problems);
+        problems.append(&mut cx.take_sorted());
 
         let mut tools: Vec<Tool> = Vec::new();
         let mut seen: HashMap<String, String> = HashMap::new();
@@ -236,7 +236,7 @@ impl Harness {
                     }
                 }
             }
-            problems.append(&mut mcx.problems);
+            problems.append(&mut mcx.take_sorted());
         }
         if !problems.is_empty() {
             return Err(Error::Load(problems));

@@ -621,7 +621,7 @@ fn finish_one(parsed: Option<(Manifest, Pos)>, mut cx: Checker) -> Result<Tool, 
     });
     match tool {
         Some(t) if cx.problems.is_empty() => Ok(t),
-        _ => Err(Error::Load(nonempty(cx.problems))),
+        _ => Err(Error::Load(nonempty(cx.take_sorted()))),
     }
 }
 
@@ -723,16 +723,18 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<(Manifest,
     let spec_node = spec_node.unwrap_or(&empty);
     let mut spec = cx.map(spec_node, "spec")?;
 
-    let transport = match spec.get("transport") {
-        None => Transport::Native,
-        Some(n) => cx
-            .choice(
-                n,
-                "spec.transport",
-                &[("native", Transport::Native), ("http", Transport::Http), ("code", Transport::Code), ("mcp", Transport::Mcp)],
-            )
-            .unwrap_or(Transport::Native),
+    let chosen = match spec.get("transport") {
+        None => Some(Transport::Native),
+        Some(n) => cx.choice(
+            n,
+            "spec.transport",
+            &[("native", Transport::Native), ("http", Transport::Http), ("code", Transport::Code), ("mcp", Transport::Mcp)],
+        ),
     };
+    // With an unknown transport, which fields belong is unknown too: read
+    // them without requiring or refusing any.
+    let known = chosen.is_some();
+    let transport = chosen.unwrap_or(Transport::Native);
     if transport == Transport::Mcp {
         if let Some(n) = spec.get("transport") {
             cx.report(
@@ -766,10 +768,10 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<(Manifest,
     };
 
     // Transport-specific fields.
-    let handler = field_for(cx, &mut spec, "handler", transport, &[Transport::Native], Some("missing_handler"));
-    let url = field_for(cx, &mut spec, "url", transport, &[Transport::Http], Some("missing_url"));
-    let server = field_for(cx, &mut spec, "server", transport, &[Transport::Mcp], Some("missing_field"));
-    let sandbox = field_for(cx, &mut spec, "sandbox", transport, &[Transport::Code], Some("missing_field"));
+    let handler = field_for(cx, &mut spec, "handler", known, transport, &[Transport::Native], Some("missing_handler"));
+    let url = field_for(cx, &mut spec, "url", known, transport, &[Transport::Http], Some("missing_url"));
+    let server = field_for(cx, &mut spec, "server", known, transport, &[Transport::Mcp], Some("missing_field"));
+    let sandbox = field_for(cx, &mut spec, "sandbox", known, transport, &[Transport::Code], Some("missing_field"));
     if let (Some(u), Some(n)) = (&url, spec.get("url")) {
         if !(u.starts_with("http://") || u.starts_with("https://")) || u.len() <= "https://".len() {
             cx.report("invalid_value", n.pos, "spec.url", format!("`spec.url` must be an http:// or https:// URL, not `{u}`"));
@@ -903,6 +905,7 @@ fn field_for(
     cx: &mut Checker,
     spec: &mut MapReader<'_>,
     key: &str,
+    known: bool,
     transport: Transport,
     for_transports: &[Transport],
     missing_code: Option<&str>,
@@ -910,6 +913,9 @@ fn field_for(
     let path = format!("spec.{key}");
     let node = spec.get(key);
     let wanted = for_transports.contains(&transport);
+    if !known {
+        return node.and_then(|n| cx.string(n, &path));
+    }
     match node {
         Some(n) if !wanted => {
             let name = transport_name(transport);
@@ -1175,13 +1181,6 @@ fn check_schema(node: &Node, cx: &mut Checker) -> Option<Value> {
         );
         return None;
     }
-    let value = match node.to_json() {
-        Ok(v) => v,
-        Err((pos, msg)) => {
-            cx.report("invalid_schema", pos, "spec.input_schema", msg);
-            return None;
-        }
-    };
     let before = cx.problems.len();
     if let Some(t) = node.get("type") {
         if t.as_str() != Some("object") {
@@ -1195,7 +1194,16 @@ fn check_schema(node: &Node, cx: &mut Checker) -> Option<Value> {
         }
     }
     schema_shape(node, "spec.input_schema", cx, 0);
-    (cx.problems.len() == before).then_some(value)
+    if cx.problems.len() > before {
+        return None;
+    }
+    match node.to_json() {
+        Ok(v) => Some(v),
+        Err((pos, msg)) => {
+            cx.report("invalid_schema", pos, "spec.input_schema", msg);
+            None
+        }
+    }
 }
 
 fn schema_shape(node: &Node, path: &str, cx: &mut Checker, depth: usize) {
@@ -1255,7 +1263,7 @@ fn schema_shape(node: &Node, path: &str, cx: &mut Checker, depth: usize) {
             }
             "enum" if !matches!(v.value, NodeValue::Seq(_)) => bad(cx, "a list"),
             "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf"
-                if !matches!(v.value, NodeValue::Int(_) | NodeValue::Float(_)) =>
+                if !matches!(v.value, NodeValue::Int(_)) && !matches!(v.value, NodeValue::Float(f) if f.is_finite()) =>
             {
                 bad(cx, "a number");
             }
