@@ -2,7 +2,7 @@
 // decoding their tagged JSON (see fixtures/README.md) into JavaScript values.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join, relative, resolve } from 'node:path'
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -59,8 +59,13 @@ export function untag(v) {
   return v
 }
 
-/** A problem's file relative to the case directory (as `expected.json` writes it). */
+/**
+ * A problem's file relative to the case directory (as `expected.json` writes it).
+ * The core already names files relative to the harness directory; an absolute
+ * path (a file it could not place) is made relative here.
+ */
 export function rel(file, caseDir) {
   if (typeof file !== 'string') return file ?? null
-  return relative(caseDir, resolve(file)).split('\\').join('/')
+  if (!isAbsolute(file)) return file.split('\\').join('/')
+  return relative(caseDir, file).split('\\').join('/')
 }

@@ -66,8 +66,9 @@ for (const caseDir of loadCaseDirs()) {
   const id = `load/${basename(caseDir)}`
   test(id, () => {
     const expected = read(join(caseDir, 'expected.json'))
-    const harnessPath = join(caseDir, 'harness.yaml')
+    const harnessPath = join(caseDir, expected.harness ?? 'harness.yaml')
     runCase(id, () => {
+      assert.ok('tools' in expected || 'problems' in expected, 'expected.json has neither `tools` nor `problems`')
       if ('problems' in expected) {
         let err
         try {
@@ -84,7 +85,8 @@ for (const caseDir of loadCaseDirs()) {
         })
         assert.deepEqual(got, expected.problems, err.message)
       } else {
-        assert.deepEqual(Object.keys(expected), ['tools'], `unknown expectation ${JSON.stringify(expected)}`)
+        const keys = Object.keys(expected).filter((k) => k !== 'description' && k !== 'harness')
+        assert.deepEqual(keys, ['tools'], `unknown expectation ${JSON.stringify(expected)}`)
         const harness = hw.load(harnessPath)
         assert.deepEqual(
           harness.tools.map((t) => ({ ...t })),

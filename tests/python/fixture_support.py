@@ -49,12 +49,14 @@ def read(path: Path) -> Any:
 
 
 def rel(file: Any, case_dir: Path) -> Any:
-    """A problem's file, relative to the case directory (as `expected.json` writes it)."""
+    """A problem's file, relative to the case directory (as `expected.json` writes it).
+    The core already names files relative to the harness directory; an absolute
+    path (a file it could not place) is made relative here."""
     if not isinstance(file, str):
         return file
     p = Path(file)
     if not p.is_absolute():
-        p = Path(os.getcwd()) / p
+        return p.as_posix()
     try:
         return Path(os.path.relpath(p, case_dir)).as_posix()
     except ValueError:
