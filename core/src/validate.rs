@@ -3,8 +3,9 @@
 //! offending value is never echoed (it may be a secret).
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 
-use crate::error::Error;
+use crate::manifest::Constraint;
 
 /// Largest compiled size of a `pattern` regex in a schema (linear-time engine).
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;
@@ -52,68 +53,26 @@ impl SchemaValidator {
     }
 }
 
-/// One path's constraints (seed 003's payload constraints).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Constraint {
+/// One path's constraints (seed 003's payload constraints), as the manifest declares them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathConstraint {
     /// Dotted path into the value; empty for the root (`$`).
     pub path: Vec<String>,
-    /// A string, list or map must not be empty; the value must be present.
-    pub non_empty: bool,
-    /// Longest string, in characters.
-    pub max_length: Option<u64>,
-    /// Smallest number.
-    pub min: Option<f64>,
-    /// Largest number.
-    pub max: Option<f64>,
-    /// The value must equal one of these.
-    pub allowed_values: Option<Vec<Value>>,
-    /// Fewest list items.
-    pub min_items: Option<u64>,
-    /// Most list items.
-    pub max_items: Option<u64>,
+    /// The checks.
+    pub checks: Constraint,
 }
 
 /// The constraints on one side (input or output).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Constraints {
     /// Each path with its checks, in path order.
-    pub items: Vec<Constraint>,
+    pub items: Vec<PathConstraint>,
 }
 
 impl Constraints {
-    /// Reads `{path: {non_empty, max_length, min, max, allowed_values, min_items, max_items}}`.
-    pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let bad = |message: String| Error::InvalidArgument { code: "invalid_value", message };
-        let Value::Object(paths) = value else {
-            return Err(bad("payload constraints are a mapping of path to checks".into()));
-        };
-        let mut items = Vec::with_capacity(paths.len());
-        for (path, checks) in paths {
-            let Value::Object(checks) = checks else {
-                return Err(bad(format!("constraints for `{path}` must be a mapping")));
-            };
-            let mut c = Constraint { path: split_path(path), ..Constraint::default() };
-            for (op, arg) in checks {
-                let uint = || arg.as_u64().ok_or_else(|| bad(format!("`{path}.{op}` must be a non-negative integer")));
-                let num = || arg.as_f64().ok_or_else(|| bad(format!("`{path}.{op}` must be a number")));
-                match op.as_str() {
-                    "non_empty" => c.non_empty = arg.as_bool().ok_or_else(|| bad(format!("`{path}.non_empty` must be a boolean")))?,
-                    "max_length" => c.max_length = Some(uint()?),
-                    "min_items" => c.min_items = Some(uint()?),
-                    "max_items" => c.max_items = Some(uint()?),
-                    "min" => c.min = Some(num()?),
-                    "max" => c.max = Some(num()?),
-                    "allowed_values" => {
-                        c.allowed_values = Some(
-                            arg.as_array().cloned().ok_or_else(|| bad(format!("`{path}.allowed_values` must be a list")))?,
-                        );
-                    }
-                    other => return Err(bad(format!("unknown constraint `{other}` for `{path}`"))),
-                }
-            }
-            items.push(c);
-        }
-        Ok(Self { items })
+    /// Compiles a manifest's `payload_constraints.input` or `.output`.
+    pub fn new(paths: &BTreeMap<String, Constraint>) -> Self {
+        Self { items: paths.iter().map(|(path, c)| PathConstraint { path: split_path(path), checks: c.clone() }).collect() }
     }
 
     /// The first violation, if any.
@@ -127,12 +86,14 @@ fn split_path(path: &str) -> Vec<String> {
     path.split('.').filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
-impl Constraint {
+impl PathConstraint {
     fn pointer(&self) -> String {
         self.path.iter().map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1"))).collect()
     }
 
     fn check(&self, root: &Value) -> Option<Violation> {
+        let c = &self.checks;
+        let non_empty = c.non_empty.unwrap_or(false);
         let fail = |keyword: &str| Some(Violation { pointer: self.pointer(), keyword: keyword.to_string() });
         let mut value = root;
         for segment in &self.path {
@@ -144,10 +105,10 @@ impl Constraint {
             match next {
                 Some(next) => value = next,
                 // An absent optional value satisfies everything but non_empty.
-                None => return if self.non_empty { fail("non_empty") } else { None },
+                None => return if non_empty { fail("non_empty") } else { None },
             }
         }
-        if self.non_empty {
+        if non_empty {
             let empty = match value {
                 Value::Null => true,
                 Value::String(s) => s.trim().is_empty(),
@@ -159,30 +120,30 @@ impl Constraint {
                 return fail("non_empty");
             }
         }
-        if let (Some(max), Value::String(s)) = (self.max_length, value) {
+        if let (Some(max), Value::String(s)) = (c.max_length, value) {
             if s.chars().count() as u64 > max {
                 return fail("max_length");
             }
         }
         if let Some(n) = value.as_f64() {
-            if self.min.is_some_and(|min| n < min) {
+            if c.min.is_some_and(|min| n < min) {
                 return fail("min");
             }
-            if self.max.is_some_and(|max| n > max) {
+            if c.max.is_some_and(|max| n > max) {
                 return fail("max");
             }
         }
-        if let Some(allowed) = &self.allowed_values {
+        if let Some(allowed) = &c.allowed_values {
             if !allowed.iter().any(|a| same_value(a, value)) {
                 return fail("allowed_values");
             }
         }
         if let Value::Array(items) = value {
             let n = items.len() as u64;
-            if self.min_items.is_some_and(|min| n < min) {
+            if c.min_items.is_some_and(|min| n < min) {
                 return fail("min_items");
             }
-            if self.max_items.is_some_and(|max| n > max) {
+            if c.max_items.is_some_and(|max| n > max) {
                 return fail("max_items");
             }
         }
@@ -214,13 +175,24 @@ mod tests {
 
     #[test]
     fn constraints() {
-        let c = Constraints::from_value(&json!({
-            "query": {"non_empty": true, "max_length": 5},
-            "rows": {"min": 1, "max": 50},
-            "mode": {"allowed_values": ["dry_run", "execute"]},
-            "to": {"min_items": 1, "max_items": 2}
-        }))
-        .unwrap();
+        let c = |v: Value| -> Constraint {
+            let o = v.as_object().unwrap();
+            Constraint {
+                non_empty: o.get("non_empty").and_then(Value::as_bool),
+                max_length: o.get("max_length").and_then(Value::as_u64),
+                min: o.get("min").and_then(Value::as_f64),
+                max: o.get("max").and_then(Value::as_f64),
+                allowed_values: o.get("allowed_values").and_then(Value::as_array).cloned(),
+                min_items: o.get("min_items").and_then(Value::as_u64),
+                max_items: o.get("max_items").and_then(Value::as_u64),
+            }
+        };
+        let mut paths = BTreeMap::new();
+        paths.insert("query".to_string(), c(json!({"non_empty": true, "max_length": 5})));
+        paths.insert("rows".to_string(), c(json!({"min": 1, "max": 50})));
+        paths.insert("mode".to_string(), c(json!({"allowed_values": ["dry_run", "execute"]})));
+        paths.insert("to".to_string(), c(json!({"min_items": 1, "max_items": 2})));
+        let c = Constraints::new(&paths);
         let ok = json!({"query": "abc", "rows": 3, "mode": "dry_run", "to": ["a"]});
         assert_eq!(c.check(&ok), None);
         let kw = |v: Value| c.check(&v).map(|v| v.keyword);

@@ -7,6 +7,7 @@
 //! runtime: Python threads, asyncio and Node promises all invoke the same way.
 //! Every call, refused or not, writes one audit event.
 
+mod build;
 mod output;
 mod types;
 
@@ -16,6 +17,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+pub use build::{GovernorOptions, UNEVALUABLE_WITHOUT_CEL};
+pub use crate::harness::{Effect, TrifectaMode};
 pub use output::{cut, truncate};
 pub use types::{ApprovalRequest, CallContext, CallResult, Decision, OutputReport, Principal, Step};
 
@@ -64,28 +67,6 @@ pub struct Vars<'a> {
     pub args: &'a Value,
     /// `labels`: `{private, untrusted}` of the run before the call.
     pub labels: &'a Value,
-}
-
-/// What the trifecta rule does with egress from a private, untrusted run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TrifectaMode {
-    /// Refuse with `trifecta` (the default).
-    Block,
-    /// Send the call to a human.
-    Approve,
-    /// Do nothing.
-    Off,
-}
-
-/// A policy rule's effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
-    /// Allowed (unless a deny also matches).
-    Allow,
-    /// Refused; authoritative over any allow.
-    Deny,
-    /// Needs a human.
-    Approve,
 }
 
 /// A harness policy rule, compiled.
@@ -275,6 +256,7 @@ pub struct Governor {
     ids: IdSource,
     audit: Arc<dyn AuditSink>,
     approval_callback: Option<ApprovalCallback>,
+    unmanifested: Vec<String>,
 }
 
 impl fmt::Debug for Governor {
@@ -315,7 +297,13 @@ impl Governor {
         audit: Arc<dyn AuditSink>,
     ) -> Self {
         let index = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
-        Self { tools, index, rules, settings, store, clock, ids, audit, approval_callback: None }
+        Self { tools, index, rules, settings, store, clock, ids, audit, approval_callback: None, unmanifested: Vec::new() }
+    }
+
+    /// Names that have a handler but no manifest: calling one is refused
+    /// with `no_manifest` (S2) rather than `unknown_tool`.
+    pub fn set_unmanifested(&mut self, names: Vec<String>) {
+        self.unmanifested = names;
     }
 
     /// Sets the host callback that may decide approvals inline.
@@ -473,6 +461,9 @@ impl Governor {
     ) -> Result<usize, Stop> {
         // 1 resolve
         let Some(&index) = self.index.get(tool) else {
+            if self.unmanifested.iter().any(|n| n == tool) {
+                return Err(Stop::Refused(Refusal::new("no_manifest", Step::Resolve, format!("`{tool}` has no manifest and cannot run"))));
+            }
             return Err(Stop::Refused(Refusal::new("unknown_tool", Step::Resolve, format!("no tool named `{tool}`"))));
         };
         let Some(rt) = self.tools.get(index) else {
@@ -796,7 +787,10 @@ impl Governor {
                 return self.finish_refused(ticket, r, invoke_us, 0);
             }
             InvokeOutcome::NotJson { reason } => {
-                let r = Refusal::new("handler_error", Step::Invoke, format!("`{}` returned a value with no JSON form ({reason})", ticket.tool));
+                // The host's reason varies by language; it goes to the host's
+                // log, never into the result, so every language agrees.
+                eprintln!("harnessweaver: `{}` returned a value with no JSON form: {reason}", ticket.tool);
+                let r = Refusal::new("handler_error", Step::Invoke, format!("`{}` returned a value with no JSON form", ticket.tool));
                 return self.finish_refused(ticket, r, invoke_us, 0);
             }
             InvokeOutcome::TransportRefused { reason } => {
@@ -809,7 +803,8 @@ impl Governor {
             }
         };
         if let Some(v) = rt.output_constraints.check(&value) {
-            let r = Refusal::new("invalid_output", Step::Output, format!("the output of `{}`: {}", ticket.tool, v.message()));
+            let at = if v.pointer.is_empty() { "/" } else { v.pointer.as_str() };
+            let r = Refusal::new("invalid_output", Step::Output, format!("the output of `{}` at `{at}` fails `{}`", ticket.tool, v.keyword));
             return self.finish_refused(ticket, r, invoke_us, micros(output_started));
         }
         let (value, redactions) = sanitize::apply(&value, &rt.output.sanitize);
