@@ -206,29 +206,36 @@ impl Harness {
                     match parse_text(&text, is_json) {
                         Err(p) => mcx.extend(p),
                         Ok(node) => {
-                            if let Some((m, schema_pos)) = parse_manifest(&node, &mut mcx) {
-                                let name_pos = node.get("metadata").and_then(|m| m.get("name")).map_or(node.pos, |n| n.pos);
-                                if let Some(first) = seen.get(&m.name) {
+                            // Duplicates are found by the written name, even
+                            // when the manifest has other problems.
+                            let name_node = node.get("metadata").and_then(|m| m.get("name"));
+                            let written = name_node.and_then(Node::as_str).filter(|n| manifest::is_valid_name(n));
+                            let mut duplicate = false;
+                            if let (Some(name), Some(name_node)) = (written, name_node) {
+                                if let Some(first) = seen.get(name) {
+                                    duplicate = true;
                                     mcx.report(
                                         "duplicate_tool",
-                                        name_pos,
+                                        name_node.pos,
                                         "metadata.name",
-                                        format!("tool `{}` is defined in both `{first}` and `{rel}`", m.name),
+                                        format!("tool `{name}` is defined in both `{first}` and `{rel}`"),
                                     );
                                 } else {
-                                    seen.insert(m.name.clone(), rel.clone());
-                                    let clean = mcx.problems.is_empty();
-                                    if let Some(t) = Tool::build(
-                                        m,
-                                        Some(rel.clone()),
-                                        Some(file.clone()),
-                                        spec.tools.max_output_bytes,
-                                        &mut mcx,
-                                        schema_pos,
-                                    ) {
-                                        if clean {
-                                            tools.push(t);
-                                        }
+                                    seen.insert(name.to_string(), rel.clone());
+                                }
+                            }
+                            if let Some((m, schema_pos)) = parse_manifest(&node, &mut mcx) {
+                                let clean = mcx.problems.is_empty() && !duplicate;
+                                if let Some(t) = Tool::build(
+                                    m,
+                                    Some(rel.clone()),
+                                    Some(file.clone()),
+                                    spec.tools.max_output_bytes,
+                                    &mut mcx,
+                                    schema_pos,
+                                ) {
+                                    if clean {
+                                        tools.push(t);
                                     }
                                 }
                             }

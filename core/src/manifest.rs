@@ -1198,7 +1198,15 @@ fn check_schema(node: &Node, cx: &mut Checker) -> Option<Value> {
         return None;
     }
     match node.to_json() {
-        Ok(v) => Some(v),
+        // The same compiler the governor validates arguments with, so a
+        // schema that loads is one that can check a call.
+        Ok(v) => match crate::validate::SchemaValidator::compile(&v) {
+            Ok(_) => Some(v),
+            Err(msg) => {
+                cx.report("invalid_schema", node.pos, "spec.input_schema", msg);
+                None
+            }
+        },
         Err((pos, msg)) => {
             cx.report("invalid_schema", pos, "spec.input_schema", msg);
             None
