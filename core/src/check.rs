@@ -62,13 +62,12 @@ impl Checker {
                 path: path.to_string(),
             }),
             _ => {
-                let shown = if path.is_empty() { "the document" } else { path };
-                self.report(
-                    "wrong_type",
-                    node.pos,
-                    path,
-                    format!("`{shown}` must be a mapping, not {}", node.kind()),
-                );
+                let message = match (path.is_empty(), &node.value) {
+                    (true, NodeValue::Null) => "the file is empty; expected a document with `apiVersion`, `kind` and `spec`".to_string(),
+                    (true, _) => format!("the document must be a mapping with `apiVersion`, `kind` and `spec`, not {}", node.kind()),
+                    (false, _) => format!("`{path}` must be a mapping, not {}", node.kind()),
+                };
+                self.report("wrong_type", node.pos, path, message);
                 None
             }
         }

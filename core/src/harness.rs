@@ -310,11 +310,13 @@ fn expand_globs(dir: &Path, globs: &[(String, Pos, String)], cx: &mut Checker) -
             };
             if !canonical.starts_with(dir) {
                 if !escaped {
+                    let shown = relative(dir, &found);
+                    let how = if found.is_symlink() { "a link that leads" } else { "a file" };
                     cx.report(
                         "path_escape",
                         *pos,
                         path,
-                        format!("`{pattern}` reaches `{}`, outside the harness directory", found.display()),
+                        format!("`{pattern}` matches `{shown}`, {how} outside the harness directory"),
                     );
                 }
                 escaped = true;
@@ -610,6 +612,9 @@ fn parse_mcp_server(r: &mut MapReader<'_>, cx: &mut Checker, path: &str) -> Opti
             None
         }
         (None, None) => {
+            for key in ["args", "env", "headers_env"] {
+                let _ = r.get_raw(key);
+            }
             cx.report("missing_field", r.node.pos, &format!("{path}.command"), format!("`{path}` needs `command` or `url`"));
             None
         }

@@ -937,12 +937,19 @@ fn field_for(
                         code,
                         spec.node.pos,
                         &path,
-                        format!("a `{}` tool needs `{path}`", transport_name(transport)),
+                        format!("{} `{}` tool needs `{path}`", article(transport), transport_name(transport)),
                     );
                 }
             }
             None
         }
+    }
+}
+
+fn article(t: Transport) -> &'static str {
+    match t {
+        Transport::Native | Transport::Code => "a",
+        Transport::Http | Transport::Mcp => "an",
     }
 }
 
@@ -1184,7 +1191,7 @@ fn check_schema(node: &Node, cx: &mut Checker) -> Option<Value> {
     let before = cx.problems.len();
     if let Some(t) = node.get("type") {
         if t.as_str() != Some("object") {
-            let shown = t.to_json().map(|v| v.to_string()).unwrap_or_default();
+            let shown = t.as_str().map_or_else(|| t.to_json().map(|v| v.to_string()).unwrap_or_default(), str::to_string);
             cx.report(
                 "invalid_schema",
                 t.pos,
