@@ -270,6 +270,64 @@ impl Harness {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// The harness settings as one JSON object, defaults filled in (the
+    /// tools are not included: see [`Tool::describe`]).
+    pub fn describe(&self) -> serde_json::Value {
+        use serde_json::json;
+        let s = &self.spec;
+        let rules: Vec<serde_json::Value> = s
+            .rules
+            .iter()
+            .map(|r| {
+                let effect = match r.effect {
+                    Effect::Allow => "allow",
+                    Effect::Deny => "deny",
+                    Effect::Approve => "approve",
+                };
+                json!({"name": r.name, "effect": effect, "tools": r.tools, "when": r.when})
+            })
+            .collect();
+        let servers: serde_json::Map<String, serde_json::Value> = s
+            .mcp_servers
+            .iter()
+            .map(|(name, server)| {
+                let v = match server {
+                    McpServer::Command { command, args, env } => json!({"command": command, "args": args, "env": env}),
+                    McpServer::Url { url, headers_env } => json!({"url": url, "headers_env": headers_env}),
+                };
+                (name.clone(), v)
+            })
+            .collect();
+        json!({
+            "name": s.name,
+            "mode": match s.mode { Mode::Production => "production", Mode::Test => "test" },
+            "tools": {
+                "manifests": s.tools.manifests,
+                "require_manifest": s.tools.require_manifest,
+                "max_output_bytes": s.tools.max_output_bytes,
+                "approval_by_risk": s.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r)).collect::<Vec<_>>(),
+            },
+            "policy": {"rules": rules},
+            "flow": {"trifecta": match s.trifecta {
+                TrifectaMode::Block => "block",
+                TrifectaMode::Approve => "approve",
+                TrifectaMode::Off => "off",
+            }},
+            "budgets": {"max_tool_calls": s.budgets.max_tool_calls, "per_tool": s.budgets.per_tool},
+            "audit": {"sink": match &s.audit_sink {
+                AuditSink::None => "none".to_string(),
+                AuditSink::Callback => "callback".to_string(),
+                AuditSink::Jsonl(path) => path.clone(),
+            }},
+            "state": match &s.state {
+                StateBackend::Memory => "memory".to_string(),
+                StateBackend::Sqlite(path) => format!("sqlite:{path}"),
+                StateBackend::Redis(url) => url.clone(),
+            },
+            "mcp": {"servers": servers},
+        })
+    }
 }
 
 fn io_reason(e: &std::io::Error) -> String {

@@ -185,6 +185,8 @@ pub fn parse_json(text: &str) -> Result<Node, Vec<Problem>> {
     // disagree on some corner of JSON, the values still load without positions.
     match parse_with(text, "json_syntax") {
         Ok(node) if node.to_json().ok().as_ref() == Some(&value) => Ok(node),
+        // A JSON parser keeps the last of two equal keys; refuse them as YAML does.
+        Err(problems) if problems.iter().all(|p| p.code == "duplicate_key") => Err(problems),
         Ok(_) | Err(_) => Ok(Node::from_json(&value)),
     }
 }
@@ -445,6 +447,12 @@ mod tests {
         let e = parse_yaml("a: 1\na: 2\n").unwrap_err();
         assert_eq!(e[0].code, "duplicate_key");
         assert_eq!((e[0].line, e[0].column), (Some(2), Some(1)));
+    }
+
+    #[test]
+    fn json_duplicate_keys() {
+        let e = parse_json("{\"a\": 1,\n \"a\": 2}").unwrap_err();
+        assert_eq!((e[0].code.as_str(), e[0].line, e[0].column), ("duplicate_key", Some(2), Some(2)));
     }
 
     #[test]

@@ -318,6 +318,38 @@ fn harness_defaults_and_sections() {
     assert_eq!(s.state, harnessweaver_core::harness::StateBackend::Memory);
     assert_eq!(s.audit_sink, harnessweaver_core::harness::AuditSink::None);
     assert!(h.tool("t").is_some() && h.tool("nope").is_none());
+    let d = h.describe();
+    assert_eq!(d["mode"], "production");
+    assert_eq!(d["tools"]["max_output_bytes"], 100_000);
+    assert_eq!(d["flow"]["trifecta"], "block");
+    assert_eq!(d["state"], "memory");
+    assert_eq!(d["audit"]["sink"], "none");
+}
+
+#[test]
+fn harness_describe_shows_every_section() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/load/harness_full/harness.yaml");
+    let d = Harness::load(root).unwrap().describe();
+    assert_eq!(
+        d,
+        serde_json::json!({
+            "name": "full",
+            "mode": "test",
+            "tools": {"manifests": ["tools/*.yaml"], "require_manifest": false, "max_output_bytes": 1234, "approval_by_risk": ["high", "critical"]},
+            "policy": {"rules": [
+                {"name": "no-support-refunds", "effect": "deny", "tools": ["refund_*"], "when": "'support' in principal.roles"},
+                {"name": "everything-else", "effect": "allow", "tools": ["*"], "when": "true"}
+            ]},
+            "flow": {"trifecta": "approve"},
+            "budgets": {"max_tool_calls": 50, "per_tool": {"t": 3}},
+            "audit": {"sink": "audit/events.jsonl"},
+            "state": "sqlite:state.db",
+            "mcp": {"servers": {
+                "docs": {"url": "https://docs.internal/mcp", "headers_env": {"Authorization": "DOCS_TOKEN"}},
+                "payments": {"command": "payments-mcp", "args": ["--stdio"], "env": {"TOKEN": "PAYMENTS_TOKEN"}}
+            }}
+        })
+    );
 }
 
 /// Every prefix of every manifest in the fixtures, and a few thousand
