@@ -6,6 +6,7 @@
 //! handlers.
 
 pub mod canonical;
+pub mod cel_lite;
 pub mod cli;
 pub mod digest;
 pub mod error;
