@@ -186,8 +186,9 @@ pub(crate) enum Num {
 const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 const TWO_64: f64 = 18_446_744_073_709_551_616.0;
 
-/// Compares two numbers exactly across types, as CEL does; `None` when a NaN
-/// is involved.
+/// Compares two numbers across types as CEL (cel-go) does: int and uint
+/// exactly; against a double, out-of-range doubles order first and anything
+/// else compares as doubles. `None` when a NaN is involved.
 pub(crate) fn cmp_num(a: Num, b: Num) -> Option<std::cmp::Ordering> {
     use std::cmp::Ordering;
     match (a, b) {
@@ -195,49 +196,27 @@ pub(crate) fn cmp_num(a: Num, b: Num) -> Option<std::cmp::Ordering> {
         (Num::U(x), Num::U(y)) => Some(x.cmp(&y)),
         (Num::D(x), Num::D(y)) => x.partial_cmp(&y),
         (Num::I(x), Num::U(y)) => Some(if x < 0 { Ordering::Less } else { x.unsigned_abs().cmp(&y) }),
-        (Num::U(_), Num::I(_)) => cmp_num(b, a).map(Ordering::reverse),
-        (Num::I(x), Num::D(y)) => cmp_int_double(x, y),
-        (Num::D(_), Num::I(_)) | (Num::D(_), Num::U(_)) => cmp_num(b, a).map(Ordering::reverse),
-        (Num::U(x), Num::D(y)) => {
-            if y.is_nan() {
-                None
-            } else if y >= TWO_64 {
-                Some(Ordering::Less)
-            } else if y < 0.0 {
+        (Num::U(_), Num::I(_)) | (Num::D(_), Num::I(_)) | (Num::D(_), Num::U(_)) => {
+            cmp_num(b, a).map(Ordering::reverse)
+        }
+        (Num::I(x), Num::D(y)) => {
+            if y < -TWO_63 {
                 Some(Ordering::Greater)
+            } else if y > TWO_63 {
+                Some(Ordering::Less)
             } else {
-                let t = y.trunc();
-                let tu = t as u64;
-                Some(x.cmp(&tu).then(frac_order(y, t)))
+                (x as f64).partial_cmp(&y)
             }
         }
-    }
-}
-
-fn cmp_int_double(x: i64, y: f64) -> Option<std::cmp::Ordering> {
-    use std::cmp::Ordering;
-    if y.is_nan() {
-        None
-    } else if y >= TWO_63 {
-        Some(Ordering::Less)
-    } else if y < -TWO_63 {
-        Some(Ordering::Greater)
-    } else {
-        let t = y.trunc();
-        let ti = t as i64;
-        Some(x.cmp(&ti).then(frac_order(y, t)))
-    }
-}
-
-/// How an integer equal to `t` (the truncation of `y`) orders against `y`.
-fn frac_order(y: f64, t: f64) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    if y > t {
-        Ordering::Less
-    } else if y < t {
-        Ordering::Greater
-    } else {
-        Ordering::Equal
+        (Num::U(x), Num::D(y)) => {
+            if y < 0.0 {
+                Some(Ordering::Greater)
+            } else if y > TWO_64 {
+                Some(Ordering::Less)
+            } else {
+                (x as f64).partial_cmp(&y)
+            }
+        }
     }
 }
 
