@@ -133,6 +133,7 @@ impl<'a> Cx<'a, '_> {
             Kind::Uint(u) => Ok(Val::Uint(*u)),
             Kind::Double(d) => Ok(Val::Double(*d)),
             Kind::Str(s) => Ok(Val::Str(s)),
+            Kind::Const(v) => Ok(Val::from_json(v)),
             Kind::Var(slot) => {
                 let slot = usize::from(*slot);
                 match self.slots.get(slot).copied().flatten() {

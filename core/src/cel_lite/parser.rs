@@ -50,6 +50,8 @@ pub(crate) enum Kind {
     List(Vec<Expr>),
     Map(Vec<(Expr, Expr)>),
     Call(Func, Vec<Expr>),
+    /// A list or map literal of constants, built once at load.
+    Const(serde_json::Value),
     /// `s.matches('literal')`, the regex compiled at load.
     MatchesConst(Box<Expr>, Box<Regex>),
     Macro(Box<Comprehension>),
@@ -143,7 +145,7 @@ pub(crate) fn parse(src: &str, tokens: Vec<Token>, options: &Options) -> Result<
     let root = p.expr()?;
     let t = p.peek();
     if t.kind != Tok::Eof {
-        return Err(p.err_here(format!("unexpected {} after the end of the expression", t.kind.describe())));
+        return Err(p.err_here(format!("expected the end of the expression but found {}", t.kind.describe())));
     }
     Ok((root, p.names))
 }
@@ -169,7 +171,8 @@ fn depth_of(kind: &Kind) -> u16 {
         | Kind::Double(_)
         | Kind::Str(_)
         | Kind::Var(_)
-        | Kind::Local(_) => 0,
+        | Kind::Local(_)
+        | Kind::Const(_) => 0,
         Kind::Select(e, _) | Kind::Has(e, _) | Kind::Not(e) | Kind::Neg(e) | Kind::MatchesConst(e, _) => d(e),
         Kind::Index(a, b) | Kind::Binary(_, a, b) => d(a).max(d(b)),
         Kind::And(es) | Kind::Or(es) | Kind::List(es) | Kind::Call(_, es) => max(es),
@@ -448,16 +451,12 @@ impl Parser<'_> {
                 Ok(inner)
             }
             Tok::LBracket => {
-                self.enter()?;
-                let items = self.list_items(&Tok::RBracket, "`,` or `]`");
-                self.depth -= 1;
-                self.node(Kind::List(items?), start, self.prev_end())
+                let items = self.list_items(&Tok::RBracket, "`,` or `]`")?;
+                self.node(fold(Kind::List(items)), start, self.prev_end())
             }
             Tok::LBrace => {
-                self.enter()?;
-                let entries = self.map_entries();
-                self.depth -= 1;
-                self.node(Kind::Map(entries?), start, self.prev_end())
+                let entries = self.map_entries()?;
+                self.node(fold(Kind::Map(entries)), start, self.prev_end())
             }
             Tok::Dot => Err(self.err_at(
                 CODE_UNSUPPORTED,
@@ -582,10 +581,7 @@ impl Parser<'_> {
             }
             _ => return Err(self.unknown_function(&name, start)),
         };
-        self.enter()?;
-        let args = self.call_args();
-        self.depth -= 1;
-        let mut args = args?;
+        let mut args = self.call_args()?;
         let want = if func == Func::Matches { 2 } else { 1 };
         self.check_arity(func.name(), args.len(), want, start)?;
         let end = self.prev_end();
@@ -645,10 +641,7 @@ impl Parser<'_> {
             }
             _ => return Err(self.unknown_function(&name, name_at)),
         };
-        self.enter()?;
-        let args = self.call_args();
-        self.depth -= 1;
-        let mut args = args?;
+        let mut args = self.call_args()?;
         let want = usize::from(func != Func::Size);
         self.check_arity(func.name(), args.len(), want, name_at)?;
         let end = self.prev_end();
@@ -709,6 +702,42 @@ impl Parser<'_> {
         self.pos += 1;
         let c = Comprehension { kind, range, filter, body };
         self.node(Kind::Macro(Box::new(c)), start, self.prev_end())
+    }
+}
+
+/// Builds a list or map literal whose items are all constants once, at load,
+/// so that `x in ['a', 'b']` allocates nothing per evaluation. Only values
+/// whose JSON form reads back as the same CEL value are folded (no uint, no
+/// NaN or infinity, string keys only, no repeated keys: those stay runtime).
+fn fold(kind: Kind) -> Kind {
+    fn constant(e: &Expr) -> Option<serde_json::Value> {
+        use serde_json::Value;
+        match &e.kind {
+            Kind::Null => Some(Value::Null),
+            Kind::Bool(b) => Some(Value::Bool(*b)),
+            Kind::Int(i) => Some(Value::from(*i)),
+            Kind::Double(d) => serde_json::Number::from_f64(*d).map(Value::Number),
+            Kind::Str(s) => Some(Value::String(s.to_string())),
+            Kind::Const(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+    match kind {
+        Kind::List(items) => match items.iter().map(constant).collect::<Option<Vec<_>>>() {
+            Some(values) => Kind::Const(serde_json::Value::Array(values)),
+            None => Kind::List(items),
+        },
+        Kind::Map(entries) => {
+            let mut map = serde_json::Map::new();
+            for (k, v) in &entries {
+                let (Kind::Str(key), Some(value)) = (&k.kind, constant(v)) else { return Kind::Map(entries) };
+                if map.insert(key.to_string(), value).is_some() {
+                    return Kind::Map(entries);
+                }
+            }
+            Kind::Const(serde_json::Value::Object(map))
+        }
+        other => other,
     }
 }
 
