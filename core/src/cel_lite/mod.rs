@@ -153,7 +153,8 @@ impl CompileError {
         const WINDOW: usize = 72;
         let chars: Vec<char> = self.source_line.chars().collect();
         let col = self.column.saturating_sub(1);
-        let start = col.saturating_sub(WINDOW / 2);
+        // Long lines show a window around the spot.
+        let start = if chars.len() <= WINDOW { 0 } else { col.saturating_sub(WINDOW / 2).min(chars.len() - WINDOW) };
         let end = (start + WINDOW).min(chars.len());
         let mut text: String = chars.get(start..end).unwrap_or_default().iter().collect();
         let mut pad = String::new();
