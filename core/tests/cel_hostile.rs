@@ -73,7 +73,7 @@ fn deep_nesting_is_a_load_error_not_a_stack_overflow() {
         let e = compile_error(expr);
         assert_eq!(e.code(), "cel_too_large", "{}", cut(expr));
         // With the size limit lifted, the depth limit refuses it.
-        let e = cel_lite::compile_with(expr, &big_options()).err().expect("deep expression compiled");
+        let e = cel_lite::compile_with(expr, &big_options()).expect_err("deep expression compiled");
         assert_eq!(e.code(), "cel_too_deep", "{}: {}", cut(expr), e);
         assert!(e.render().len() < 400, "render stays short: {}", e.render());
     }
@@ -85,7 +85,7 @@ fn nesting_just_inside_the_limit_compiles_and_runs() {
     let expr = format!("{}1{}", "(".repeat(depth), ")".repeat(depth));
     assert_eq!(value(cel_lite::compile(&expr).unwrap().evaluate(&Map::new())), json!(1));
     let expr = format!("{}true", "!".repeat(depth));
-    let want = depth % 2 == 0;
+    let want = depth.is_multiple_of(2);
     assert_eq!(value(cel_lite::compile(&expr).unwrap().evaluate(&Map::new())), json!(want));
     // A long flat `||` chain is not deep.
     let expr = std::iter::repeat_n("false", 400).collect::<Vec<_>>().join(" || ");

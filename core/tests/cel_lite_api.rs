@@ -19,6 +19,10 @@ fn compile_error_has_code_position_and_caret() {
          \x20                                        ^"
     );
     assert_eq!(e.to_string(), format!("{} at line 2, column 42", e.message()));
+    // Inside a file: the expression starts at line 10, column 11.
+    assert_eq!(e.position_in(10, 11), (11, 42));
+    let e = cel_lite::compile("args.x == nope").unwrap_err();
+    assert_eq!(e.position_in(10, 11), (10, 21));
 }
 
 #[test]
@@ -59,6 +63,7 @@ fn borrowed_vars_and_json_map_agree() {
     map.insert("tool".into(), tool.clone());
     assert_eq!(program.evaluate(&map), Outcome::Value(json!(true)));
     assert_eq!(program.approval_required(&map), ApprovalVerdict { required: true, reason: None });
+    assert_eq!(program.names(), ["args", "principal", "tool"]);
     assert_eq!(program.source(), "args.amount_usd > 100 && !('finance' in principal.roles) || tool.risk == 'critical'");
 }
 

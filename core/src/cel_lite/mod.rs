@@ -147,6 +147,18 @@ impl CompileError {
         self.column
     }
 
+    /// The spot in the file that holds the expression, given where the
+    /// expression's first character is there: the first line is offset by the
+    /// start column, later lines keep their own columns (as in a YAML block
+    /// scalar). Returns the 1-based line and column.
+    pub fn position_in(&self, start_line: usize, start_column: usize) -> (usize, usize) {
+        if self.line == 1 {
+            (start_line, start_column + self.column - 1)
+        } else {
+            (start_line + self.line - 1, self.column)
+        }
+    }
+
     /// The message, the line of the expression (a window of it when long) and
     /// a caret under the spot.
     pub fn render(&self) -> String {
@@ -281,6 +293,11 @@ pub fn compile_with(text: &str, options: &Options) -> Result<Program, CompileErr
 }
 
 impl Program {
+    /// The variable names the expression uses, in order of first use.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
     /// The source text the program was compiled from.
     pub fn source(&self) -> &str {
         &self.source
