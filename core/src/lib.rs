@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod canonical;
+pub mod cel_lite;
 mod check;
 pub mod cli;
 pub mod clock;
