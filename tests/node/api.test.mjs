@@ -183,6 +183,12 @@ test('generated native.js and native.d.ts are committed fresh', () => {
   assert.equal(tracked.trim().split('\n').length, 2, 'native.js and native.d.ts are committed')
 })
 
+test('index.d.ts type-checks a typical use under strict', () => {
+  const tsc = join(NODE_DIR, 'node_modules', 'typescript', 'bin', 'tsc')
+  const out = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tests', 'node', 'types', 'tsconfig.json')], { encoding: 'utf8' })
+  assert.equal(out.status, 0, `tsc failed:\n${out.stdout}${out.stderr}`)
+})
+
 function createRequireNative() {
   return JSON.parse(
     execFileSync(process.execPath, ['-e', `process.stdout.write(JSON.stringify(Object.fromEntries(Object.keys(require(${JSON.stringify(join(NODE_DIR, 'native.js'))})).map((k) => [k, 1]))))`], { encoding: 'utf8' }),
