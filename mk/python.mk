@@ -24,7 +24,7 @@ $(VENV_STAMP): $(PY_REQUIREMENTS)
 build-python: $(PYTHON_BUILD_STAMP) ## build the Python package into .venv (maturin develop, debug)
 
 $(PYTHON_BUILD_STAMP): $(VENV_STAMP) $(PYTHON_SOURCES)
-	$(VENV)/bin/maturin develop --quiet --manifest-path bindings-python/Cargo.toml
+	$(VENV)/bin/maturin develop --manifest-path bindings-python/Cargo.toml
 	touch $@
 
 test-python: build-python build-node ## run the Python tests: API, fixtures, property test (Python vs Node)

@@ -64,6 +64,9 @@ class ToolDescription:
         except KeyError:
             raise AttributeError(f"tool has no field `{name}`") from None
 
+    def __dir__(self) -> List[str]:
+        return sorted(set(self._fields) | {"describe", "from_manifest", "keys"})
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("tool descriptions are read-only")
 
