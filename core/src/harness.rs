@@ -582,13 +582,17 @@ fn parse_policy(node: &Node, cx: &mut Checker) -> Vec<PolicyRule> {
                         }
                     }
                     let (when, loc) = match r.get("when") {
-                        None => ("true".to_string(), item.pos),
+                        None => (Some("true".to_string()), item.pos),
                         Some(n) => match n.value {
-                            NodeValue::Bool(b) => (b.to_string(), n.pos),
-                            _ => (cx.string(n, &format!("{path}.when")).unwrap_or_default(), n.pos),
+                            NodeValue::Bool(b) => (Some(b.to_string()), n.pos),
+                            _ => (cx.string(n, &format!("{path}.when")), n.pos),
                         },
                     };
                     r.finish(cx);
+                    if let Some(text) = &when {
+                        manifest::check_condition(cx, text, loc.into(), &format!("{path}.when"));
+                    }
+                    let when = when.unwrap_or_default();
                     if let (Some(name), Some(effect)) = (name, effect) {
                         rules.push(PolicyRule { name, effect, tools, when, when_location: loc.into() });
                     }

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use crate::check::{Checker, MapReader};
 use crate::digest;
 use crate::error::{Error, Problem};
-use crate::yaml::{self, Node, NodeValue, Pos};
+use crate::yaml::{self, Node, NodeValue, Pos, Style};
 
 /// The only `apiVersion` this crate reads.
 pub const API_VERSION: &str = "harnessweaver/v1";
@@ -222,23 +222,32 @@ impl Duration {
 /// example when cel-lite compiles `approval.when`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Location {
-    /// 1-based line, 0 when unknown.
+    /// 1-based line, 0 when unknown. For an expression, where its first
+    /// character is (inside the quotes of a quoted scalar).
     pub line: usize,
     /// 1-based column, 0 when unknown.
     pub column: usize,
+    /// The text is a YAML block scalar (`|` or `>`): `line` and `column` are
+    /// where its first line's text starts, and every later line is indented
+    /// the same.
+    pub block: bool,
 }
 
 impl From<Pos> for Location {
     fn from(p: Pos) -> Self {
-        Self { line: p.line, column: p.column }
+        match p.style {
+            Style::Plain => Self { line: p.line, column: p.column, block: false },
+            Style::Quoted => Self { line: p.line, column: p.column + 1, block: false },
+            Style::Block => Self { line: p.line, column: p.column, block: true },
+        }
     }
 }
 
 /// `approval`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
-    /// The cel-lite condition as written (default `true`: always approve).
-    /// Compiled by cel-lite; see [`compile_approval_hook`].
+    /// The cel-lite condition as written (default `true`: always approve),
+    /// checked to compile at load.
     pub when: String,
     /// Where `when` is, so a compile error can point into it.
     pub when_location: Location,
@@ -675,12 +684,30 @@ pub(crate) fn check_header(doc: &mut MapReader<'_>, cx: &mut Checker, kind: &str
     }
 }
 
-/// The hook where cel-lite compiles `approval.when` at load; a compile
-/// error becomes a problem at `when_location`. Until cel-lite lands, every
-/// non-empty text is accepted.
-pub fn compile_approval_hook(approval: &Approval, cx_report: &mut dyn FnMut(&str, Location, String)) {
-    if approval.when.trim().is_empty() {
-        cx_report("invalid_value", approval.when_location, "`spec.approval.when` is empty".to_string());
+/// Compiles a cel-lite condition (`approval.when`, a policy rule's `when`)
+/// at load, so a syntax error or an unknown name is a load problem pointing
+/// into the file. Codes are cel-lite's (`cel_syntax`, `cel_unknown_name`, …).
+pub(crate) fn check_condition(cx: &mut Checker, text: &str, at: Location, path: &str) {
+    if text.trim().is_empty() {
+        let pos = Pos { line: at.line, column: at.column, ..Pos::default() };
+        cx.report("invalid_value", pos, path, format!("`{path}` is empty"));
+        return;
+    }
+    // Trailing whitespace (a block scalar's final newline) is insignificant;
+    // without it an "unexpected end" points at the last character, not at an
+    // empty line.
+    if let Err(e) = crate::cel_lite::compile(text.trim_end()) {
+        let (line, column, note) = if at.line == 0 {
+            (0, 0, format!(" (line {}, column {} of the expression)", e.line(), e.column()))
+        } else if at.block {
+            // A block scalar's lines all lose the same indentation.
+            (at.line + e.line() - 1, at.column + e.column() - 1, String::new())
+        } else {
+            let (l, c) = e.position_in(at.line, at.column);
+            (l, c, String::new())
+        };
+        let pos = Pos { line, column, ..Pos::default() };
+        cx.report(e.code(), pos, path, format!("`{path}` does not compile: {}{note}", e.message()));
     }
 }
 
@@ -1030,21 +1057,19 @@ fn parse_rate_limit(node: &Node, cx: &mut Checker) -> Option<RateLimit> {
 fn parse_approval(node: &Node, cx: &mut Checker) -> Option<Approval> {
     let mut m = cx.map(node, "spec.approval")?;
     let (when, when_location) = match m.get("when") {
-        None => ("true".to_string(), Location::from(node.pos)),
+        None => (Some("true".to_string()), Location::from(node.pos)),
         Some(n) => match &n.value {
-            NodeValue::Bool(b) => (b.to_string(), Location::from(n.pos)),
-            _ => (cx.string(n, "spec.approval.when").unwrap_or_default(), Location::from(n.pos)),
+            NodeValue::Bool(b) => (Some(b.to_string()), Location::from(n.pos)),
+            _ => (cx.string(n, "spec.approval.when"), Location::from(n.pos)),
         },
     };
     let approver_role = cx.opt_string(m.get("approver_role"), "spec.approval.approver_role");
     m.finish(cx);
-    let approval = Approval { when, when_location, approver_role };
-    let mut found = Vec::new();
-    compile_approval_hook(&approval, &mut |code, loc, msg| found.push((code.to_string(), loc, msg)));
-    for (code, loc, msg) in found {
-        let pos = Pos { line: loc.line, column: loc.column, start: 0, end: 0 };
-        cx.report(&code, pos, "spec.approval.when", msg);
+    if let Some(text) = &when {
+        check_condition(cx, text, when_location, "spec.approval.when");
     }
+    let when = when.unwrap_or_default();
+    let approval = Approval { when, when_location, approver_role };
     Some(approval)
 }
 

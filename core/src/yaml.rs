@@ -26,6 +26,21 @@ pub struct Pos {
     pub start: usize,
     /// Character index just after the node's last character.
     pub end: usize,
+    /// How a scalar was written (for pointing inside its text).
+    pub style: Style,
+}
+
+/// How a scalar was written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Style {
+    /// Plain, or not a scalar: the text starts at the node.
+    #[default]
+    Plain,
+    /// Single- or double-quoted: the text starts one column after the node.
+    Quoted,
+    /// A literal (`|`) or folded (`>`) block: the node starts at the text of
+    /// its first line; later lines lose the same indentation.
+    Block,
 }
 
 impl Pos {
@@ -221,7 +236,7 @@ fn parse_with(text: &str, syntax_code: &str) -> Result<Node, Vec<Problem>> {
             Some(Ok(ev)) => ev,
             Some(Err(e)) => {
                 let m = e.marker();
-                let pos = Pos { line: m.line().max(1), column: m.col() + 1, start: m.index(), end: m.index() };
+                let pos = Pos { line: m.line().max(1), column: m.col() + 1, start: m.index(), end: m.index(), style: Style::Plain };
                 let mut info = e.info().to_string();
                 if let Some(first) = info.get(..1) {
                     info = format!("{}{}", first.to_lowercase(), info.get(1..).unwrap_or_default());
@@ -229,7 +244,13 @@ fn parse_with(text: &str, syntax_code: &str) -> Result<Node, Vec<Problem>> {
                 return Err(vec![problem_at(syntax_code, format!("invalid {}: {info}", syntax_name(syntax_code)), pos)]);
             }
         };
-        let pos = Pos { line: span.start.line(), column: span.start.col() + 1, start: span.start.index(), end: span.end.index() };
+        let pos = Pos {
+            line: span.start.line(),
+            column: span.start.col() + 1,
+            start: span.start.index(),
+            end: span.end.index(),
+            style: Style::Plain,
+        };
         let node = match event {
             Event::StreamStart | Event::DocumentEnd | Event::Nothing => continue,
             Event::StreamEnd => break,
@@ -258,7 +279,12 @@ fn parse_with(text: &str, syntax_code: &str) -> Result<Node, Vec<Problem>> {
             },
             Event::Scalar(text, style, anchor, tag) => {
                 nodes += 1;
-                let node = Node { value: resolve_scalar(&text, style, tag.as_ref()), pos };
+                let written = match style {
+                    ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Style::Quoted,
+                    ScalarStyle::Literal | ScalarStyle::Folded => Style::Block,
+                    _ => Style::Plain,
+                };
+                let node = Node { value: resolve_scalar(&text, style, tag.as_ref()), pos: Pos { style: written, ..pos } };
                 if anchor > 0 {
                     anchors.insert(anchor, node.clone());
                 }
@@ -320,7 +346,7 @@ fn parse_with(text: &str, syntax_code: &str) -> Result<Node, Vec<Problem>> {
     if !problems.is_empty() {
         return Err(problems);
     }
-    Ok(root.unwrap_or(Node { value: NodeValue::Null, pos: Pos { line: 1, column: 1, start: 0, end: 0 } }))
+    Ok(root.unwrap_or(Node { value: NodeValue::Null, pos: Pos { line: 1, column: 1, start: 0, end: 0, style: Style::Plain } }))
 }
 
 fn syntax_name(code: &str) -> &'static str {

@@ -406,3 +406,22 @@ fn never_panics_on_mangled_manifests() {
         }
     }
 }
+
+#[test]
+fn conditions_compile_at_load_and_point_inside() {
+    // Quoted: the column is inside the quotes.
+    at(&one("  handler: \"a:b\"\n  approval:\n    when: \"args.x >\"\n"), "cel_syntax", "tools/t.yaml", 8, 20, "spec.approval.when");
+    // Plain, with an unknown name.
+    at(&one("  handler: \"a:b\"\n  approval:\n    when: user.admin\n"), "cel_unknown_name", "tools/t.yaml", 8, 11, "spec.approval.when");
+    // A literal block: later lines keep their place.
+    at(
+        &one("  handler: \"a:b\"\n  approval:\n    when: |\n      args.x > 1 &&\n        args.y ==\n"),
+        "cel_syntax",
+        "tools/t.yaml",
+        10,
+        18,
+        "spec.approval.when",
+    );
+    // A wrong type is one problem, not also a compile error.
+    at(&one("  handler: \"a:b\"\n  approval:\n    when: [1]\n"), "wrong_type", "tools/t.yaml", 8, 11, "spec.approval.when");
+}
