@@ -80,6 +80,12 @@ struct Cx<'a, 's> {
     regex_cache: Option<(String, regex::Regex)>,
 }
 
+#[cold]
+fn internal() -> String {
+    "internal: unbound macro variable".to_string()
+}
+
+#[cold]
 fn budget_reason() -> String {
     "evaluation exceeded its cost limit".to_string()
 }
@@ -120,10 +126,13 @@ impl<'a> Cx<'a, '_> {
         truncate(text, 48)
     }
 
+    #[cold]
     fn no_overload(&self, what: &str, e: &Expr) -> String {
         format!("{what} in `{}`", self.snip(e))
     }
 
+    /// The hot path: literals, variables, selection, operators. Everything
+    /// else is out of line so this frame stays small.
     fn eval(&mut self, e: &'a Expr) -> R<Val<'a>> {
         self.charge(1)?;
         match &e.kind {
@@ -134,23 +143,47 @@ impl<'a> Cx<'a, '_> {
             Kind::Double(d) => Ok(Val::Double(*d)),
             Kind::Str(s) => Ok(Val::Str(s)),
             Kind::Const(v) => Ok(Val::from_json(v)),
-            Kind::Var(slot) => {
-                let slot = usize::from(*slot);
-                match self.slots.get(slot).copied().flatten() {
-                    Some(v) => Ok(Val::from_json(v)),
-                    None => {
-                        let name = self.names.get(slot).map_or("?", String::as_str);
-                        Err(format!("`{name}` is not set"))
-                    }
-                }
-            }
-            Kind::Local(level) => {
-                self.locals.get(usize::from(*level)).cloned().ok_or_else(|| "internal: unbound macro variable".to_string())
-            }
+            Kind::Var(slot) => match self.slots.get(usize::from(*slot)).copied().flatten() {
+                Some(v) => Ok(Val::from_json(v)),
+                None => Err(self.unset(*slot)),
+            },
+            Kind::Local(level) => match self.locals.get(usize::from(*level)) {
+                Some(v) => Ok(v.clone()),
+                None => Err(internal()),
+            },
             Kind::Select(operand, field) => {
                 let base = self.eval(operand)?;
+                if let Val::JMap(map) = &base {
+                    if let Some(v) = map.get(&**field) {
+                        return Ok(Val::from_json(v));
+                    }
+                }
                 self.select(&base, field, operand)
             }
+            Kind::Not(inner) => match self.eval(inner)? {
+                Val::Bool(b) => Ok(Val::Bool(!b)),
+                other => Err(self.no_overload(&format!("`!` needs a bool, not a {}", other.type_name()), e)),
+            },
+            Kind::Binary(op, left, right) => {
+                let l = self.eval(left)?;
+                let r = self.eval(right)?;
+                self.binary(*op, l, r, e)
+            }
+            Kind::And(items) => self.logic(items, false),
+            Kind::Or(items) => self.logic(items, true),
+            _ => self.eval_rest(e),
+        }
+    }
+
+    #[cold]
+    fn unset(&self, slot: u16) -> String {
+        let name = self.names.get(usize::from(slot)).map_or("?", String::as_str);
+        format!("`{name}` is not set")
+    }
+
+    #[inline(never)]
+    fn eval_rest(&mut self, e: &'a Expr) -> R<Val<'a>> {
+        match &e.kind {
             Kind::Has(operand, field) => {
                 let base = self.eval(operand)?;
                 match &base {
@@ -168,22 +201,11 @@ impl<'a> Cx<'a, '_> {
                 let key = self.eval(index)?;
                 self.index(&base, &key, operand, e)
             }
-            Kind::Not(inner) => match self.eval(inner)? {
-                Val::Bool(b) => Ok(Val::Bool(!b)),
-                other => Err(self.no_overload(&format!("`!` needs a bool, not a {}", other.type_name()), e)),
-            },
             Kind::Neg(inner) => match self.eval(inner)? {
                 Val::Int(i) => i.checked_neg().map(Val::Int).ok_or_else(|| self.no_overload("int overflow", e)),
                 Val::Double(d) => Ok(Val::Double(-d)),
                 other => Err(self.no_overload(&format!("`-` needs an int or double, not a {}", other.type_name()), e)),
             },
-            Kind::Binary(op, left, right) => {
-                let l = self.eval(left)?;
-                let r = self.eval(right)?;
-                self.binary(*op, l, r, e)
-            }
-            Kind::And(items) => self.logic(items, false),
-            Kind::Or(items) => self.logic(items, true),
             Kind::Cond(cond, then, otherwise) => match self.eval(cond)? {
                 Val::Bool(true) => self.eval(then),
                 Val::Bool(false) => self.eval(otherwise),
@@ -214,6 +236,8 @@ impl<'a> Cx<'a, '_> {
                 }
             }
             Kind::Macro(c) => self.comprehension(c, e),
+            // The hot kinds are handled in `eval` and never reach here.
+            _ => Err("internal: unexpected expression kind".to_string()),
         }
     }
 
@@ -357,6 +381,7 @@ impl<'a> Cx<'a, '_> {
         }
     }
 
+    #[cold]
     fn mismatch(&self, op: BinOp, l: &Val<'_>, r: &Val<'_>, e: &Expr) -> String {
         self.no_overload(
             &format!("no operator `{}` for {} and {}", op.symbol(), l.type_name(), r.type_name()),
