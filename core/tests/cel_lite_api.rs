@@ -132,3 +132,20 @@ fn every_code_is_reachable() {
         assert_eq!(cel_lite::compile(expr).unwrap_err().code(), code, "{}", &expr[..expr.len().min(20)]);
     }
 }
+
+#[test]
+fn hints_for_habits_from_other_languages() {
+    for (expr, part) in [
+        ("args.a and args.b", "the and operator is `&&`"),
+        ("args.a or args.b", "the or operator is `||`"),
+        ("args.ok == True", "the literal is `true`"),
+        ("args.x == None", "the literal is `null`"),
+        ("len(args.items) > 2", "did you mean `size`?"),
+        ("args.name.startswith('a')", "did you mean `startsWith`?"),
+        ("args.a = 1", "compare with `==`"),
+        ("args.a & args.b", "the and operator is `&&`"),
+    ] {
+        let e = cel_lite::compile(expr).unwrap_err();
+        assert!(e.message().contains(part), "{expr}: {}", e.message());
+    }
+}

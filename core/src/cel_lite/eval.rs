@@ -62,7 +62,7 @@ pub(crate) fn run<B: Bindings + ?Sized>(program: &Program, vars: &B, want: Want)
     match want {
         Want::Bool => match v {
             Val::Bool(b) => Ok(Done::Bool(b)),
-            other => Err(format!("the expression gave a {}, not a bool", other.type_name())),
+            other => Err(format!("the expression gave {}, not a bool", other.a_type())),
         },
         Want::Json => to_json(&v, 0).map(Done::Json),
         Want::Cel => to_cel(&v, 0).map(Done::Cel),
@@ -80,6 +80,12 @@ struct Cx<'a, 's> {
     regex_cache: Option<(String, regex::Regex)>,
 }
 
+#[cold]
+fn internal() -> String {
+    "internal: unbound macro variable".to_string()
+}
+
+#[cold]
 fn budget_reason() -> String {
     "evaluation exceeded its cost limit".to_string()
 }
@@ -120,10 +126,13 @@ impl<'a> Cx<'a, '_> {
         truncate(text, 48)
     }
 
+    #[cold]
     fn no_overload(&self, what: &str, e: &Expr) -> String {
         format!("{what} in `{}`", self.snip(e))
     }
 
+    /// The hot path: literals, variables, selection, operators. Everything
+    /// else is out of line so this frame stays small.
     fn eval(&mut self, e: &'a Expr) -> R<Val<'a>> {
         self.charge(1)?;
         match &e.kind {
@@ -134,48 +143,26 @@ impl<'a> Cx<'a, '_> {
             Kind::Double(d) => Ok(Val::Double(*d)),
             Kind::Str(s) => Ok(Val::Str(s)),
             Kind::Const(v) => Ok(Val::from_json(v)),
-            Kind::Var(slot) => {
-                let slot = usize::from(*slot);
-                match self.slots.get(slot).copied().flatten() {
-                    Some(v) => Ok(Val::from_json(v)),
-                    None => {
-                        let name = self.names.get(slot).map_or("?", String::as_str);
-                        Err(format!("`{name}` is not set"))
-                    }
-                }
-            }
-            Kind::Local(level) => {
-                self.locals.get(usize::from(*level)).cloned().ok_or_else(|| "internal: unbound macro variable".to_string())
-            }
+            Kind::Var(slot) => match self.slots.get(usize::from(*slot)).copied().flatten() {
+                Some(v) => Ok(Val::from_json(v)),
+                None => Err(self.unset(*slot)),
+            },
+            Kind::Local(level) => match self.locals.get(usize::from(*level)) {
+                Some(v) => Ok(v.clone()),
+                None => Err(internal()),
+            },
             Kind::Select(operand, field) => {
                 let base = self.eval(operand)?;
-                self.select(&base, field, operand)
-            }
-            Kind::Has(operand, field) => {
-                let base = self.eval(operand)?;
-                match &base {
-                    Val::JMap(map) => Ok(Val::Bool(map.contains_key(&**field))),
-                    Val::Map(_) => Ok(Val::Bool(self.lookup(&base, &Val::Str(field))?.is_some())),
-                    other => Err(format!(
-                        "`has` needs a map but `{}` is a {}",
-                        self.snip(operand),
-                        other.type_name()
-                    )),
+                if let Val::JMap(map) = &base {
+                    if let Some(v) = map.get(&**field) {
+                        return Ok(Val::from_json(v));
+                    }
                 }
-            }
-            Kind::Index(operand, index) => {
-                let base = self.eval(operand)?;
-                let key = self.eval(index)?;
-                self.index(&base, &key, operand, e)
+                self.select(&base, field, operand)
             }
             Kind::Not(inner) => match self.eval(inner)? {
                 Val::Bool(b) => Ok(Val::Bool(!b)),
-                other => Err(self.no_overload(&format!("`!` needs a bool, not a {}", other.type_name()), e)),
-            },
-            Kind::Neg(inner) => match self.eval(inner)? {
-                Val::Int(i) => i.checked_neg().map(Val::Int).ok_or_else(|| self.no_overload("int overflow", e)),
-                Val::Double(d) => Ok(Val::Double(-d)),
-                other => Err(self.no_overload(&format!("`-` needs an int or double, not a {}", other.type_name()), e)),
+                other => Err(self.no_overload(&format!("`!` needs a bool, not {}", other.a_type()), e)),
             },
             Kind::Binary(op, left, right) => {
                 let l = self.eval(left)?;
@@ -184,13 +171,48 @@ impl<'a> Cx<'a, '_> {
             }
             Kind::And(items) => self.logic(items, false),
             Kind::Or(items) => self.logic(items, true),
+            _ => self.eval_rest(e),
+        }
+    }
+
+    #[cold]
+    fn unset(&self, slot: u16) -> String {
+        let name = self.names.get(usize::from(slot)).map_or("?", String::as_str);
+        format!("`{name}` is not set")
+    }
+
+    #[inline(never)]
+    fn eval_rest(&mut self, e: &'a Expr) -> R<Val<'a>> {
+        match &e.kind {
+            Kind::Has(operand, field) => {
+                let base = self.eval(operand)?;
+                match &base {
+                    Val::JMap(map) => Ok(Val::Bool(map.contains_key(&**field))),
+                    Val::Map(_) => Ok(Val::Bool(self.lookup(&base, &Val::Str(field))?.is_some())),
+                    other => Err(format!(
+                        "`has` needs a map but `{}` is {}",
+                        self.snip(operand),
+                        other.a_type()
+                    )),
+                }
+            }
+            Kind::Index(operand, index) => {
+                let base = self.eval(operand)?;
+                let key = self.eval(index)?;
+                self.index(&base, &key, operand, e)
+            }
+            Kind::Neg(inner) => match self.eval(inner)? {
+                Val::Int(i) => i.checked_neg().map(Val::Int).ok_or_else(|| self.no_overload("int overflow", e)),
+                Val::Double(d) => Ok(Val::Double(-d)),
+                other => Err(self.no_overload(&format!("`-` needs an int or double, not {}", other.a_type()), e)),
+            },
             Kind::Cond(cond, then, otherwise) => match self.eval(cond)? {
                 Val::Bool(true) => self.eval(then),
                 Val::Bool(false) => self.eval(otherwise),
                 other => Err(format!(
-                    "the condition `{}` is a {}, not a bool",
+                    "the condition `{}` is {}, not a bool",
                     self.snip(cond),
-                    other.type_name()
+                    other.a_type()
                 )),
             },
             Kind::List(items) => {
@@ -210,10 +232,12 @@ impl<'a> Cx<'a, '_> {
                         self.charge_scan(s.len())?;
                         Ok(Val::Bool(regex.is_match(s)))
                     }
-                    None => Err(self.no_overload(&format!("`matches` needs a string, not a {}", t.type_name()), e)),
+                    None => Err(self.no_overload(&format!("`matches` needs a string, not {}", t.a_type()), e)),
                 }
             }
             Kind::Macro(c) => self.comprehension(c, e),
+            // The hot kinds are handled in `eval` and never reach here.
+            _ => Err("internal: unexpected expression kind".to_string()),
         }
     }
 
@@ -229,9 +253,9 @@ impl<'a> Cx<'a, '_> {
                     if first_error.is_none() {
                         let op = if stop_at { "||" } else { "&&" };
                         first_error = Some(format!(
-                            "`{op}` needs bools but `{}` is a {}",
+                            "`{op}` needs bools but `{}` is {}",
                             self.snip(item),
-                            other.type_name()
+                            other.a_type()
                         ));
                     }
                 }
@@ -260,10 +284,10 @@ impl<'a> Cx<'a, '_> {
                 None => Err(format!("no such key `{}` in `{}`", truncate(field, 40), self.snip(operand))),
             },
             other => Err(format!(
-                "cannot select `{}` from `{}`, a {}",
+                "cannot select `{}` from `{}`, {}",
                 truncate(field, 40),
                 self.snip(operand),
-                other.type_name()
+                other.a_type()
             )),
         }
     }
@@ -289,7 +313,7 @@ impl<'a> Cx<'a, '_> {
         if base.is_map() {
             if !matches!(key, Val::Int(_) | Val::Uint(_) | Val::Double(_) | Val::Bool(_) | Val::Str(_) | Val::OwnedStr(_))
             {
-                return Err(self.no_overload(&format!("a map key cannot be a {}", key.type_name()), e));
+                return Err(self.no_overload(&format!("a map key cannot be {}", key.a_type()), e));
             }
             return match self.lookup(base, key)? {
                 Some(v) => Ok(v),
@@ -299,7 +323,7 @@ impl<'a> Cx<'a, '_> {
         let len = match base.len() {
             Some(len) if base.is_list() => len,
             _ => {
-                return Err(format!("cannot index `{}`, a {}", self.snip(operand), base.type_name()));
+                return Err(format!("cannot index `{}`, {}", self.snip(operand), base.a_type()));
             }
         };
         let i: Option<i128> = match key {
@@ -309,7 +333,7 @@ impl<'a> Cx<'a, '_> {
             _ => None,
         };
         let Some(i) = i else {
-            return Err(self.no_overload(&format!("a list index must be an int, not a {}", describe_key(key)), e));
+            return Err(self.no_overload(&format!("a list index must be an int, not {}", key.a_type()), e));
         };
         let item = usize::try_from(i).ok().and_then(|i| match base {
             Val::List(items) => items.get(i).cloned(),
@@ -325,7 +349,7 @@ impl<'a> Cx<'a, '_> {
         for (k, v) in entries {
             let key = self.eval(k)?;
             if !matches!(key, Val::Int(_) | Val::Uint(_) | Val::Bool(_) | Val::Str(_) | Val::OwnedStr(_)) {
-                return Err(format!("unsupported key type: `{}` is a {}", self.snip(k), key.type_name()));
+                return Err(format!("unsupported key type: `{}` is {}", self.snip(k), key.a_type()));
             }
             self.charge(size_u64(out.len()))?;
             if out.iter().any(|(existing, _)| key_eq(existing, &key)) {
@@ -357,6 +381,7 @@ impl<'a> Cx<'a, '_> {
         }
     }
 
+    #[cold]
     fn mismatch(&self, op: BinOp, l: &Val<'_>, r: &Val<'_>, e: &Expr) -> String {
         self.no_overload(
             &format!("no operator `{}` for {} and {}", op.symbol(), l.type_name(), r.type_name()),
@@ -441,7 +466,7 @@ impl<'a> Cx<'a, '_> {
             }
             return Ok(Val::Bool(false));
         }
-        Err(self.no_overload(&format!("`in` needs a list or map, not a {}", container.type_name()), e))
+        Err(self.no_overload(&format!("`in` needs a list or map, not {}", container.a_type()), e))
     }
 
     fn add(&mut self, l: Val<'a>, r: Val<'a>, e: &Expr) -> R<Val<'a>> {
@@ -522,7 +547,7 @@ impl<'a> Cx<'a, '_> {
         let [a, b] = vals;
         let name = func.name();
         let bad = |cx: &Self, v: &Val<'_>| {
-            cx.no_overload(&format!("`{name}` is not defined for a {}", v.type_name()), e)
+            cx.no_overload(&format!("`{name}` is not defined for {}", v.a_type()), e)
         };
         match func {
             Func::Dyn => Ok(a),
@@ -613,10 +638,10 @@ impl<'a> Cx<'a, '_> {
         let range = self.eval(&c.range)?;
         let Some(items) = range.items() else {
             return Err(format!(
-                "`{}` needs a list or map but `{}` is a {}",
+                "`{}` needs a list or map but `{}` is {}",
                 macro_name(c.kind),
                 self.snip(&c.range),
-                range.type_name()
+                range.a_type()
             ));
         };
         let base = self.locals.len();
@@ -695,10 +720,10 @@ impl<'a> Cx<'a, '_> {
 
     fn predicate_error(&self, c: &Comprehension, v: &Val<'_>) -> String {
         format!(
-            "the condition `{}` of `{}` is a {}, not a bool",
+            "the condition `{}` of `{}` is {}, not a bool",
             self.snip(c.filter.as_ref().unwrap_or(&c.body)),
             macro_name(c.kind),
-            v.type_name()
+            v.a_type()
         )
     }
 }
@@ -733,7 +758,7 @@ fn describe_key(key: &Val<'_>) -> String {
         Val::Null => "`null`".to_string(),
         other => match other.as_str() {
             Some(s) => format!("`{}`", truncate(s, 40)),
-            None => format!("a {}", other.type_name()),
+            None => other.a_type().to_string(),
         },
     }
 }

@@ -145,7 +145,13 @@ pub(crate) fn parse(src: &str, tokens: Vec<Token>, options: &Options) -> Result<
     let root = p.expr()?;
     let t = p.peek();
     if t.kind != Tok::Eof {
-        return Err(p.err_here(format!("expected the end of the expression but found {}", t.kind.describe())));
+        let hint = match &t.kind {
+            Tok::Ident(w) if w == "and" => "; the and operator is `&&`",
+            Tok::Ident(w) if w == "or" => "; the or operator is `||`",
+            Tok::Ident(w) if w == "if" => "; a condition is written `c ? a : b`",
+            _ => "",
+        };
+        return Err(p.err_here(format!("expected the end of the expression but found {}{hint}", t.kind.describe())));
     }
     Ok((root, p.names))
 }
@@ -502,6 +508,16 @@ impl Parser<'_> {
         if self.options.names.len() > 8 {
             known.push_str(", …");
         }
+        let hint = match name {
+            "True" | "TRUE" => "; the literal is `true`",
+            "False" | "FALSE" => "; the literal is `false`",
+            "None" | "nil" | "NULL" | "Null" | "undefined" => "; the literal is `null`",
+            "not" => "; negation is `!`",
+            _ => "",
+        };
+        if !hint.is_empty() {
+            return Err(self.err_at(CODE_UNKNOWN_NAME, at, format!("unknown name `{name}`{hint}")));
+        }
         let in_scope = if self.scopes.is_empty() { String::new() } else { " or a macro variable".to_string() };
         Err(self.err_at(
             CODE_UNKNOWN_NAME,
@@ -596,6 +612,20 @@ impl Parser<'_> {
     }
 
     fn unknown_function(&self, name: &str, at: usize) -> CompileError {
+        let hint = match name {
+            "len" | "length" | "count" => Some("size"),
+            "startswith" | "starts_with" => Some("startsWith"),
+            "endswith" | "ends_with" => Some("endsWith"),
+            "any" | "some" => Some("exists"),
+            "every" => Some("all"),
+            "regex" | "match" | "test" => Some("matches"),
+            "str" => Some("string"),
+            "float" => Some("double"),
+            _ => None,
+        };
+        if let Some(instead) = hint {
+            return self.err_at(CODE_UNKNOWN_FUNCTION, at, format!("unknown function `{name}`; did you mean `{instead}`?"));
+        }
         self.err_at(
             CODE_UNKNOWN_FUNCTION,
             at,

@@ -88,6 +88,20 @@ impl<'a> Val<'a> {
         }
     }
 
+    /// The type name with its article, for messages: `an int`, `a string`, `null`.
+    pub fn a_type(&self) -> &'static str {
+        match self {
+            Val::Null => "null",
+            Val::Bool(_) => "a bool",
+            Val::Int(_) => "an int",
+            Val::Uint(_) => "a uint",
+            Val::Double(_) => "a double",
+            Val::Str(_) | Val::OwnedStr(_) => "a string",
+            Val::List(_) | Val::JList(_) => "a list",
+            Val::Map(_) | Val::JMap(_) => "a map",
+        }
+    }
+
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Val::Str(s) => Some(s),
