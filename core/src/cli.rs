@@ -22,9 +22,10 @@ run `harnessweaver <command> --help` for more";
 
 const DOCTOR_HELP: &str = "usage: harnessweaver doctor [harness.yaml]
 
-Loads harness.yaml (default ./harness.yaml) and every manifest it names, and prints
-every problem as file:line:column. Fails (exit 1) on any problem or a mismatched pin;
-warns about unpinned manifests and prints the digest to pin. Exit 0 when clean.";
+Loads harness.yaml (default ./harness.yaml; a directory means the harness.yaml in
+it) and every manifest it names, and prints every problem as file:line:column.
+Fails (exit 1) on any problem or a mismatched pin; warns about unpinned manifests
+and prints the digest to pin. Exit 0 when clean.";
 
 const PIN_HELP: &str = "usage: harnessweaver tools pin [harness.yaml] [--tool NAME]
 
@@ -73,7 +74,13 @@ pub fn run_with(args: &[String], out: &mut dyn std::io::Write, err: &mut dyn std
 }
 
 fn harness_path(arg: Option<&str>) -> PathBuf {
-    PathBuf::from(arg.unwrap_or("harness.yaml"))
+    let path = PathBuf::from(arg.unwrap_or("harness.yaml"));
+    // A directory stands for its harness.yaml (and files print beside it).
+    if path.is_dir() {
+        path.join("harness.yaml")
+    } else {
+        path
+    }
 }
 
 /// Prints `path` for a file relative to the harness directory, as the user

@@ -161,8 +161,16 @@ fn relative(base: &Path, path: &Path) -> String {
 
 impl Harness {
     /// Loads `harness.yaml` and every manifest it names, reporting every problem at once.
+    /// A directory stands for the `harness.yaml` inside it.
     pub fn load(path: impl AsRef<Path>) -> Result<Harness, Error> {
-        let path = path.as_ref();
+        let given = path.as_ref();
+        let joined;
+        let path = if given.is_dir() {
+            joined = given.join("harness.yaml");
+            joined.as_path()
+        } else {
+            given
+        };
         let file_name = path.file_name().map_or_else(|| "harness.yaml".to_string(), |n| n.to_string_lossy().into_owned());
         let mut cx = Checker::new(Some(file_name));
         let text = match std::fs::read_to_string(path) {
@@ -191,7 +199,8 @@ impl Harness {
         let Some((spec, globs)) = spec else {
             return Err(Error::Load(manifest::nonempty(problems)));
         };
-        let files = expand_globs(&dir, &globs, &mut cx);
+        let myself = path.canonicalize().ok();
+        let files = expand_globs(&dir, &globs, &mut cx, myself.as_deref());
         problems.append(&mut cx.take_sorted());
 
         let mut tools: Vec<Tool> = Vec::new();
@@ -339,8 +348,9 @@ fn io_reason(e: &std::io::Error) -> String {
 }
 
 /// Expands the manifest globs; each match must stay inside `dir` after
-/// symlinks are resolved. Returns canonical file paths, each once, in glob order.
-fn expand_globs(dir: &Path, globs: &[(String, Pos, String)], cx: &mut Checker) -> Vec<PathBuf> {
+/// symlinks are resolved. Returns canonical file paths, each once, in glob
+/// order, leaving out the harness file itself.
+fn expand_globs(dir: &Path, globs: &[(String, Pos, String)], cx: &mut Checker, harness: Option<&Path>) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut seen = HashSet::new();
     for (pattern, pos, path) in globs {
@@ -380,7 +390,9 @@ fn expand_globs(dir: &Path, globs: &[(String, Pos, String)], cx: &mut Checker) -
                 escaped = true;
                 continue;
             }
-            if !canonical.is_file() {
+            // Directories are not manifests, and `*.yaml` beside harness.yaml
+            // should not read harness.yaml as a tool.
+            if !canonical.is_file() || Some(canonical.as_path()) == harness {
                 continue;
             }
             matched += 1;

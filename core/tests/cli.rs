@@ -149,6 +149,10 @@ fn usage_errors_and_help() {
         assert_eq!(code, 0, "{args:?}");
         assert!(out.starts_with("usage: harnessweaver"), "{out}");
     }
+    let dir = shop();
+    let (code, out, _) = run(&["doctor", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("{}/tools/lookup.yaml", dir.display())), "a directory means its harness.yaml: {out}");
     let (code, out, _) = run(&["doctor", "/nonexistent/harness.yaml"]);
     assert_eq!(code, 1);
     assert!(out.contains("[io_error]"), "{out}");

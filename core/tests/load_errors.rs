@@ -425,3 +425,14 @@ fn conditions_compile_at_load_and_point_inside() {
     // A wrong type is one problem, not also a compile error.
     at(&one("  handler: \"a:b\"\n  approval:\n    when: [1]\n"), "wrong_type", "tools/t.yaml", 8, 11, "spec.approval.when");
 }
+
+#[test]
+fn a_directory_means_its_harness_yaml_and_globs_skip_it() {
+    let dir = dir_with(&[
+        ("harness.yaml", "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"*.yaml\"]\n"),
+        ("t.yaml", &manifest("  handler: \"a:b\"\n")),
+    ]);
+    let h = Harness::load(&dir).unwrap();
+    assert_eq!(h.tools().len(), 1);
+    assert_eq!(h.tools()[0].file(), Some("t.yaml"));
+}
