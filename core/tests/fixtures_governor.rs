@@ -23,12 +23,7 @@ fn scenarios() -> Vec<PathBuf> {
 }
 
 /// Scenarios that fail today, each with the reason. Kept empty when possible.
-const EXPECTED_FAILURES: &[(&str, &str)] = &[
-    ("approval_by_risk_bound_to_args", "cel-lite not merged yet"),
-    ("approval_when_cel", "cel-lite not merged yet"),
-    ("policy_approve_rule", "cel-lite not merged yet"),
-    ("policy_scopes_and_rules", "cel-lite not merged yet"),
-];
+const EXPECTED_FAILURES: &[(&str, &str)] = &[];
 
 fn handler_for(behaviour: &Value) -> Handler {
     let b = behaviour.clone();

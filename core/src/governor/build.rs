@@ -4,7 +4,8 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Condition, Governor, OutputPolicy, Rule, Settings, ToolRuntime, Transport, Vars};
+use super::{Governor, OutputPolicy, Rule, Settings, ToolRuntime, Transport};
+use crate::cel_lite::{self, Program};
 use crate::audit::{AuditSink, JsonlSink, MemorySink, NullSink};
 use crate::clock::{Clock, IdSource, SystemClock};
 use crate::error::{Error, Problem};
@@ -28,28 +29,20 @@ pub struct GovernorOptions {
     pub extra_tools: Vec<Tool>,
 }
 
-/// The reason a condition gives while cel-lite is not compiled in.
-pub const UNEVALUABLE_WITHOUT_CEL: &str = "cel-lite is not available";
-
-/// Stands in for a cel-lite program; always unevaluable, so approvals fail closed.
-#[derive(Debug)]
-struct Unevaluable(String);
-
-impl Condition for Unevaluable {
-    fn eval(&self, _vars: &Vars<'_>) -> Result<bool, String> {
-        Err(UNEVALUABLE_WITHOUT_CEL.to_string())
-    }
-    fn text(&self) -> &str {
-        &self.0
-    }
-}
-
-fn compile_condition(text: &str) -> Option<Box<dyn Condition>> {
-    let text = text.trim();
-    if text.is_empty() {
+/// Compiles a condition; the loader has already reported compile errors
+/// with their locations, so a failure here is a fault and fails closed.
+fn compile_condition(text: &str, what: &str, problems: &mut Vec<Problem>) -> Option<Program> {
+    let text = text.trim_end();
+    if text.trim().is_empty() {
         return None;
     }
-    Some(Box::new(Unevaluable(text.to_string())))
+    match cel_lite::compile(text) {
+        Ok(program) => Some(program),
+        Err(e) => {
+            problems.push(Problem { path: what.to_string(), ..Problem::new(e.code(), e.message().to_string()) });
+            None
+        }
+    }
 }
 
 fn rate(r: Option<manifest::Rate>) -> Option<Rate> {
@@ -119,7 +112,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         per_tenant: rate(m.rate_limit.as_ref().and_then(|r| r.per_tenant)),
         private: m.data_access.iter().any(|d| d.starts_with("pii:")),
         egress: m.egress.clone(),
-        approval_when: m.approval.as_ref().and_then(|a| compile_condition(&a.when)),
+        approval_when: m.approval.as_ref().and_then(|a| compile_condition(&a.when, "spec.approval.when", problems)),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
         risk: manifest::risk_name(m.risk).to_string(),
         timeout_ms: m.timeout.ms,
@@ -155,7 +148,12 @@ impl Governor {
         let rules = spec
             .rules
             .iter()
-            .map(|r| Rule { name: r.name.clone(), effect: r.effect, tools: r.tools.clone(), when: compile_condition(&r.when) })
+            .map(|r| Rule {
+                name: r.name.clone(),
+                effect: r.effect,
+                tools: r.tools.clone(),
+                when: compile_condition(&r.when, "spec.policy.rules.when", &mut problems),
+            })
             .collect();
         let store: Arc<dyn Store> = match (options.store, &spec.state) {
             (Some(store), _) => store,

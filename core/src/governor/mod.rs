@@ -17,7 +17,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use build::{GovernorOptions, UNEVALUABLE_WITHOUT_CEL};
+pub use build::GovernorOptions;
 pub use crate::harness::{Effect, TrifectaMode};
 pub use output::{cut, truncate};
 pub use types::{ApprovalRequest, CallContext, CallResult, Decision, OutputReport, Principal, Step};
@@ -29,6 +29,7 @@ use crate::error::Error;
 use crate::store::{Acquire, ApprovalState, Budget, Labels, PendingApproval, Rate, RateKey, Store};
 use crate::validate::{Constraints, SchemaValidator};
 use crate::canonical;
+use crate::cel_lite::{Program, Vars};
 
 /// TODO(merge): replaced by crate::sanitize when the sanitizers land.
 mod sanitize {
@@ -44,29 +45,14 @@ mod sanitize {
     }
 }
 
-/// A condition compiled at load (cel-lite): true, false, or unevaluable with a reason.
-pub trait Condition: Send + Sync + fmt::Debug {
-    /// Evaluates against the call's variables.
-    fn eval(&self, vars: &Vars<'_>) -> Result<bool, String>;
-    /// The source text, for reasons and explain.
-    fn text(&self) -> &str;
-}
-
-/// The names a condition may read.
-#[derive(Debug, Clone, Copy)]
-pub struct Vars<'a> {
-    /// `principal`: `{id, roles, scopes, attrs}`.
-    pub principal: &'a Value,
-    /// `tenant`: a string or null.
-    pub tenant: &'a Value,
-    /// `task`: a string or null.
-    pub task: &'a Value,
-    /// `tool`: the manifest's decision fields.
-    pub tool: &'a Value,
-    /// `args`: the call's arguments.
-    pub args: &'a Value,
-    /// `labels`: `{private, untrusted}` of the run before the call.
-    pub labels: &'a Value,
+/// Evaluates a compiled cel-lite condition: `Ok(bool)`, or `Err(reason)`
+/// when it is unevaluable (a runtime error, or a value that is not a bool).
+pub fn condition(program: &Program, vars: &Vars<'_>) -> Result<bool, String> {
+    let verdict = program.approval_required_with(vars);
+    match verdict.reason {
+        Some(reason) => Err(reason),
+        None => Ok(verdict.required),
+    }
 }
 
 /// A harness policy rule, compiled.
@@ -79,7 +65,7 @@ pub struct Rule {
     /// Tool-name globs (`*`, `?`); empty matches every tool.
     pub tools: Vec<String>,
     /// Extra condition; none matches always.
-    pub when: Option<Box<dyn Condition>>,
+    pub when: Option<Program>,
 }
 
 /// How a tool is reached.
@@ -136,7 +122,7 @@ pub struct ToolRuntime {
     /// Hosts it may send to; non-empty makes it subject to the trifecta rule.
     pub egress: Vec<String>,
     /// `approval.when`.
-    pub approval_when: Option<Box<dyn Condition>>,
+    pub approval_when: Option<Program>,
     /// `approval.approver_role`.
     pub approver_role: Option<String>,
     /// `risk`.
@@ -512,12 +498,12 @@ impl Governor {
         let task_value = ctx.task.clone().map_or(Value::Null, Value::String);
         let labels_value = labels_to_value(labels);
         let vars = Vars {
-            principal: &principal_value,
-            tenant: &tenant_value,
-            task: &task_value,
-            tool: &rt.tool_value,
-            args,
-            labels: &labels_value,
+            principal: Some(&principal_value),
+            tenant: Some(&tenant_value),
+            task: Some(&task_value),
+            tool: Some(&rt.tool_value),
+            args: Some(args),
+            labels: Some(&labels_value),
         };
         let mut approval_reasons = Vec::new();
         let mut allowed_by_rule = false;
@@ -525,7 +511,7 @@ impl Governor {
         for rule in self.rules.iter().filter(|r| r.tools.is_empty() || r.tools.iter().any(|g| glob_match(g, tool))) {
             let matched = match &rule.when {
                 None => Ok(true),
-                Some(cond) => cond.eval(&vars),
+                Some(program) => condition(program, &vars),
             };
             match (rule.effect, matched) {
                 // Fail closed: a deny whose condition cannot be evaluated denies.
@@ -611,11 +597,11 @@ impl Governor {
         }
 
         // 7 approval
-        if let Some(cond) = &rt.approval_when {
-            match cond.eval(&vars) {
-                Ok(true) => approval_reasons.push(format!("approval.when `{}` is true", cond.text())),
+        if let Some(program) = &rt.approval_when {
+            match condition(program, &vars) {
+                Ok(true) => approval_reasons.push(format!("approval.when `{}` is true", program.source())),
                 Ok(false) => {}
-                Err(why) => approval_reasons.push(format!("approval.when `{}` could not be evaluated: {why}", cond.text())),
+                Err(why) => approval_reasons.push(format!("approval.when `{}` could not be evaluated: {why}", program.source())),
             }
         }
         if self.settings.approval_by_risk.contains(&rt.risk) {
