@@ -9,7 +9,8 @@
 //! `__proto__` stays a key, never a prototype), the nesting limit is the
 //! core's, and numbers follow the rule every binding shares (integral and
 //! within ±2^53 → integer, otherwise a double; NaN and infinities refused;
-//! BigInt through the core's host-integer rule: beyond ±2^53 refused).
+//! BigInt through the core's host-integer rule: beyond ±2^53 refused; only
+//! plain objects and arrays, never a Map, Date or class instance).
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -69,8 +70,15 @@ unsafe fn to_value(env: sys::napi_env, value: sys::napi_value, depth: usize) -> 
             check(unsafe { sys::napi_is_array(env, value, &mut is_array) }, "array")?;
             if is_array {
                 unsafe { array(env, value, depth + 1) }
-            } else {
+            } else if unsafe { is_plain_object(env, value)? } {
                 unsafe { object(env, value, depth + 1) }
+            } else {
+                // A Map, Set, Date, typed array, class instance…: JSON.stringify would
+                // silently turn most of them into `{}`; refusing is safer.
+                Err(value_error(
+                    "unsupported_type",
+                    "only plain objects and arrays have a JSON form (not a Map, Set, Date, typed array or class instance)",
+                ))
             }
         }
         sys::ValueType::napi_undefined => Err(value_error("unsupported_type", "`undefined` has no JSON form")),
@@ -78,6 +86,24 @@ unsafe fn to_value(env: sys::napi_env, value: sys::napi_value, depth: usize) -> 
         sys::ValueType::napi_symbol => Err(value_error("unsupported_type", "symbols have no JSON form")),
         _ => Err(value_error("unsupported_type", "this kind of value has no JSON form")),
     }
+}
+
+/// Whether `value` is a plain object: its prototype is `Object.prototype` or null.
+unsafe fn is_plain_object(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<bool, CoreError> {
+    let mut proto = ptr::null_mut();
+    check(unsafe { sys::napi_get_prototype(env, value, &mut proto) }, "prototype")?;
+    let mut ty = 0;
+    check(unsafe { sys::napi_typeof(env, proto, &mut ty) }, "prototype")?;
+    if ty == sys::ValueType::napi_null {
+        return Ok(true);
+    }
+    let mut plain = ptr::null_mut();
+    check(unsafe { sys::napi_create_object(env, &mut plain) }, "object")?;
+    let mut object_prototype = ptr::null_mut();
+    check(unsafe { sys::napi_get_prototype(env, plain, &mut object_prototype) }, "prototype")?;
+    let mut same = false;
+    check(unsafe { sys::napi_strict_equals(env, proto, object_prototype, &mut same) }, "prototype")?;
+    Ok(same)
 }
 
 /// JS numbers: integral and within ±2^53 → integer (so `1.0` and `1` agree, `-0` is `0`), else a double.

@@ -113,6 +113,11 @@ test('value errors carry codes', () => {
     [undefined, 'unsupported_type'],
     [() => 1, 'unsupported_type'],
     [Symbol('s'), 'unsupported_type'],
+    [new Map([['a', 1]]), 'unsupported_type'],
+    [new Set([1]), 'unsupported_type'],
+    [new Date(0), 'unsupported_type'],
+    [new Uint8Array(2), 'unsupported_type'],
+    [new (class Point { constructor() { this.x = 1 } })(), 'unsupported_type'],
   ]
   for (const [value, code] of cases) {
     assert.throws(() => hw.canonicalJson(value), (e) => e instanceof hw.InvalidValueError && e.code === code, String(code))
@@ -141,13 +146,17 @@ test('number, BigInt and key rules', () => {
   const parsed = JSON.parse('{"__proto__": {"polluted": true}, "a": 1}')
   assert.equal(hw.canonicalJson(parsed), '{"__proto__":{"polluted":true},"a":1}')
   // Only own enumerable string keys count; numeric keys are strings.
-  const withProto = Object.create({ inherited: 1 })
-  withProto.own = 2
-  withProto[Symbol('s')] = 3
-  Object.defineProperty(withProto, 'hidden', { value: 4, enumerable: false })
-  assert.equal(hw.canonicalJson(withProto), '{"own":2}')
+  const plain = { own: 2 }
+  plain[Symbol('s')] = 3
+  Object.defineProperty(plain, 'hidden', { value: 4, enumerable: false })
+  assert.equal(hw.canonicalJson(plain), '{"own":2}')
+  // An object with another prototype is not plain (it could hide inherited fields).
+  assert.throws(() => hw.canonicalJson(Object.create({ inherited: 1 })), (e) => e.code === 'unsupported_type')
   assert.equal(hw.canonicalJson({ 10: 'a', 9: 'b' }), '{"10":"a","9":"b"}')
   assert.equal(hw.canonicalJson(null), 'null')
+  const bare = Object.create(null)
+  bare.b = 1
+  assert.equal(hw.canonicalJson(bare), '{"b":1}')
 })
 
 test('the bin runs the core CLI', () => {
