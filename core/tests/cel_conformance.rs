@@ -6,9 +6,9 @@
 //! counted as skipped under its reason, never dropped silently. The counts are
 //! written straight to stderr, so they show without `--nocapture`.
 //!
-//! The data is read from `../shared/conformance/cel-spec/` (or
-//! `$CEL_CONFORMANCE_DIR`); the files are text-format protobuf, read by the
-//! small parser below (no protobuf dependency).
+//! The data is vendored in `fixtures/cel_spec/` (or `$CEL_CONFORMANCE_DIR`);
+//! the files are text-format protobuf, read by the small parser below (no
+//! protobuf dependency).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code")]
 
@@ -108,13 +108,7 @@ fn data_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("CEL_CONFORMANCE_DIR") {
         return PathBuf::from(dir);
     }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        manifest.join("../../shared/conformance/cel-spec"),
-        manifest.join("../shared/conformance/cel-spec"),
-        PathBuf::from("/work/shared/conformance/cel-spec"),
-    ];
-    candidates.iter().find(|p| p.is_dir()).cloned().unwrap_or_else(|| candidates[0].clone())
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/cel_spec")
 }
 
 enum Verdict {
