@@ -184,9 +184,15 @@ pub fn write_float(out: &mut String, f: f64) -> Result<(), Error> {
         let _ = write!(out, "{i}");
         return Ok(());
     }
-    // `{:e}` gives the shortest round-trip digits, as Python's repr does;
-    // only the layout differs.
-    let sci = format!("{:e}", f.abs());
+    // `{:e}` gives the shortest digits that round-trip, as Python's repr does.
+    // When two strings of that length round-trip, Python takes the one nearest
+    // the exact value (ties to even): the correctly rounded string of that
+    // length, which `{:.*e}` gives (562949953421312.25 prints `…312.2`, where
+    // `{:e}` alone says `…312.3`). Only the layout differs after that.
+    let shortest = format!("{:e}", f.abs());
+    let len = shortest.split_once('e').map_or(0, |(m, _)| m.chars().filter(char::is_ascii_digit).count());
+    let nearest = format!("{:.*e}", len.saturating_sub(1), f.abs());
+    let sci = if nearest.parse::<f64>().ok() == Some(f.abs()) { nearest } else { shortest };
     let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
@@ -251,6 +257,9 @@ mod tests {
             (1.0, "1"),
             (-0.0, "0"),
             (5e-324, "5e-324"),
+            (562949953421312.2, "562949953421312.2"),
+            (1.0000000000000002, "1.0000000000000002"),
+            (-1234.125, "-1234.125"),
         ] {
             let mut out = String::new();
             write_float(&mut out, f).unwrap();
