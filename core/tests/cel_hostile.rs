@@ -7,6 +7,7 @@
 
 use harnessweaver_core::cel_lite::{self, Options, Outcome, Vars};
 use serde_json::{json, Map, Value};
+use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 /// Generous for a debug build on a shared 2-core machine; the point is "ends".
@@ -271,4 +272,134 @@ fn programs_are_shareable_between_threads() {
         .collect();
     let got: Vec<bool> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(got, vec![false, false, true, true]);
+}
+
+/// Token soup and byte noise: compiling and evaluating never panics.
+#[test]
+fn random_inputs_never_panic() {
+    const PIECES: &[&str] = &[
+        "args", "principal", "tool", "labels", "tenant", "task", "x", "y", ".", "[", "]", "(", ")", "{", "}", ",", ":",
+        "?", "!", "-", "+", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", " in ", "0", "1", "-1", "2u",
+        "0.5", "1e308", "9223372036854775807", "-9223372036854775808", "18446744073709551615u", "'a'", "\"b\"",
+        "'''c'''", "r'\\d'", "'\\u00e9'", "'\\x'", "'", "null", "true", "false", "size", "has", "int", "uint",
+        "double", "string", "matches", ".exists(x, ", ".all(y, ", ".map(x, ", ".filter(y, ", ".exists_one(x, ",
+        ".startsWith(", ".contains(", ".matches(", "'(a+)+$'", "'['", "amount", "items", "roles", "`k`", "é", "🙂",
+        " ", "\n", "\t", "//c\n", "b'x'", "Foo{", "0x", "0xFFFFFFFFFFFFFFFFF", ".5", "1.", "e", "_",
+    ];
+    let args = json!({
+        "amount": 250, "items": [1, 2.5, "x", null, [1], {"k": 1}], "roles": ["a", "b"], "k": {"k": {"k": 1}},
+        "big": 18446744073709551615u64, "neg": -9223372036854775808i64, "s": "(a+)+$"
+    });
+    let principal = json!({"roles": ["finance"], "id": 7});
+    let vars = Vars { args: Some(&args), principal: Some(&principal), ..Vars::default() };
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let started = Instant::now();
+    let (mut compiled, mut total) = (0, 0);
+    // `CEL_FUZZ_ITERATIONS=1000000` for a longer hunt.
+    let iterations: usize = std::env::var("CEL_FUZZ_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+    for _ in 0..iterations {
+        let n = 1 + (next() % 24) as usize;
+        let mut expr = String::new();
+        for _ in 0..n {
+            expr.push_str(PIECES[(next() % PIECES.len() as u64) as usize]);
+        }
+        if next() % 8 == 0 {
+            // Raw noise: control characters, non-ASCII, unpaired quotes.
+            let noise: String = (0..(next() % 12)).map(|_| char::from_u32((next() % 0x3000) as u32).unwrap_or('?')).collect();
+            let mut at = next() as usize % (expr.len() + 1);
+            while !expr.is_char_boundary(at) {
+                at -= 1;
+            }
+            expr.insert_str(at, &noise);
+        }
+        total += 1;
+        let result = std::panic::catch_unwind(|| match cel_lite::compile(&expr) {
+            Ok(p) => {
+                let _ = p.evaluate_with(&vars);
+                let _ = p.approval_required_with(&vars);
+                let _ = p.evaluate_value(&vars);
+                true
+            }
+            Err(e) => {
+                assert!(e.line() >= 1 && e.column() >= 1);
+                let _ = e.render();
+                false
+            }
+        });
+        match result {
+            Ok(true) => compiled += 1,
+            Ok(false) => {}
+            Err(_) => panic!("panicked on {expr:?}"),
+        }
+    }
+    // Grammar-shaped expressions: most compile, so evaluation gets exercised.
+    fn gen(next: &mut dyn FnMut() -> u64, depth: u32) -> String {
+        const LEAVES: &[&str] = &[
+            "args.amount", "args.items", "args.roles", "args.k", "args.k.k", "args.big", "args.neg", "args.s", "args",
+            "principal.roles", "principal.id", "tool", "x", "0", "1", "-1", "3u", "0.5", "-0.0", "1e308", "'a'", "''",
+            "'(a|b)+'", "null", "true", "false", "[]", "{}", "9223372036854775807", "-9223372036854775808",
+            "18446744073709551615u", "args.missing", "args.items[3]", "args.items[-1]",
+        ];
+        const BIN: &[&str] = &[" + ", " - ", " * ", " / ", " % ", " < ", " <= ", " > ", " >= ", " == ", " != ", " && ", " || ", " in "];
+        let pick = |next: &mut dyn FnMut() -> u64, n: usize| (next() % n as u64) as usize;
+        if depth == 0 {
+            return LEAVES[pick(next, LEAVES.len())].to_string();
+        }
+        let d = depth - 1;
+        match pick(next, 14) {
+            0 | 1 => format!("{}{}{}", gen(next, d), BIN[pick(next, BIN.len())], gen(next, d)),
+            2 => format!("!{}", gen(next, d)),
+            3 => format!("-{}", gen(next, d)),
+            4 => format!("({})", gen(next, d)),
+            5 => format!("[{}, {}]", gen(next, d), gen(next, d)),
+            6 => format!("{{'k': {}, 1: {}}}", gen(next, d), gen(next, d)),
+            7 => format!("{} ? {} : {}", gen(next, d), gen(next, d), gen(next, d)),
+            8 => {
+                let m = ["exists", "all", "exists_one", "map", "filter"][pick(next, 5)];
+                format!("{}.{m}(x, {})", gen(next, d), gen(next, d))
+            }
+            9 => {
+                let f = ["size", "int", "uint", "double", "string"][pick(next, 5)];
+                format!("{f}({})", gen(next, d))
+            }
+            10 => {
+                let m = ["startsWith", "endsWith", "contains", "matches"][pick(next, 4)];
+                format!("{}.{m}({})", gen(next, d), gen(next, d))
+            }
+            11 => format!("has({}.k)", gen(next, d)),
+            12 => format!("{}[{}]", gen(next, d), gen(next, d)),
+            _ => format!("{}.k", gen(next, d)),
+        }
+    }
+    let (mut shaped, mut shaped_ok) = (0, 0);
+    for _ in 0..iterations {
+        let depth = (next() % 6) as u32;
+        let expr = gen(&mut next, depth);
+        shaped += 1;
+        let result = std::panic::catch_unwind(|| match cel_lite::compile(&expr) {
+            Ok(p) => {
+                let _ = p.evaluate_with(&vars);
+                let _ = p.evaluate_value(&vars);
+                true
+            }
+            Err(_) => false,
+        });
+        match result {
+            Ok(true) => shaped_ok += 1,
+            Ok(false) => {}
+            Err(_) => panic!("panicked on {expr:?}"),
+        }
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "random expressions: {compiled} of {total} token soups and {shaped_ok} of {shaped} grammar-shaped ones compiled, none panicked"
+    );
+    assert!(iterations > 20_000 || started.elapsed() < BOUND);
+    assert!(compiled > 100, "only {compiled} of {total} random expressions compiled; the generator is too noisy");
 }
