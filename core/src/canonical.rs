@@ -49,6 +49,40 @@ fn non_finite() -> Error {
     Error::value("non_finite_number", "NaN and infinities have no JSON form".to_string())
 }
 
+/// An upper bound on the length of `value`'s canonical text, cheap to
+/// compute (no formatting, no allocation); stops counting past `limit`.
+/// Lets callers skip serialising values that certainly fit.
+pub fn len_upper_bound(value: &Value, limit: usize) -> usize {
+    fn walk(v: &Value, total: &mut usize, limit: usize) {
+        if *total > limit {
+            return;
+        }
+        match v {
+            Value::Null | Value::Bool(_) => *total += 5,
+            // Python's repr of an f64 is at most 24 bytes (`-2.2250738585072014e-308`).
+            Value::Number(_) => *total += 24,
+            // An escape is at most 6 bytes per UTF-8 byte (`\u0001`; `\ud83d\ude00` is 12 for 4).
+            Value::String(s) => *total += 6 * s.len() + 2,
+            Value::Array(items) => {
+                *total += 2 + items.len();
+                for item in items {
+                    walk(item, total, limit);
+                }
+            }
+            Value::Object(map) => {
+                *total += 2 + 2 * map.len();
+                for (k, item) in map {
+                    *total += 6 * k.len() + 2;
+                    walk(item, total, limit);
+                }
+            }
+        }
+    }
+    let mut total = 0;
+    walk(value, &mut total, limit);
+    total
+}
+
 /// Returns the canonical JSON text of `value`.
 pub fn to_string(value: &Value) -> Result<String, Error> {
     let mut out = String::with_capacity(64);
@@ -94,21 +128,33 @@ fn enter(depth: usize) -> Result<usize, Error> {
 }
 
 fn write_object(out: &mut String, map: &Map<String, Value>, depth: usize) -> Result<(), Error> {
+    out.push('{');
     // Rust orders `str` by UTF-8 bytes, which is the same as code point order
     // (what Python's `sort_keys` uses), unlike JavaScript's UTF-16 order.
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    out.push('{');
-    for (i, (key, item)) in entries.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+    // serde_json's map is usually a BTreeMap, already in that order; sort only
+    // when it is not (with `preserve_order` in the dependency graph).
+    if map.keys().is_sorted() {
+        for (i, (key, item)) in map.iter().enumerate() {
+            write_entry(out, i, key, item, depth)?;
         }
-        write_str(out, key);
-        out.push(':');
-        write_value(out, item, depth)?;
+    } else {
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (i, (key, item)) in entries.into_iter().enumerate() {
+            write_entry(out, i, key, item, depth)?;
+        }
     }
     out.push('}');
     Ok(())
+}
+
+fn write_entry(out: &mut String, i: usize, key: &str, item: &Value, depth: usize) -> Result<(), Error> {
+    if i > 0 {
+        out.push(',');
+    }
+    write_str(out, key);
+    out.push(':');
+    write_value(out, item, depth)
 }
 
 /// Writes a JSON string literal with every character outside printable ASCII

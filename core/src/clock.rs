@@ -52,13 +52,36 @@ impl Clock for ManualClock {
 /// How run, call and approval identifiers are made.
 #[derive(Debug)]
 pub enum IdSource {
-    /// 128 random bits, hex (the default).
-    Random,
+    /// `<prefix>_<64 random bits><counter>`, hex (the default): unique in
+    /// the process and, through the random part, across processes and hosts.
+    Random {
+        /// Drawn once from the OS.
+        seed: u64,
+        /// Counts ids made.
+        counter: AtomicU64,
+    },
     /// `<prefix>-1`, `<prefix>-2`, …: deterministic, for fixtures.
     Sequential(AtomicU64),
 }
 
+impl Default for IdSource {
+    fn default() -> Self {
+        Self::random()
+    }
+}
+
 impl IdSource {
+    /// Random ids: one draw of 64 bits from the OS, then a counter.
+    pub fn random() -> Self {
+        let mut bytes = [0u8; 8];
+        if getrandom::fill(&mut bytes).is_err() {
+            // Without an entropy source, fall back to the time: unique
+            // across restarts, though guessable.
+            bytes = SystemClock.now_ms().to_be_bytes();
+        }
+        Self::Random { seed: u64::from_be_bytes(bytes), counter: AtomicU64::new(0) }
+    }
+
     /// A deterministic source starting at 1.
     pub fn sequential() -> Self {
         Self::Sequential(AtomicU64::new(0))
@@ -67,25 +90,9 @@ impl IdSource {
     /// A new identifier with `prefix` (`run`, `call`, `apr`).
     pub fn next(&self, prefix: &str) -> String {
         match self {
-            Self::Sequential(n) => format!("{prefix}-{}", n.fetch_add(1, Ordering::SeqCst) + 1),
-            Self::Random => {
-                let mut bytes = [0u8; 16];
-                if getrandom::fill(&mut bytes).is_err() {
-                    // Without an entropy source, fall back to time and a counter:
-                    // unique, though guessable.
-                    static FALLBACK: AtomicU64 = AtomicU64::new(0);
-                    let t = u128::from(SystemClock.now_ms());
-                    let n = u128::from(FALLBACK.fetch_add(1, Ordering::SeqCst));
-                    bytes = ((t << 64) | n).to_be_bytes();
-                }
-                let mut out = String::with_capacity(prefix.len() + 33);
-                out.push_str(prefix);
-                out.push('_');
-                for b in bytes {
-                    out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
-                    out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
-                }
-                out
+            Self::Sequential(n) => format!("{prefix}-{}", n.fetch_add(1, Ordering::Relaxed) + 1),
+            Self::Random { seed, counter } => {
+                format!("{prefix}_{seed:016x}{:08x}", counter.fetch_add(1, Ordering::Relaxed))
             }
         }
     }

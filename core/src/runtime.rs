@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{Error, Problem};
-use crate::governor::{CallContext, CallResult, Governor, GovernorOptions, Handler, Principal};
+use crate::governor::{ApprovalCallback, Begin, CallContext, CallResult, Governor, GovernorOptions, Handler, InvokeOutcome, Principal, Ticket};
 use crate::harness::Harness;
 use crate::manifest::{Tool, Transport};
 use crate::store::PendingApproval;
@@ -15,8 +15,12 @@ use crate::store::PendingApproval;
 /// Options for [`Runtime::load`].
 #[derive(Default)]
 pub struct LoadOptions {
-    /// Native handlers by tool name.
+    /// Native handlers by tool name (Rust closures).
     pub handlers: HashMap<String, Handler>,
+    /// Names of native handlers the host holds itself (Python functions, JS
+    /// functions): checked like `handlers`, invoked by the host between
+    /// [`Runtime::begin`] and [`Runtime::finish`].
+    pub host_handlers: Vec<String>,
     /// Clock, store, audit, ids and tools registered in code.
     pub governor: GovernorOptions,
 }
@@ -92,7 +96,7 @@ impl Runtime {
     /// compiles the governor.
     pub fn load(path: impl AsRef<Path>, options: LoadOptions) -> Result<Runtime, Error> {
         let harness = Harness::load(path)?;
-        let names: Vec<&str> = options.handlers.keys().map(String::as_str).collect();
+        let names: Vec<&str> = options.handlers.keys().map(String::as_str).chain(options.host_handlers.iter().map(String::as_str)).collect();
         let all = harness.tools().iter().chain(options.governor.extra_tools.iter());
         let problems = check_handlers(all, &names, harness.spec().tools.require_manifest);
         if !problems.is_empty() {
@@ -128,6 +132,29 @@ impl Runtime {
     /// labels and budgets.
     pub fn run(&self, principal: Principal, tenant: Option<String>, task: Option<String>) -> CallContext {
         CallContext { principal, tenant, task, run_id: Some(self.governor.new_run_id()), ..CallContext::default() }
+    }
+
+    /// Steps 1–7: the host invokes the ticket's tool, then calls [`Runtime::finish`].
+    pub fn begin(&self, tool: &str, args: Value, ctx: &CallContext) -> Begin {
+        self.governor.begin(tool, args, ctx)
+    }
+
+    /// Steps 8 (the outcome) and 9.
+    pub fn finish(&self, ticket: Ticket, outcome: InvokeOutcome) -> CallResult {
+        self.governor.finish(ticket, outcome)
+    }
+
+    /// Grants approval `id` as `approver` and begins the approved call (for
+    /// hosts that invoke handlers themselves).
+    pub fn approve_and_begin(&self, id: &str, approver: &Principal) -> Result<Begin, Error> {
+        let approval = self.governor.approve(id, approver)?;
+        let (tool, args, ctx) = resume(&approval)?;
+        Ok(self.governor.begin(&tool, args, &ctx))
+    }
+
+    /// Sets the host callback that may decide approvals inline.
+    pub fn set_approval_callback(&mut self, callback: Option<ApprovalCallback>) {
+        self.governor.set_approval_callback(callback);
     }
 
     /// One governed call.

@@ -194,7 +194,7 @@ impl Governor {
             ..Settings::default()
         };
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
-        let ids = if options.sequential_ids { IdSource::sequential() } else { IdSource::Random };
+        let ids = if options.sequential_ids { IdSource::sequential() } else { IdSource::random() };
         Ok(Governor::new(tools, rules, settings, store, clock, ids, audit))
     }
 }

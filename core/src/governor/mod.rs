@@ -493,10 +493,19 @@ impl Governor {
             return Err(Stop::Refused(r));
         }
         let labels = self.store.labels(run_id).map_err(|e| Stop::Refused(store_down(Step::Policy, &e)))?;
-        let principal_value = ctx.principal.to_value();
-        let tenant_value = ctx.tenant.clone().map_or(Value::Null, Value::String);
-        let task_value = ctx.task.clone().map_or(Value::Null, Value::String);
-        let labels_value = labels_to_value(labels);
+        let applies = |r: &&Rule| r.tools.is_empty() || r.tools.iter().any(|g| glob_match(g, tool));
+        // The variables cost allocations; build them only for a condition.
+        let uses_conditions = rt.approval_when.is_some() || self.rules.iter().filter(applies).any(|r| r.when.is_some());
+        let (principal_value, tenant_value, task_value, labels_value) = if uses_conditions {
+            (
+                ctx.principal.to_value(),
+                ctx.tenant.clone().map_or(Value::Null, Value::String),
+                ctx.task.clone().map_or(Value::Null, Value::String),
+                labels_to_value(labels),
+            )
+        } else {
+            (Value::Null, Value::Null, Value::Null, Value::Null)
+        };
         let vars = Vars {
             principal: Some(&principal_value),
             tenant: Some(&tenant_value),
@@ -508,7 +517,7 @@ impl Governor {
         let mut approval_reasons = Vec::new();
         let mut allowed_by_rule = false;
         let mut deny: Option<String> = None;
-        for rule in self.rules.iter().filter(|r| r.tools.is_empty() || r.tools.iter().any(|g| glob_match(g, tool))) {
+        for rule in self.rules.iter().filter(applies) {
             let matched = match &rule.when {
                 None => Ok(true),
                 Some(program) => condition(program, &vars),
@@ -626,7 +635,7 @@ impl Governor {
             tool: tool.to_string(),
             args: args.clone(),
             args_digest: args_digest.to_string(),
-            principal: principal_value.clone(),
+            principal: ctx.principal.to_value(),
             tenant: ctx.tenant.clone(),
             task: ctx.task.clone(),
             run_id: run_id.to_string(),

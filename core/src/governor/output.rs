@@ -18,6 +18,9 @@ pub fn cut(value: Value, max_bytes: usize) -> (Value, bool) {
             s.as_str()
         }
         other => {
+            if canonical::len_upper_bound(other, max_bytes) <= max_bytes {
+                return (value, false);
+            }
             let Ok(text) = canonical::to_string(other) else {
                 return (Value::String(String::new()), true);
             };
@@ -54,5 +57,8 @@ mod tests {
         assert_eq!(cut(json!("héllo"), 6), (json!("héllo"), false));
         assert_eq!(cut(json!({"b": 1, "a": "x"}), 9), (json!("{\"a\":\"x\","), true));
         assert_eq!(cut(json!({"a": 1}), 100), (json!({"a": 1}), false));
+        // Near the limit the exact length decides: 7 bytes fit in 7.
+        assert_eq!(cut(json!({"a": 1}), 7), (json!({"a": 1}), false));
+        assert_eq!(cut(json!({"a": 1}), 6), (json!("{\"a\":1"), true));
     }
 }

@@ -1,0 +1,113 @@
+//! The decision path: steps 1–7 and 9 of a governed call for a typical
+//! manifest (schema, scopes, rate limit, approval.when, sanitizers, label),
+//! with a 1 KB output, beside the bare handler work (producing the output).
+//!
+//! `make bench-governor` runs it; the ratio and the added cost are printed at the end.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "bench code")]
+
+use criterion::{criterion_group, Criterion};
+use harnessweaver_core::governor::{Begin, GovernorOptions, InvokeOutcome};
+use harnessweaver_core::{definition_digest, CallContext, LoadOptions, Principal, Runtime};
+use serde_json::{json, Value};
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+fn harness_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hw-bench-governor-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "order_id": {"type": "string", "pattern": "^A-[0-9]{4}$"},
+            "amount_usd": {"type": "number", "minimum": 0},
+            "reason": {"type": "string", "maxLength": 500},
+            "notify": {"type": "boolean"}
+        },
+        "required": ["order_id", "amount_usd"],
+        "additionalProperties": false
+    });
+    let description = "Refund part or all of a payment.";
+    let digest = definition_digest("refund_payment", description, &schema).unwrap();
+    let manifest = json!({
+        "apiVersion": "harnessweaver/v1", "kind": "Tool",
+        "metadata": {"name": "refund_payment", "version": "2.1.0", "owner": "payments-team"},
+        "spec": {
+            "transport": "native", "handler": "bench:refund", "description": description,
+            "input_schema": schema, "definition_digest": digest,
+            "side_effect": "write_external", "risk": "high",
+            "data_access": ["pii:customer"], "egress": ["payments.internal"],
+            "scopes": ["payments:refund"],
+            "rate_limit": {"per_principal": "1000000000/s", "per_tenant": "1000000000/s"},
+            "approval": {"when": "args.amount_usd > 100000 && !('finance' in principal.roles)", "approver_role": "finance"},
+            "output": {"max_bytes": 20000, "label": "trusted"},
+            "timeout": "30s"
+        }
+    });
+    std::fs::write(dir.join("tools/refund_payment.json"), serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("harness.yaml"),
+        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.json\"]\n  policy:\n    rules:\n      - {name: no-deletes, effect: deny, tools: [\"delete_*\"]}\n",
+    )
+    .unwrap();
+    dir
+}
+
+/// A realistic 1 KB tool result.
+fn output_1kb() -> Value {
+    let items: Vec<Value> = (0..9)
+        .map(|i| json!({"id": format!("ref_{i:04}"), "status": "succeeded", "amount_usd": 12.5 + f64::from(i), "note": "refund issued to the original payment method"}))
+        .collect();
+    json!({"order_id": "A-1234", "refunds": items, "currency": "USD"})
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = harness_dir();
+    let handler: harnessweaver_core::governor::Handler = Arc::new(|_args: &Value, _key: &str| Ok(output_1kb()));
+    let options = LoadOptions {
+        handlers: [("refund_payment".to_string(), handler)].into_iter().collect(),
+        governor: GovernorOptions::default(),
+    };
+    let rt = Runtime::load(dir.join("harness.yaml"), options).unwrap();
+    let principal = Principal::from_value(&json!({"id": "agent-7", "roles": ["support"], "scopes": ["payments:refund"]})).unwrap();
+    let ctx = rt.run(principal, Some("acme".into()), None);
+    let args = json!({"order_id": "A-1234", "amount_usd": 42.5, "reason": "duplicate charge", "notify": true});
+    let out = output_1kb();
+    assert!(serde_json::to_string(&out).unwrap().len() >= 900);
+
+    let mut group = c.benchmark_group("governor");
+    group.bench_function("bare handler (1 KB output)", |b| b.iter(|| black_box(output_1kb())));
+    group.bench_function("governed call, steps 1-9 (1 KB output)", |b| {
+        b.iter(|| {
+            let ticket = match rt.governor().begin("refund_payment", black_box(args.clone()), &ctx) {
+                Begin::Invoke(t) => t,
+                Begin::Done(r) => panic!("refused: {r:?}"),
+            };
+            let result = rt.governor().finish(ticket, InvokeOutcome::Returned(output_1kb()));
+            assert!(result.is_allowed());
+            black_box(result)
+        })
+    });
+    let refused_ctx = CallContext { principal: Principal::new("nobody"), ..ctx.clone() };
+    group.bench_function("refused at step 4 (scope missing)", |b| {
+        b.iter(|| black_box(rt.governor().begin("refund_payment", black_box(args.clone()), &refused_ctx)))
+    });
+    group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("../criterion/governor");
+    let read = |name: &str| -> Option<f64> {
+        let text = std::fs::read_to_string(base.join(name).join("new/estimates.json")).ok()?;
+        serde_json::from_str::<Value>(&text).ok()?["median"]["point_estimate"].as_f64()
+    };
+    if let (Some(bare), Some(governed)) = (read("bare handler (1 KB output)"), read("governed call, steps 1-9 (1 KB output)")) {
+        println!("governor: governed call {:.0} ns, bare handler {:.0} ns, added {:.0} ns per call (goal < 2000 ns)", governed, bare, governed - bare);
+    }
+}
