@@ -67,7 +67,7 @@ fn bench(c: &mut Criterion) {
     let handler: harnessweaver_core::governor::Handler = Arc::new(|_args: &Value, _key: &str| Ok(output_1kb()));
     let options = LoadOptions {
         handlers: [("refund_payment".to_string(), handler)].into_iter().collect(),
-        governor: GovernorOptions::default(),
+        ..LoadOptions::default()
     };
     let rt = Runtime::load(dir.join("harness.yaml"), options).unwrap();
     let principal = Principal::from_value(&json!({"id": "agent-7", "roles": ["support"], "scopes": ["payments:refund"]})).unwrap();

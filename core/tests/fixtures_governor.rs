@@ -92,6 +92,7 @@ fn run_scenario(path: &Path) {
     let options = LoadOptions {
         handlers: handlers.clone(),
         governor: GovernorOptions { clock: Some(Arc::new(clock.clone())), audit: Some(audit.clone()), sequential_ids: true, ..GovernorOptions::default() },
+        ..LoadOptions::default()
     };
     let runtime = Runtime::load(dir.join("harness.yaml"), options).unwrap_or_else(|e| panic!("{}: load failed: {e}", path.display()));
     let cx = Ctx { runtime, behaviours, handlers };
