@@ -21,14 +21,14 @@ export interface Problem {
   code: string
   /** What is wrong, safe to show a model. */
   message: string
-  /** The file the problem is in, when there is one. */
-  file?: string
-  /** 1-based line, when known. */
-  line?: number
-  /** 1-based column, when known. */
-  column?: number
-  /** The field path, for example `spec.timeout`; absent for a whole file. */
-  path?: string
+  /** The file the problem is in (relative to the harness directory), or null. */
+  file: string | null
+  /** 1-based line, or null when unknown. */
+  line: number | null
+  /** 1-based column, or null when unknown. */
+  column: number | null
+  /** The field path, for example `spec.timeout`; empty for a whole file. */
+  path: string
 }
 
 /** Base class of every harnessweaver error. */

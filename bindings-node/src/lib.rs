@@ -295,7 +295,18 @@ fn throw(env: &Env, err: &CoreError) -> Error {
             CoreError::InvalidArgument { .. } => "invalid_argument",
             _ => "other",
         };
-        let problems = serde_json::to_value(err.problems()).unwrap_or(Value::Array(Vec::new()));
+        // Every field present (null when unknown), the same shape in every language.
+        let problems = Value::Array(
+            err.problems()
+                .iter()
+                .map(|p| {
+                    serde_json::json!({
+                        "code": p.code, "message": p.message, "file": p.file,
+                        "line": p.line, "column": p.column, "path": p.path,
+                    })
+                })
+                .collect(),
+        );
         let problems = unsafe { to_js(raw, &problems)? };
         let kind = unsafe { js_string(raw, kind)? };
         napi_check(unsafe { sys::napi_set_named_property(raw, js_err, c"problems".as_ptr(), problems) }, "problems")?;

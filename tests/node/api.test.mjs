@@ -92,7 +92,10 @@ test('load errors carry code and problems', () => {
   assert.ok(err instanceof Error)
   assert.ok(err.problems.length > 0)
   assert.equal(err.code, err.problems.length === 1 ? err.problems[0].code : 'load_error')
-  const unknown = err.problems.find((p) => /bogus_field/.test(p.message) || /bogus_field/.test(p.path ?? ''))
+  for (const p of err.problems) {
+    assert.deepEqual(Object.keys(p).sort(), ['code', 'column', 'file', 'line', 'message', 'path'])
+  }
+  const unknown = err.problems.find((p) => /bogus_field/.test(p.message) || /bogus_field/.test(p.path))
   assert.ok(unknown, JSON.stringify(err.problems))
   assert.match(unknown.file, /bad\.yaml$/)
   assert.equal(unknown.line, 8)

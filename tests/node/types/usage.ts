@@ -35,7 +35,7 @@ try {
   if (err instanceof LoadError) {
     const problems: Problem[] = err.problems
     const code: string = err.code
-    const line: number | undefined = problems[0]?.line
+    const line: number | null | undefined = problems[0]?.line
     void [code, line]
   } else if (err instanceof InvalidValueError || err instanceof HarnessweaverError) {
     const code: string = err.code
