@@ -244,7 +244,8 @@ impl Harness {
 /// Loads `harness.yaml` and its manifests; raises `LoadError` listing every problem.
 #[pyfunction]
 fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Harness> {
-    harnessweaver_core::Harness::load(&path)
+    // Reading and checking files needs no Python objects: let other threads run.
+    py.detach(|| harnessweaver_core::Harness::load(&path))
         .map(|inner| Harness { inner })
         .map_err(|e| to_py_err(py, &e))
 }
