@@ -88,6 +88,9 @@ pub enum AuditSink {
     Callback,
     /// Events are appended to a JSON Lines file (relative to harness.yaml).
     Jsonl(String),
+    /// `sqlite:<path>`: events are rows of the `audit` table of that SQLite
+    /// file (relative to harness.yaml; may be the state file).
+    Sqlite(String),
 }
 
 /// `spec.state`.
@@ -97,8 +100,62 @@ pub enum StateBackend {
     Memory,
     /// `sqlite:<path>`.
     Sqlite(String),
-    /// `redis://…` or `rediss://…`.
+    /// `redis://…` or `rediss://…` (one server), `redis+cluster://h1:p1,h2:p2`
+    /// (Redis Cluster) or `redis+sentinel://s1:p1,s2:p2/<master>` (a
+    /// Sentinel-managed primary).
     Redis(String),
+}
+
+/// What the governor does with a rate limit when the store cannot be reached
+/// (`spec.state_options.rate_limits_on_store_error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreErrorMode {
+    /// Refuse the call with `store_unavailable` (default).
+    Closed,
+    /// Skip the rate limit and go on (budgets, labels and approvals still
+    /// fail closed).
+    Open,
+}
+
+/// `spec.state_options`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateOptions {
+    /// `rate_limits_on_store_error`: `closed` (default) or `open`.
+    pub rate_limits_on_store_error: StoreErrorMode,
+    /// `run_ttl`: how long a run's labels and budgets are kept after its last
+    /// change, in ms (default 24h; Redis expires them, SQLite prunes them).
+    pub run_ttl_ms: u64,
+    /// `busy_timeout`: how long a SQLite writer waits for the lock, and a
+    /// Redis command for its reply, before the store counts as unavailable,
+    /// in ms (default 5s).
+    pub timeout_ms: u64,
+}
+
+impl Default for StateOptions {
+    fn default() -> Self {
+        Self { rate_limits_on_store_error: StoreErrorMode::Closed, run_ttl_ms: 86_400_000, timeout_ms: 5_000 }
+    }
+}
+
+/// `url` with any password replaced by `***` (for describe, errors and logs).
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let (authority, tail) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            if userinfo.contains(':') {
+                format!("{scheme}://{user}:***@{host}{tail}")
+            } else {
+                // `redis://secret@host` carries the password alone.
+                format!("{scheme}://***@{host}{tail}")
+            }
+        }
+        None => url.to_string(),
+    }
 }
 
 /// One MCP server of `spec.mcp.servers`.
@@ -141,6 +198,8 @@ pub struct HarnessSpec {
     pub audit_sink: AuditSink,
     /// `spec.state`.
     pub state: StateBackend,
+    /// `spec.state_options`.
+    pub state_options: StateOptions,
     /// `spec.mcp.servers`.
     pub mcp_servers: BTreeMap<String, McpServer>,
 }
@@ -328,11 +387,20 @@ impl Harness {
                 AuditSink::None => "none".to_string(),
                 AuditSink::Callback => "callback".to_string(),
                 AuditSink::Jsonl(path) => path.clone(),
+                AuditSink::Sqlite(path) => format!("sqlite:{path}"),
             }},
             "state": match &s.state {
                 StateBackend::Memory => "memory".to_string(),
                 StateBackend::Sqlite(path) => format!("sqlite:{path}"),
-                StateBackend::Redis(url) => url.clone(),
+                StateBackend::Redis(url) => redact_url(url),
+            },
+            "state_options": {
+                "rate_limits_on_store_error": match s.state_options.rate_limits_on_store_error {
+                    StoreErrorMode::Closed => "closed",
+                    StoreErrorMode::Open => "open",
+                },
+                "run_ttl_ms": s.state_options.run_ttl_ms,
+                "timeout_ms": s.state_options.timeout_ms,
             },
             "mcp": {"servers": servers},
         })
@@ -533,7 +601,14 @@ fn parse_harness(node: &Node, cx: &mut Checker) -> Option<(HarnessSpec, Globs)> 
                             cx.report("invalid_value", s.pos, "spec.audit.sink", "`spec.audit.sink` is empty".to_string());
                             AuditSink::None
                         }
-                        path => AuditSink::Jsonl(path.to_string()),
+                        text => match text.strip_prefix("sqlite:") {
+                            Some("") => {
+                                cx.report("invalid_value", s.pos, "spec.audit.sink", "`spec.audit.sink` is `sqlite:` without a path".to_string());
+                                AuditSink::None
+                            }
+                            Some(path) => AuditSink::Sqlite(path.to_string()),
+                            None => AuditSink::Jsonl(text.to_string()),
+                        },
                     };
                 }
             }
@@ -547,23 +622,56 @@ fn parse_harness(node: &Node, cx: &mut Checker) -> Option<(HarnessSpec, Globs)> 
                 StateBackend::Memory
             } else if let Some(p) = text.strip_prefix("sqlite:").filter(|p| !p.is_empty()) {
                 StateBackend::Sqlite(p.to_string())
-            } else if text.starts_with("redis://") || text.starts_with("rediss://") {
+            } else if ["redis://", "rediss://", "redis+cluster://", "redis+sentinel://"].iter().any(|p| text.starts_with(p)) {
                 StateBackend::Redis(text)
             } else {
                 cx.report(
                     "invalid_value",
                     n.pos,
                     "spec.state",
-                    format!("`spec.state` is `{text}`; expected `memory`, `sqlite:<path>` or `redis://…`"),
+                    format!("`spec.state` is `{}`; expected `memory`, `sqlite:<path>` or `redis://…`", redact_url(&text)),
                 );
                 StateBackend::Memory
             };
         }
     }
+    let state_options = spec.get("state_options").map(|n| parse_state_options(n, cx)).unwrap_or_default();
     let mcp_servers = spec.get("mcp").map(|n| parse_mcp(n, cx)).unwrap_or_default();
     spec.finish(cx);
-    let spec = HarnessSpec { name, mode, tools, rules, trifecta, budgets, audit_sink, state, mcp_servers };
+    let spec = HarnessSpec { name, mode, tools, rules, trifecta, budgets, audit_sink, state, state_options, mcp_servers };
     Some((spec, globs))
+}
+
+fn parse_state_options(node: &Node, cx: &mut Checker) -> StateOptions {
+    let mut options = StateOptions::default();
+    let Some(mut m) = cx.map(node, "spec.state_options") else { return options };
+    if let Some(n) = m.get("rate_limits_on_store_error") {
+        options.rate_limits_on_store_error = cx
+            .choice(n, "spec.state_options.rate_limits_on_store_error", &[("closed", StoreErrorMode::Closed), ("open", StoreErrorMode::Open)])
+            .unwrap_or(StoreErrorMode::Closed);
+    }
+    for (key, slot) in [("run_ttl", &mut options.run_ttl_ms), ("timeout", &mut options.timeout_ms)] {
+        let Some(n) = m.get(key) else { continue };
+        let path = format!("spec.state_options.{key}");
+        let text = match &n.value {
+            NodeValue::Str(s) => s.clone(),
+            _ => {
+                cx.report("wrong_type", n.pos, &path, format!("`{path}` must be a duration like `30s`, not {}", n.kind()));
+                continue;
+            }
+        };
+        match manifest::Duration::parse(&text) {
+            Some(d) => *slot = d.ms,
+            None => cx.report(
+                "invalid_duration",
+                n.pos,
+                &path,
+                format!("`{path}` is `{text}`; write a whole number greater than 0 and a unit: `500ms`, `30s`, `2m` or `1h`"),
+            ),
+        }
+    }
+    m.finish(cx);
+    options
 }
 
 fn parse_policy(node: &Node, cx: &mut Checker) -> Vec<PolicyRule> {

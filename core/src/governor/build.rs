@@ -11,7 +11,7 @@ use crate::clock::{Clock, IdSource, SystemClock};
 use crate::error::{Error, Problem};
 use crate::harness::{self, Harness, StateBackend};
 use crate::manifest::{self, PinState, Tool, TrustLabel};
-use crate::store::{MemoryStore, Rate, Store};
+use crate::store::{MemoryStore, Rate, RedisClock, RedisOptions, RedisStore, SqliteAuditSink, SqliteOptions, SqliteStore, Store};
 use crate::validate::{Constraints, SchemaValidator};
 
 /// What a host may choose when it builds a governor.
@@ -126,6 +126,23 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
     })
 }
 
+/// The Redis namespace of a harness: its `metadata.name`, or else a digest
+/// of its settings (identical harness files on several hosts share state).
+fn state_namespace(harness: &Harness) -> String {
+    use sha2::{Digest, Sha256};
+    if let Some(name) = harness.spec().name.as_deref().filter(|n| !n.is_empty()) {
+        return name.to_string();
+    }
+    // Without where the state lives: hosts may reach one Redis by several names.
+    let mut settings = harness.describe();
+    if let Some(map) = settings.as_object_mut() {
+        map.remove("state");
+        map.remove("state_options");
+    }
+    let digest = Sha256::digest(settings.to_string().as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
 impl Governor {
     /// Compiles `harness` (and any tools registered in code) into a governor.
     pub fn from_harness(harness: &Harness, options: GovernorOptions) -> Result<Governor, Error> {
@@ -155,20 +172,36 @@ impl Governor {
                 when: compile_condition(&r.when, "spec.policy.rules.when", &mut problems),
             })
             .collect();
+        let state_options = spec.state_options;
+        let timeout = std::time::Duration::from_millis(state_options.timeout_ms);
+        let sqlite_options = SqliteOptions { busy_timeout: timeout, run_ttl_ms: state_options.run_ttl_ms };
         let store: Arc<dyn Store> = match (options.store, &spec.state) {
             (Some(store), _) => store,
             (None, StateBackend::Memory) => Arc::new(MemoryStore::new()),
-            (None, other) => {
-                let which = match other {
-                    StateBackend::Sqlite(_) => "sqlite",
-                    _ => "redis",
+            // Opened on first use: a file that cannot be written now refuses
+            // calls with `store_unavailable` until it can, like a Redis that
+            // is down.
+            (None, StateBackend::Sqlite(path)) => Arc::new(SqliteStore::open_lazy(harness.dir().join(path), sqlite_options)),
+            (None, StateBackend::Redis(url)) => {
+                let redis_options = RedisOptions {
+                    namespace: state_namespace(harness),
+                    // An injected clock (fixtures, simulations) decides;
+                    // otherwise the server's clock, shared by every host.
+                    clock: if options.clock.is_some() { RedisClock::Caller } else { RedisClock::Server },
+                    timeout,
+                    run_ttl_ms: state_options.run_ttl_ms,
                 };
-                problems.push(Problem {
-                    path: "spec.state".into(),
-                    file: Some("harness.yaml".into()),
-                    ..Problem::new("state_unavailable", format!("the `{which}` state backend is not available in this build"))
-                });
-                Arc::new(MemoryStore::new())
+                match RedisStore::open(url, redis_options) {
+                    Ok(store) => Arc::new(store),
+                    Err(e) => {
+                        problems.push(Problem {
+                            path: "spec.state".into(),
+                            file: Some("harness.yaml".into()),
+                            ..Problem::new("state_unavailable", e.message)
+                        });
+                        Arc::new(MemoryStore::new())
+                    }
+                }
             }
         };
         let audit: Arc<dyn AuditSink> = match (options.audit, &spec.audit_sink) {
@@ -176,6 +209,13 @@ impl Governor {
             (None, harness::AuditSink::None) => Arc::new(NullSink),
             (None, harness::AuditSink::Callback) => Arc::new(MemorySink::new()),
             (None, harness::AuditSink::Jsonl(path)) => match JsonlSink::open(harness.dir().join(path)) {
+                Ok(sink) => Arc::new(sink),
+                Err(e) => {
+                    problems.push(Problem { path: "spec.audit.sink".into(), ..Problem::new("io_error", e.to_string()) });
+                    Arc::new(NullSink)
+                }
+            },
+            (None, harness::AuditSink::Sqlite(path)) => match SqliteAuditSink::open(harness.dir().join(path), sqlite_options) {
                 Ok(sink) => Arc::new(sink),
                 Err(e) => {
                     problems.push(Problem { path: "spec.audit.sink".into(), ..Problem::new("io_error", e.to_string()) });
@@ -191,6 +231,7 @@ impl Governor {
             approval_by_risk: spec.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r).to_string()).collect(),
             max_tool_calls: spec.budgets.max_tool_calls,
             per_tool: spec.budgets.per_tool.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            rate_limits_fail_open: state_options.rate_limits_on_store_error == harness::StoreErrorMode::Open,
             ..Settings::default()
         };
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));

@@ -155,6 +155,9 @@ pub struct Settings {
     /// `policy.default`: whether a call no allow rule matches is allowed
     /// (true unless the harness says `deny`).
     pub default_allow: bool,
+    /// `state_options.rate_limits_on_store_error: open`: when the store
+    /// cannot be reached, rate limits are skipped instead of refusing.
+    pub rate_limits_fail_open: bool,
 }
 
 impl Default for Settings {
@@ -167,6 +170,7 @@ impl Default for Settings {
             approval_ttl_ms: 3_600_000,
             default_approver_role: None,
             default_allow: true,
+            rate_limits_fail_open: false,
         }
     }
 }
@@ -584,6 +588,8 @@ impl Governor {
                     r.reasons.push(format!("rate_limit.per_{per}"));
                     return Err(release(Stop::Refused(r)));
                 }
+                // The harness chose availability over the limit.
+                Err(_) if self.settings.rate_limits_fail_open => {}
                 Err(e) => return Err(release(Stop::Refused(store_down(Step::Limits, &e)))),
             }
         }

@@ -8,12 +8,16 @@
 //! conformance tests.
 
 mod memory;
+mod redis;
+mod sqlite;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 
 pub use memory::MemoryStore;
+pub use redis::{RedisClock, RedisOptions, RedisStore};
+pub use sqlite::{SqliteAuditSink, SqliteOptions, SqliteStore};
 
 /// `count` calls per `period_ms`, enforced with GCRA (a burst of `count`, then
 /// one call every `period_ms / count`).
@@ -208,4 +212,17 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Every approval still pending or approved.
     fn open_approvals(&self) -> Result<Vec<PendingApproval>, StoreError>;
+
+    /// Network round trips made so far (Redis); `None` for stores without a
+    /// network (memory, SQLite). Benchmarks divide it by the decisions made.
+    fn round_trips(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl StoreError {
+    /// A store error with `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into() }
+    }
 }
