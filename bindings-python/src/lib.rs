@@ -4,6 +4,8 @@
 //! core's errors to Python exceptions; every decision is made in the core. The
 //! pure-Python package `harnessweaver` (in `python/`) wraps this module.
 
+mod cel_lite;
+
 use harnessweaver_core::canonical::{self, MAX_DEPTH};
 use harnessweaver_core::{Error, Problem as CoreProblem};
 use pyo3::create_exception;
@@ -300,5 +302,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(describe_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
+    cel_lite::register(m)?;
     Ok(())
 }

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
 
-from . import _native
+from . import _native, cel_lite
 from ._native import (
     HarnessweaverError,
     InvalidArgumentError,
@@ -33,6 +33,7 @@ __all__ = [
     "Tool",
     "ToolDescription",
     "canonical_json",
+    "cel_lite",
     "definition_digest",
     "load",
 ]

@@ -1,7 +1,7 @@
 # Type stub of the native module (bindings-python/src/lib.rs). Hand-written;
 # tests/python/test_api.py fails when it names something the module lacks or misses an export.
 import os
-from typing import Any, Dict, List, Optional, Sequence, Union, final
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final, overload
 
 MAX_DEPTH: int
 
@@ -32,3 +32,30 @@ def definition_digest(name: str, description: str, input_schema: Any) -> str: ..
 def canonical_json(value: Any) -> str: ...
 def describe_manifest(manifest: Any, origin: Optional[str] = None) -> Dict[str, Any]: ...
 def cli_run(args: Sequence[str]) -> int: ...
+
+# cel-lite (bindings-python/src/cel_lite.rs); harnessweaver.cel_lite re-exports these.
+CEL_NAMES: List[str]
+CEL_MAX_LENGTH: int
+CEL_MAX_DEPTH: int
+
+class CelCompileError(HarnessweaverError):
+    message: str
+    line: int
+    column: int
+
+class CelUnevaluable(HarnessweaverError):
+    reason: str
+
+@final
+class CelProgram:
+    @property
+    def source(self) -> str: ...
+    @property
+    def names(self) -> List[str]: ...
+    @overload
+    def evaluate(self, vars: Optional[Mapping[str, Any]] = None) -> Any: ...
+    @overload
+    def evaluate(self, vars: Optional[Mapping[str, Any]] = None, *, default: Any) -> Any: ...
+    def approval_required(self, vars: Optional[Mapping[str, Any]] = None) -> Tuple[bool, Optional[str]]: ...
+
+def cel_compile(text: str) -> CelProgram: ...
