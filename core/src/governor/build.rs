@@ -106,6 +106,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         input_constraints,
         output_constraints,
         pin_mismatch: tool.pin() == PinState::Mismatched,
+        pinned: tool.pin() == PinState::Pinned,
         digest: tool.digest().to_string(),
         scopes: m.scopes.clone(),
         per_principal: rate(m.rate_limit.as_ref().and_then(|r| r.per_principal)),

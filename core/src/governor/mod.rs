@@ -133,6 +133,8 @@ pub struct ToolRuntime {
     pub output_constraints: Constraints,
     /// The pin does not match the current definition.
     pub pin_mismatch: bool,
+    /// The manifest carries a pin that matches.
+    pub pinned: bool,
     /// The digest of the current definition.
     pub digest: String,
     /// Scopes the principal must hold.
@@ -537,7 +539,13 @@ impl Governor {
             )));
         }
 
-        trace.pass(Step::Pin, || vec![format!("definition digest `{}` matches its pin (or the tool is unpinned)", rt.digest)]);
+        trace.pass(Step::Pin, || {
+            if rt.pinned {
+                vec![format!("definition digest `{}` matches its pin", rt.digest)]
+            } else {
+                vec![format!("definition digest `{}` is not pinned (doctor warns)", rt.digest)]
+            }
+        });
 
         // 4 policy
         let missing: Vec<&str> = rt.scopes.iter().filter(|s| !ctx.principal.scopes.contains(s)).map(String::as_str).collect();
