@@ -14,6 +14,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Value};
 
+mod governor;
+
 create_exception!(harnessweaver, HarnessweaverError, PyException, "Base class of every harnessweaver error; `.code` is its stable snake_case code.");
 create_exception!(harnessweaver, LoadError, HarnessweaverError, "A harness or manifest failed to load; `.problems` lists every problem found.");
 create_exception!(harnessweaver, InvalidValueError, HarnessweaverError, "A value with no portable JSON form (NaN, a huge integer, nesting too deep, a non-string key).");
@@ -302,6 +304,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(describe_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
+    governor::register(m)?;
     cel_lite::register(m)?;
     Ok(())
 }
