@@ -146,6 +146,8 @@ fn approval(id: &str, created_ms: u64, state: ApprovalState) -> PendingApproval 
         state,
         decided_by: None,
         note: None,
+        policy_version: "sha256:policy".into(),
+        original_args_digest: Some("sha256:first".into()),
     }
 }
 

@@ -4,12 +4,12 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Governor, OutputPolicy, Rule, Settings, ToolRuntime, Transport};
+use super::{Governor, LayerSettings, OutputPolicy, Rule, Settings, ToolRuntime, Transport};
 use crate::cel_lite::{self, Program};
 use crate::audit::{AuditSink, JsonlSink, MemorySink, NullSink};
 use crate::clock::{Clock, IdSource, SystemClock};
 use crate::error::{Error, Problem};
-use crate::harness::{self, Harness, StateBackend};
+use crate::harness::{self, EnforceMode, ExampleExpect, Harness, StateBackend};
 use crate::manifest::{self, PinState, Tool, TrustLabel};
 use crate::store::{MemoryStore, Rate, RedisClock, RedisOptions, RedisStore, SqliteAuditSink, SqliteOptions, SqliteStore, Store};
 use crate::validate::{Constraints, SchemaValidator};
@@ -106,6 +106,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         input_constraints,
         output_constraints,
         pin_mismatch: tool.pin() == PinState::Mismatched,
+        pinned: tool.pin() == PinState::Pinned,
         digest: tool.digest().to_string(),
         scopes: m.scopes.clone(),
         per_principal: rate(m.rate_limit.as_ref().and_then(|r| r.per_principal)),
@@ -170,8 +171,11 @@ impl Governor {
                 effect: r.effect,
                 tools: r.tools.clone(),
                 when: compile_condition(&r.when, "spec.policy.rules.when", &mut problems),
+                layer: r.layer,
+                shadow: r.mode == EnforceMode::Shadow,
             })
-            .collect();
+            .collect::<Vec<Rule>>();
+        check_examples(&spec.rules, &rules, &tools, harness, &mut problems);
         let state_options = spec.state_options;
         let timeout = std::time::Duration::from_millis(state_options.timeout_ms);
         let sqlite_options = SqliteOptions { busy_timeout: timeout, run_ttl_ms: state_options.run_ttl_ms };
@@ -232,10 +236,77 @@ impl Governor {
             max_tool_calls: spec.budgets.max_tool_calls,
             per_tool: spec.budgets.per_tool.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             rate_limits_fail_open: state_options.rate_limits_on_store_error == harness::StoreErrorMode::Open,
+            layers: spec
+                .layers
+                .iter()
+                .map(|l| LayerSettings { name: l.name.clone(), default_allow: l.default_allow, shadow: l.mode == EnforceMode::Shadow })
+                .collect(),
             ..Settings::default()
         };
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let ids = if options.sequential_ids { IdSource::sequential() } else { IdSource::random() };
-        Ok(Governor::new(tools, rules, settings, store, clock, ids, audit))
+        let mut governor = Governor::new(tools, rules, settings, store, clock, ids, audit);
+        governor.set_policy_version(policy_version(harness, &options.extra_tools));
+        Ok(governor)
+    }
+}
+
+/// A digest of everything that decides: the harness settings and every
+/// tool's full description. Approvals are bound to it.
+pub fn policy_version(harness: &Harness, extra: &[Tool]) -> String {
+    let tools: Vec<Value> = harness.tools().iter().chain(extra.iter()).map(Tool::describe).collect();
+    let whole = json!({"harness": harness.describe(), "tools": tools});
+    let text = crate::canonical::to_string(&whole).unwrap_or_default();
+    crate::digest::sha256_tagged(text.as_bytes())
+}
+
+/// Checks every rule's examples: a rule whose examples it does not decide
+/// as stated does not load. Evaluated on the example call alone (tool glob
+/// and `when`), with empty run labels.
+fn check_examples(specs: &[harness::PolicyRule], rules: &[Rule], tools: &[ToolRuntime], harness: &Harness, problems: &mut Vec<Problem>) {
+    for (spec, rule) in specs.iter().zip(rules) {
+        for ex in &spec.examples {
+            let located = |code: &str, message: String| Problem {
+                file: Some(spec.file.clone()),
+                line: Some(ex.location.line).filter(|l| *l > 0),
+                column: Some(ex.location.column).filter(|c| *c > 0),
+                path: ex.path.clone(),
+                ..Problem::new(code, message)
+            };
+            let tool_value = tools.iter().find(|t| t.name == ex.tool).map(|t| t.tool_value.clone()).unwrap_or_else(|| json!({"name": ex.tool}));
+            if !harness.tools().iter().any(|t| t.name() == ex.tool) {
+                problems.push(located("policy_example_failed", format!("example of rule `{}` calls `{}`, which no manifest declares", spec.name, ex.tool)));
+                continue;
+            }
+            let tenant = ex.tenant.clone().map_or(Value::Null, Value::String);
+            let labels = json!({"private": false, "untrusted": false});
+            let vars = cel_lite::Vars {
+                principal: Some(&ex.principal),
+                tenant: Some(&tenant),
+                task: Some(&Value::Null),
+                tool: Some(&tool_value),
+                args: Some(&ex.args),
+                labels: Some(&labels),
+            };
+            let covers = rule.tools.is_empty() || rule.tools.iter().any(|g| super::glob_match(g, &ex.tool));
+            let matched = covers
+                && match &rule.when {
+                    None => true,
+                    // Unevaluable counts as a match for deny and approve (fail closed), not for allow.
+                    Some(p) => super::condition(p, &vars).unwrap_or(rule.effect != harness::Effect::Allow),
+                };
+            let refuses = match rule.effect {
+                harness::Effect::Allow => !matched,
+                harness::Effect::Deny | harness::Effect::Approve => matched,
+            };
+            let want_refuse = ex.expect == ExampleExpect::Refuse;
+            if refuses != want_refuse {
+                let (want, got) = if want_refuse { ("refuse", "lets it through") } else { ("allow", "refuses it") };
+                problems.push(located(
+                    "policy_example_failed",
+                    format!("rule `{}` should {want} its example call of `{}`, but it {got}", spec.name, ex.tool),
+                ));
+            }
+        }
     }
 }

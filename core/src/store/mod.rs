@@ -166,6 +166,13 @@ pub struct PendingApproval {
     pub decided_by: Option<String>,
     /// Why it was denied.
     pub note: Option<String>,
+    /// The policy version (harness and manifests digest) it was asked under;
+    /// a grant is void under another.
+    #[serde(default)]
+    pub policy_version: String,
+    /// When an approver edited the args: the digest of the args first asked for.
+    #[serde(default)]
+    pub original_args_digest: Option<String>,
 }
 
 /// The store could not be reached or refused the operation.
