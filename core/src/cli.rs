@@ -74,6 +74,8 @@ pub fn run_with(args: &[String], out: &mut dyn std::io::Write, err: &mut dyn std
         ["doctor", rest @ ..] => doctor(rest, out, err),
         ["tools", "pin", rest @ ..] => tools_pin(rest, out, err),
         ["explain", rest @ ..] => explain(rest, out, err),
+        // Hidden: the worker of the multi-process store tests and benchmark.
+        ["_stress-limit", rest @ ..] => crate::store::stress::run(rest, out, err),
         ["tools", "--help" | "-h"] | ["tools"] => {
             let _ = writeln!(out, "usage: harnessweaver tools pin [harness.yaml] [--tool NAME]");
             if args.len() == 1 {

@@ -340,10 +340,10 @@ fn redis_keys_are_namespaced_and_expire() {
     s.add_labels("run-1", Labels { private: true, untrusted: false }).unwrap();
     s.put_approval(&approval("apr-1", T0, ApprovalState::Pending)).unwrap();
     let mut c = server.conn();
-    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    let mut keys: Vec<String> = ::redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
     keys.sort();
     assert_eq!(keys, ["hw:{shop}:apr-open:all", "hw:{shop}:apr:apr-1", "hw:{shop}:rl:rl/ping/tenant/acme", "hw:{shop}:run:run-1"]);
-    let ttl = |k: &str| -> i64 { redis::cmd("PTTL").arg(k).query(&mut server.conn()).unwrap() };
+    let ttl = |k: &str| -> i64 { ::redis::cmd("PTTL").arg(k).query(&mut server.conn()).unwrap() };
     // One call of 10/min: the bucket is spent after one interval (6 s).
     let rl = ttl("hw:{shop}:rl:rl/ping/tenant/acme");
     assert!(rl > 5_000 && rl <= 6_000, "{rl}");

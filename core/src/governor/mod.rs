@@ -558,10 +558,17 @@ impl Governor {
             r.reasons = missing.iter().map(|s| format!("scope {s}")).collect();
             return Err(Stop::Refused(r));
         }
-        let labels = self.store.labels(run_id).map_err(|e| Stop::Refused(store_down(Step::Policy, &e)))?;
         let applies = |r: &&Rule| r.tools.is_empty() || r.tools.iter().any(|g| glob_match(g, tool));
         // The variables cost allocations; build them only for a condition.
         let uses_conditions = rt.approval_when.is_some() || self.rules.iter().filter(applies).any(|r| r.when.is_some());
+        let labels = match self.store.labels(run_id) {
+            Ok(labels) => labels,
+            // A harness whose rate limits fail open keeps calls going while
+            // the store is down when no label could change their outcome
+            // (no condition reads labels, no egress for the trifecta).
+            Err(_) if self.settings.rate_limits_fail_open && !uses_conditions && rt.egress.is_empty() => Labels::default(),
+            Err(e) => return Err(Stop::Refused(store_down(Step::Policy, &e))),
+        };
         let (principal_value, tenant_value, task_value, labels_value) = if uses_conditions {
             (
                 ctx.principal.to_value(),

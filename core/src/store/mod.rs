@@ -10,6 +10,7 @@
 mod memory;
 mod redis;
 mod sqlite;
+pub mod stress;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

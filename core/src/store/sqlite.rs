@@ -93,6 +93,11 @@ impl Pool {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.error(&e))?;
         conn.busy_timeout(self.options.busy_timeout).map_err(|e| self.error(&e))?;
+        // SQLite opens a file it cannot write read-only without a word;
+        // every decision writes, so that is the store being unavailable.
+        if conn.is_readonly(rusqlite::MAIN_DB).map_err(|e| self.error(&e))? {
+            return Err(StoreError::new(format!("sqlite `{}`: the database is read-only", self.path.display())));
+        }
         // `journal_mode` answers with the mode in force; a read-only file
         // keeps its old mode, which the first write then reports.
         let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(|e| self.error(&e))?;

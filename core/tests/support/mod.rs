@@ -106,7 +106,7 @@ pub fn write_harness(dir: &Path, name: &str, state: &str, per_tenant: &str, extr
     std::fs::write(
         dir.join("tools/ping.yaml"),
         format!(
-            "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{ name: ping }}\nspec:\n  transport: native\n  handler: \"test:ping\"\n  description: Answers pong.\n  input_schema: {{ type: object }}\n  side_effect: read\n  rate_limit: {{ per_tenant: \"{per_tenant}\" }}\n"
+            "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{ name: ping }}\nspec:\n  transport: native\n  handler: \"test:ping\"\n  description: Answers pong.\n  input_schema: {{ type: object }}\n  side_effect: read\n  output: {{ label: trusted }}\n  rate_limit: {{ per_tenant: \"{per_tenant}\" }}\n"
         ),
     )
     .unwrap();
