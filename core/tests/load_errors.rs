@@ -349,6 +349,7 @@ fn harness_describe_shows_every_section() {
             "budgets": {"max_tool_calls": 50, "per_tool": {"t": 3}},
             "audit": {"sink": "audit/events.jsonl"},
             "state": "sqlite:state.db",
+            "state_options": {"rate_limits_on_store_error": "open", "run_ttl_ms": 7_200_000, "timeout_ms": 2_000},
             "mcp": {"servers": {
                 "docs": {"url": "https://docs.internal/mcp", "headers_env": {"Authorization": "DOCS_TOKEN"}},
                 "payments": {"command": "payments-mcp", "args": ["--stdio"], "env": {"TOKEN": "PAYMENTS_TOKEN"}}

@@ -224,6 +224,8 @@ pub struct Ticket {
     approval_id: Option<String>,
     original_args_digest: Option<String>,
     would_refuse: Vec<WouldRefuse>,
+    /// The run's labels as known when the call was decided.
+    labels: Option<Labels>,
     ts_ms: u64,
     started: Instant,
     decide_us: u64,
@@ -376,21 +378,26 @@ impl Governor {
         let mut trace = Trace::default();
         let decided = self.decide(tool, &args, ctx, &run_id, args_digest.as_deref(), ts_ms, &mut approval_used, &mut trace);
         let shadow = trace.shadow;
+        let mut known_labels = trace.labels;
         let decide_us = micros(started);
         match decided {
             Ok(index) => {
                 let Some(rt) = self.tools.get(index) else {
                     return Begin::Done(self.end_refused(
                         Refusal::new("unknown_tool", Step::Resolve, format!("no tool named `{tool}`")),
-                        tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow,
+                        tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow, known_labels,
                     ));
                 };
                 // S3: running a tool that reads personal data makes the run private.
                 if rt.private {
-                    if let Err(e) = self.store.add_labels(&run_id, Labels { private: true, untrusted: false }) {
-                        return Begin::Done(self.end_refused(
-                            store_down(Step::Invoke, &e), tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow,
-                        ));
+                    match self.store.add_labels(&run_id, Labels { private: true, untrusted: false }) {
+                        Ok(labels) => known_labels = Some(labels),
+                        Err(e) => {
+                            return Begin::Done(self.end_refused(
+                                store_down(Step::Invoke, &e), tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow,
+                                known_labels,
+                            ));
+                        }
                     }
                 }
                 let idempotency_key = ctx.idempotency_key.clone().unwrap_or_else(|| match &approval_used {
@@ -412,16 +419,17 @@ impl Governor {
                     approval_id: approval_used,
                     original_args_digest: ctx.original_args_digest.clone(),
                     would_refuse: shadow,
+                    labels: known_labels,
                     ts_ms,
                     started,
                     decide_us,
                 })
             }
             Err(Stop::Refused(refusal)) => Begin::Done(self.end_refused(
-                refusal, tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow,
+                refusal, tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow, known_labels,
             )),
             Err(Stop::Pending(request)) => {
-                let labels = self.store.labels(&run_id).unwrap_or_default();
+                let labels = known_labels.unwrap_or_else(|| self.store.labels(&run_id).unwrap_or_default());
                 let result = CallResult {
                     decision: Decision::Pending,
                     code: Some("approval_required".into()),
@@ -457,8 +465,9 @@ impl Governor {
         ts_ms: u64,
         decide_us: u64,
         would_refuse: Vec<WouldRefuse>,
+        known_labels: Option<Labels>,
     ) -> CallResult {
-        let labels = self.store.labels(run_id).unwrap_or_default();
+        let labels = known_labels.unwrap_or_else(|| self.store.labels(run_id).unwrap_or_default());
         let result = CallResult {
             decision: Decision::Refused,
             code: Some(refusal.code.to_string()),
@@ -561,13 +570,20 @@ impl Governor {
         let applies = |r: &&Rule| r.tools.is_empty() || r.tools.iter().any(|g| glob_match(g, tool));
         // The variables cost allocations; build them only for a condition.
         let uses_conditions = rt.approval_when.is_some() || self.rules.iter().filter(applies).any(|r| r.when.is_some());
-        let labels = match self.store.labels(run_id) {
-            Ok(labels) => labels,
-            // A harness whose rate limits fail open keeps calls going while
-            // the store is down when no label could change their outcome
-            // (no condition reads labels, no egress for the trifecta).
-            Err(_) if self.settings.rate_limits_fail_open && !uses_conditions && rt.egress.is_empty() => Labels::default(),
-            Err(e) => return Err(Stop::Refused(store_down(Step::Policy, &e))),
+        // Labels decide only through a condition or the trifecta (egress);
+        // otherwise they are read later with the rate limit, in the same
+        // round trip where the store allows it.
+        let labels_decide = uses_conditions || !rt.egress.is_empty() || trace.dry;
+        let labels = if labels_decide {
+            match self.store.labels(run_id) {
+                Ok(labels) => {
+                    trace.labels = Some(labels);
+                    labels
+                }
+                Err(e) => return Err(Stop::Refused(store_down(Step::Policy, &e))),
+            }
+        } else {
+            Labels::default()
         };
         let (principal_value, tenant_value, task_value, labels_value) = if uses_conditions {
             (
@@ -706,7 +722,11 @@ impl Governor {
             keys.push(RateKey { key: format!("rl/{tool}/tenant/{tenant}"), rate });
         }
         if !keys.is_empty() && !trace.dry {
-            match self.store.acquire(&keys, now_ms) {
+            let acquired = self.store.acquire_with_labels(&keys, now_ms, run_id).map(|(acquire, labels)| {
+                trace.labels = trace.labels.or(labels);
+                acquire
+            });
+            match acquired {
                 Ok(Acquire::Allowed) => {}
                 Ok(Acquire::Limited { index, retry_after_ms }) => {
                     let per = if keys.get(index).is_some_and(|k| k.key.contains("/tenant/")) { "tenant" } else { "principal" };
@@ -1070,7 +1090,7 @@ impl Governor {
         }
         let (value, redactions) = sanitize::apply(&value, &rt.output.sanitize);
         let (value, truncated) = cut(value, rt.output.max_bytes);
-        let mut labels = self.store.labels(&ticket.run_id).unwrap_or_default();
+        let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         if rt.output.untrusted {
             match self.store.add_labels(&ticket.run_id, Labels { private: false, untrusted: true }) {
                 Ok(l) => labels = l,
@@ -1125,7 +1145,7 @@ impl Governor {
     }
 
     fn finish_refused(&self, ticket: Ticket, refusal: Refusal, invoke_us: u64, output_us: u64) -> CallResult {
-        let labels = self.store.labels(&ticket.run_id).unwrap_or_default();
+        let labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         let result = CallResult {
             decision: Decision::Refused,
             code: Some(refusal.code.to_string()),
@@ -1267,6 +1287,10 @@ struct Trace {
     dry: bool,
     steps: Vec<StepTrace>,
     shadow: Vec<WouldRefuse>,
+    /// The run's labels once read (at the policy step, or with the rate
+    /// limit in the same round trip); results reuse them instead of asking
+    /// the store again.
+    labels: Option<Labels>,
 }
 
 impl Trace {

@@ -221,6 +221,13 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Every approval still pending or approved.
     fn open_approvals(&self) -> Result<Vec<PendingApproval>, StoreError>;
 
+    /// [`Store::acquire`], also returning the run's labels when the backend
+    /// reads them in the same round trip (Redis); `None` when it does not.
+    fn acquire_with_labels(&self, keys: &[RateKey], now_ms: u64, run_id: &str) -> Result<(Acquire, Option<Labels>), StoreError> {
+        let _ = run_id;
+        Ok((self.acquire(keys, now_ms)?, None))
+    }
+
     /// Network round trips made so far (Redis); `None` for stores without a
     /// network (memory, SQLite). Benchmarks divide it by the decisions made.
     fn round_trips(&self) -> Option<u64> {

@@ -101,10 +101,19 @@ impl Lua {
     }
 }
 
-/// GCRA over every key, all or nothing. ARGV: now_ms (empty: the server's
-/// TIME), then per key its interval and tolerance in ns. Returns `{0}`, or
-/// `{1, index, retry_after_ms}`.
+/// GCRA over every rate key, all or nothing. ARGV: now_ms (empty: the
+/// server's TIME), `1` when the last key is a run whose labels to return
+/// (else `0`), then per rate key its interval and tolerance in ns. Returns
+/// `{0, private, untrusted}`, or `{1, index, retry_after_ms, private, untrusted}`.
 const ACQUIRE: &str = r"
+local n = #KEYS
+local private, untrusted = 0, 0
+if ARGV[2] == '1' then
+  n = n - 1
+  local l = redis.call('HMGET', KEYS[#KEYS], 'private', 'untrusted')
+  if l[1] == '1' then private = 1 end
+  if l[2] == '1' then untrusted = 1 end
+end
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')
@@ -113,9 +122,10 @@ else
   now = tonumber(ARGV[1])
 end
 local ahead = {}
-for i, key in ipairs(KEYS) do
-  local interval = tonumber(ARGV[2 * i])
-  local tolerance = tonumber(ARGV[2 * i + 1])
+for i = 1, n do
+  local key = KEYS[i]
+  local interval = tonumber(ARGV[2 * i + 1])
+  local tolerance = tonumber(ARGV[2 * i + 2])
   local d = 0
   local v = redis.call('GET', key)
   if v then
@@ -129,11 +139,12 @@ for i, key in ipairs(KEYS) do
     local wait = d - tolerance
     local q = math.floor(wait / 1000000)
     if q * 1000000 < wait then q = q + 1 end
-    return {1, i - 1, q}
+    return {1, i - 1, q, private, untrusted}
   end
   ahead[i] = d + interval
 end
-for i, key in ipairs(KEYS) do
+for i = 1, n do
+  local key = KEYS[i]
   local ms = math.floor(ahead[i] / 1000000)
   local sub = ahead[i] - ms * 1000000
   local ttl = ms
@@ -141,7 +152,7 @@ for i, key in ipairs(KEYS) do
   if ttl < 1 then ttl = 1 end
   redis.call('SET', key, string.format('%d:%d', now + ms, sub), 'PX', ttl)
 end
-return {0}
+return {0, private, untrusted}
 ";
 
 /// KEYS[1]: the run. ARGV: tool, max total ('' = none), max per tool, ttl ms.
@@ -410,27 +421,42 @@ fn opt_string(v: Option<&RValue>) -> Option<String> {
     }
 }
 
-impl Store for RedisStore {
-    fn acquire(&self, keys: &[RateKey], now_ms: u64) -> Result<Acquire, StoreError> {
-        let names: Vec<String> = keys.iter().map(|k| self.key("rl", &k.key)).collect();
-        let mut args = Vec::with_capacity(1 + 2 * keys.len());
+impl RedisStore {
+    fn acquire_inner(&self, keys: &[RateKey], now_ms: u64, run_id: Option<&str>) -> Result<(Acquire, Labels), StoreError> {
+        let mut names: Vec<String> = keys.iter().map(|k| self.key("rl", &k.key)).collect();
+        let mut args = Vec::with_capacity(2 + 2 * keys.len());
         args.push(match self.options.clock {
             RedisClock::Server => String::new(),
             RedisClock::Caller => now_ms.to_string(),
         });
+        args.push(flag(run_id.is_some()));
+        if let Some(run_id) = run_id {
+            names.push(self.key("run", run_id));
+        }
         for k in keys {
             args.push(k.rate.interval_ns().to_string());
             args.push(k.rate.tolerance_ns().to_string());
         }
         let reply: Vec<i64> = self.with(|conn| self.eval(conn, &self.scripts.acquire, &names, &args))?;
+        let labels = |p: &i64, u: &i64| Labels { private: *p == 1, untrusted: *u == 1 };
         match reply.as_slice() {
-            [0] => Ok(Acquire::Allowed),
-            [1, index, wait] => Ok(Acquire::Limited {
-                index: usize::try_from(*index).unwrap_or(0),
-                retry_after_ms: u64::try_from(*wait).unwrap_or(0),
-            }),
+            [0, p, u] => Ok((Acquire::Allowed, labels(p, u))),
+            [1, index, wait, p, u] => Ok((
+                Acquire::Limited { index: usize::try_from(*index).unwrap_or(0), retry_after_ms: u64::try_from(*wait).unwrap_or(0) },
+                labels(p, u),
+            )),
             _ => Err(StoreError::new("redis: the rate-limit script gave an unexpected reply")),
         }
+    }
+}
+
+impl Store for RedisStore {
+    fn acquire(&self, keys: &[RateKey], now_ms: u64) -> Result<Acquire, StoreError> {
+        self.acquire_inner(keys, now_ms, None).map(|(acquire, _)| acquire)
+    }
+
+    fn acquire_with_labels(&self, keys: &[RateKey], now_ms: u64, run_id: &str) -> Result<(Acquire, Option<Labels>), StoreError> {
+        self.acquire_inner(keys, now_ms, Some(run_id)).map(|(acquire, labels)| (acquire, Some(labels)))
     }
 
     fn take_budget(&self, run_id: &str, tool: &str, max_total: Option<u64>, max_tool: Option<u64>) -> Result<Budget, StoreError> {
