@@ -2,7 +2,8 @@
 //! port of 127.0.0.1 (stopped when dropped), scratch directories, and a
 //! harness with one rate-limited tool.
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test file uses a part of the helpers")]
+#![expect(clippy::unwrap_used, clippy::expect_used, reason = "test helpers fail the test loudly")]
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
