@@ -110,3 +110,90 @@ export declare function canonicalJson(value: JsonValue): string
 
 /** Runs the `harnessweaver` command line with `args`; returns its exit code (0 clean, 1 problems, 2 usage). */
 export declare function cliRun(args: string[]): number
+
+/**
+ * cel-lite: the expression language of `approval.when` and policy rules, usable
+ * outside a harness (to check an expression, or in tests).
+ *
+ * ```ts
+ * const program = celLite.compile("args.amount_usd > 100 && !('finance' in principal.roles)")
+ * program.evaluate({ args: { amount_usd: 250 }, principal: { roles: [] } }) // true
+ * program.evaluate({ args: {} }, { default: null })                         // null: unevaluable
+ * program.approvalRequired({ args: {} }) // { required: true, reason: 'no such key `amount_usd` in `args`' }
+ * ```
+ */
+export declare namespace celLite {
+  /** The variable names an expression may use. */
+  type Name = 'principal' | 'tenant' | 'task' | 'tool' | 'args' | 'labels'
+
+  /**
+   * The variables of an evaluation: some of the six names, each a JSON value.
+   * A name left out (or `undefined`) is unbound: using it is unevaluable. Any
+   * other key throws {@link InvalidArgumentError} (`invalid_vars`).
+   */
+  type Vars = { readonly [name in Name]?: JsonValue | undefined }
+
+  /** The stable codes of {@link CompileError}. */
+  type CompileErrorCode =
+    | 'cel_syntax'
+    | 'cel_unsupported'
+    | 'cel_unknown_name'
+    | 'cel_unknown_function'
+    | 'cel_wrong_arguments'
+    | 'cel_bad_regex'
+    | 'cel_too_large'
+    | 'cel_too_deep'
+
+  /** The approval rule's verdict: true, unevaluable or not a bool means required. */
+  interface ApprovalVerdict {
+    required: boolean
+    /** Why the expression could not decide; null when it decided by itself. */
+    reason: string | null
+  }
+
+  /** An expression that did not compile. `message` shows the line with a caret under the spot. */
+  class CompileError extends HarnessweaverError {
+    readonly code: CompileErrorCode
+    /** 1-based line of the spot. */
+    readonly line: number
+    /** 1-based column of the spot, in characters. */
+    readonly column: number
+    /** What is wrong, without the place and the caret. */
+    readonly reason: string
+  }
+
+  /** A runtime error (missing key, wrong type, overflow, cost limit…) stopped an evaluation. */
+  class Unevaluable extends HarnessweaverError {
+    readonly code: 'unevaluable'
+    /** Which part failed and why. */
+    readonly reason: string
+  }
+
+  /** A compiled expression; immutable, evaluate it as often as needed. Made by {@link compile}. */
+  class Program {
+    private constructor()
+    /** The source text. */
+    readonly source: string
+    /** The variable names the expression uses, in order of first use. */
+    readonly names: Name[]
+    /**
+     * The expression's value as plain JSON data (map keys that are not strings become their text).
+     * @throws {@link Unevaluable} when a runtime error stops it.
+     * @throws {@link InvalidArgumentError} / {@link InvalidValueError} for bad `vars`.
+     */
+    evaluate(vars?: Vars | null): JsonValue
+    /** As {@link Program.evaluate}, but returns `options.default` instead of throwing {@link Unevaluable}. */
+    evaluate<D>(vars: Vars | null | undefined, options: { default: D }): JsonValue | D
+    /** The approval rule (never throws for unevaluable expressions). */
+    approvalRequired(vars?: Vars | null): ApprovalVerdict
+  }
+
+  /** The variable names an expression may use. */
+  const NAMES: readonly Name[]
+
+  /**
+   * Compiles an expression (at most 4096 bytes, nesting at most 64).
+   * @throws {@link CompileError} with `code`, `line`, `column`.
+   */
+  function compile(text: string): Program
+}

@@ -106,11 +106,14 @@ function cliRun(args) {
   return native.cliRun(args.map(String))
 }
 
+const celLite = require('./cel_lite.js')(native, HarnessweaverError, rethrow)
+
 module.exports = {
   load,
   definitionDigest,
   canonicalJson,
   cliRun,
+  celLite,
   Harness,
   ToolDescription,
   HarnessweaverError,

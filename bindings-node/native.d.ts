@@ -9,6 +9,18 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** A compiled cel-lite expression (native side); `cel_lite.js` wraps it. */
+export declare class CelProgram {
+  /** The source text the program was compiled from. */
+  get source(): string
+  /** The variable names the expression uses, in order of first use. */
+  get names(): Array<string>
+  /** Evaluates against `vars`; throws an error of kind `unevaluable` (with `reason`) when a runtime error stops it. */
+  evaluate(vars?: Record<string, unknown> | null): unknown
+  /** The approval rule: `{ required, reason }`; true, unevaluable or not a bool means required. */
+  approvalRequired(vars?: Record<string, unknown> | null): { required: boolean, reason: string | null }
+}
+
 /** A loaded harness (native side); `index.js` wraps it. */
 export declare class NativeHarness {
   /** Every tool's description (`Tool::describe()`), in load order. */
@@ -19,6 +31,9 @@ export declare class NativeHarness {
 
 /** The canonical JSON text of a value. */
 export declare function canonicalJson(value: unknown): string
+
+/** Compiles a cel-lite expression; throws an error of kind `cel_compile` with `code`, `line`, `column` and `reason`. */
+export declare function celLiteCompile(text: string): CelProgram
 
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number

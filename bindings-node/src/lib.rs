@@ -12,6 +12,8 @@
 //! BigInt through the core's host-integer rule: beyond ±2^53 refused; only
 //! plain objects and arrays, never a Map, Date or class instance).
 
+mod cel_lite;
+
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::ptr;

@@ -174,7 +174,7 @@ test('the bin runs the core CLI', () => {
 
 test('index.d.ts declares every export of index.js', () => {
   const dts = readFileSync(join(NODE_DIR, 'index.d.ts'), 'utf8')
-  const declared = new Set([...dts.matchAll(/^export declare (?:function|class|const) (\w+)/gm)].map((m) => m[1]))
+  const declared = new Set([...dts.matchAll(/^export declare (?:function|class|const|namespace) (\w+)/gm)].map((m) => m[1]))
   assert.deepEqual([...declared].sort(), Object.keys(hw).sort())
 })
 

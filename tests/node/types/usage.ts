@@ -2,12 +2,14 @@
 // the package must compile against index.d.ts under `strict`.
 import {
   canonicalJson,
+  celLite,
   definitionDigest,
   HarnessweaverError,
   InvalidValueError,
   load,
   LoadError,
   type Harness,
+  type JsonValue,
   type PinState,
   type Problem,
   ToolDescription,
@@ -47,3 +49,29 @@ try {
 definitionDigest('t', 'd', () => 1)
 // @ts-expect-error: tools maps names to functions
 load('h.yaml', { tools: { x: 1 } })
+
+// cel-lite: compile once, evaluate with typed vars; errors narrow by class.
+const program: celLite.Program = celLite.compile("args.amount_usd > 100 && !('finance' in principal.roles)")
+const value: JsonValue = program.evaluate({ args: { amount_usd: 250 }, principal: { roles: ['engineer'] } })
+const orNull: JsonValue | null = program.evaluate({ args: {} }, { default: null })
+const verdict: celLite.ApprovalVerdict = program.approvalRequired({ args: { amount_usd: 5n } })
+const required: boolean = verdict.required
+const why: string | null = verdict.reason
+const used: celLite.Name[] = program.names
+const source: string = program.source
+void [value, orNull, required, why, used, source, celLite.NAMES]
+try {
+  program.evaluate()
+} catch (err) {
+  if (err instanceof celLite.Unevaluable) {
+    const reason: string = err.reason
+    void reason
+  } else if (err instanceof celLite.CompileError) {
+    const at: [celLite.CompileErrorCode, number, number] = [err.code, err.line, err.column]
+    void at
+  }
+}
+// @ts-expect-error: only the six names are variables
+program.evaluate({ request: {} })
+// @ts-expect-error: a Program is made by compile
+new celLite.Program()
