@@ -25,6 +25,8 @@ use napi::sys;
 use napi_derive::napi;
 use serde_json::{Map, Value};
 
+mod governor;
+
 /// A value error raised while converting a JavaScript value.
 fn value_error(code: &'static str, message: impl Into<String>) -> CoreError {
     CoreError::Value { code, message: message.into() }

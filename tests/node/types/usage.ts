@@ -75,3 +75,27 @@ try {
 program.evaluate({ request: {} })
 // @ts-expect-error: a Program is made by compile
 new celLite.Program()
+
+// The governor: calls, runs, refusals, approvals, tool specs.
+import { ApprovalRequired, type CallResult, inspect, ToolBlocked } from '../../../bindings-node/index.js'
+async function governed(): Promise<void> {
+  const h = load('examples/shop/harness.yaml', {
+    tools: { lookup_order: async (args: { order_id: string }) => ({ id: args.order_id }), refund_payment: (_a, ctx) => ctx.idempotencyKey, search_catalog: () => [] },
+    audit: (event) => void event.code,
+    onApproval: (request) => request.tool === 'refund_payment' ? undefined : false,
+  })
+  const alice = { id: 'alice', roles: ['support'], scopes: ['orders:read'] }
+  const r: CallResult = await h.call('lookup_order', { order_id: 'A-1001' }, { principal: alice })
+  const text: string = r.toModel()
+  const run = h.run({ principal: alice, tenant: 'acme' })
+  const again: CallResult = await run.call('search_catalog', { query: 'x' })
+  try {
+    await h.call('refund_payment', { order_id: 'A-1001', amount_usd: 500 }, { principal: alice })
+  } catch (e) {
+    if (e instanceof ApprovalRequired) await h.approve(e.approval.id, { approver: { id: 'bob', roles: ['finance'] } })
+    else if (e instanceof ToolBlocked) void [e.code, e.step, e.result.toModel()]
+  }
+  const specs = h.toolSpecs('openai', { principal: alice })
+  void [text, again, run.labels.private, specs, inspect('examples/shop/harness.yaml').tools]
+}
+void governed
