@@ -11,6 +11,7 @@ pub mod digest;
 pub mod error;
 pub mod harness;
 pub mod manifest;
+pub mod sanitize;
 
 pub use digest::definition_digest;
 pub use error::{Error, Problem};
