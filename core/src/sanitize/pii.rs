@@ -755,6 +755,10 @@ fn phones(d: &Detectors, text: &str, out: &mut Vec<Finding>) {
                         continue;
                     }
                 }
+                let ndigits: usize = runs.get(i..j).map(|r| r.iter().map(|(a, b)| b - a).sum()).unwrap_or(0);
+                if !(7..=15).contains(&ndigits) {
+                    continue;
+                }
                 let Some(w) = s.get(win_start..end) else { continue };
                 if phone_shape_ok(w, context) {
                     best = Some(j);
