@@ -156,12 +156,12 @@ fn build() -> Option<Detectors> {
         ))?,
         secret_groups: vec![
             // scheme://user:PASSWORD@host
-            r(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#'\x22<>]+:([^\s@/?#'\x22<>]+)@[A-Za-z0-9\[]")?,
+            r(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#'\x22<>]+:([^\s@/'\x22<>]+)@[A-Za-z0-9\[]")?,
             // Authorization: Bearer / Basic / token
             r(r"(?i)\b(?:bearer|token)\s+([A-Za-z0-9\-._~+/]{16,}=*)")?,
             r(r"(?i)\bauthorization\s*[:=]\s*basic\s+([A-Za-z0-9+/]{8,}=*)")?,
             // password=..., api_key: "...", "secret": '...'
-            r(r#"(?i)(?:^|[^A-Za-z0-9_])(?:password|passwd|pwd|passphrase|pass|secret|client_secret|api[_\-]?key|api[_\-]?secret|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|session[_\-]?token|private[_\-]?key|aws_secret_access_key|token)["']?[ \t]*(?:[:=]|=>|:=)[ \t]*(?:"([^"\r\n]+)"|'([^'\r\n]+)'|([^\s"',;&<>)\]}]+))"#)?,
+            r(r#"(?i)(?:^|[^A-Za-z0-9_])[A-Za-z0-9_]*?(?:password|passwd|pwd|passphrase|pass|secret|client_secret|api[_\-]?key|api[_\-]?secret|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|session[_\-]?token|private[_\-]?key|aws_secret_access_key|token)["']?[ \t]*(?:[:=]|=>|:=)[ \t]*(?:"([^"\r\n]+)"|'([^'\r\n]+)'|([^\s"',;&<>)\]}]+))"#)?,
         ],
     })
 }
@@ -709,7 +709,12 @@ fn phones(d: &Detectors, text: &str, out: &mut Vec<Finding>) {
             continue;
         }
         let base = m.start();
-        if before(text, base).is_some_and(|c| is_word(c) || matches!(c, '#' | '$' | '€' | '£' | '¥' | '.' | ',' | '-' | '/' | '+'))
+        if before(text, base).is_some_and(|c| is_word(c) || matches!(c, '#' | '$' | '€' | '£' | '¥' | '+')) {
+            continue;
+        }
+        // `1.555…`, `12,555…`, `7-555…`: the candidate continues a number.
+        if before(text, base).is_some_and(|c| matches!(c, '.' | ',' | '-' | '/' | ':'))
+            && text.get(..base.saturating_sub(1)).and_then(|r| r.chars().next_back()).is_some_and(|c| c.is_ascii_digit())
         {
             continue;
         }
