@@ -74,15 +74,23 @@ fn instruction_pattern() -> String {
     let parts: &[&str] = &[
         // English
         r"\b(?:ignore|disregard|forget|skip|override|bypass|discard|drop)\s+(?:(?:all|any|the|your|my|these|those|of|everything|every|each)\s+)*(?:previous|prior|preceding|above|earlier|former|original|existing|system|initial|old|foregoing|current)\s+(?:instructions?|prompts?|directions?|directives?|rules|guidelines|commands?|context|messages?|guidance|constraints)\b",
-        r"\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:that\s+)?you\s+(?:were|have\s+been)\s+told\b",
+        r"\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:of\s+)?(?:that\s+|what\s+)?you\s+(?:were|have\s+been|'ve\s+been)\s+(?:told|instructed|given)\b",
+        r"\bignore\s+the\s+user'?s?\s+(?:request|question|message|instructions?)\b",
+        r"\b(?:stop|quit)\s+following\s+(?:your|the|any|all)\s+(?:guidelines|instructions|rules|system\s+prompt|policies)\b",
+        r"\byour\s+(?:new|real|actual|true|only)\s+(?:task|goal|objective|job|mission|instructions?)\s+(?:is|are|will\s+be)\b",
+        r"\bthis\s+is\s+(?:the|your)\s+(?:developer|administrator|admin|system|creator|owner)\s+speaking\b",
+        r"\b(?:system|admin|developer|security)\s+override\s*:",
+        r"\b(?:previous|prior|above|earlier)\s+instructions\s+(?:never\s+existed|(?:are|were)\s+(?:void|cancell?ed|canceled|obsolete|revoked|no\s+longer\s+valid))",
+        r"\b(?:send|email|forward|upload|post|cat|print)\s+(?:me\s+)?(?:the\s+)?(?:contents?\s+of\s+)?(?:~/\.ssh|/etc/passwd|/etc/shadow|[\w~/.]*id_rsa|[\w~/.]*\.aws/credentials)",
+        r"\b(?:attention|note|message|notice|important)\s*(?:to|for)?\s*(?:the\s+|all\s+|any\s+)?(?:ai|llm)\s*(?:agents?|assistants?|models?|systems?)?\s*:",
         r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+)?(?:of\s+)?(?:your|the)\s+(?:system\s+prompt|system\s+message|programming|instructions|guidelines|safety\s+rules|rules)\b",
-        r"\b(?:reveal|print|output|repeat|leak|show|display|dump)\s+(?:me\s+)?(?:your|the)\s+(?:full\s+|entire\s+|original\s+|hidden\s+|secret\s+)?(?:system\s+prompt|system\s+message|initial\s+prompt|hidden\s+instructions|secret\s+instructions|initial\s+instructions)\b",
+        r"\b(?:reveal|print|output|repeat|leak|show|display|dump)\s+(?:me\s+)?(?:your|the)\s+(?:full\s+|entire\s+|original\s+|hidden\s+|secret\s+)?(?:system\s+prompt|system\s+message|initial\s+prompt|hidden\s+prompt|secret\s+prompt|original\s+prompt|hidden\s+instructions|secret\s+instructions|initial\s+instructions)\b",
         r"\byou\s+are\s+(?:now|no\s+longer)\s+(?:DAN\b|in\s+(?:developer|god|jailbreak|jailbroken|unrestricted|dan|debug|admin)\s+mode|going\s+to\s+(?:act|pretend)|(?:a|an)\s+(?:unrestricted|uncensored|unfiltered|jailbroken|evil|different|new|rogue|malicious|unaligned)\b|bound\s+by|restricted\s+by|an?\s+(?:ai|assistant)\b)",
         r"\bfrom\s+now\s+on,?\s+you\s+(?:are|will|must|shall)\s+(?:act|respond|answer|pretend|ignore|only|obey|follow|reply)\b",
         r"\b(?:new|updated|revised|real|actual|secret|hidden|true|override)\s+(?:system\s+)?instructions?\s*:",
         r"\b(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate|leak|share|copy|paste)\s+(?:(?:all|the|this|your|my|their|every|any|entire|full|whole|complete|of)\s+)*(?:(?:user'?s?|users'|private|previous|current|saved|stored|internal|confidential|sensitive|secret)\s+)*(?:conversation(?:\s+history)?|chat\s+(?:history|log|logs|transcript)|system\s+prompt|api[\s_\-]?keys?|passwords?|credentials|secrets|access\s+tokens?|auth(?:entication)?\s+tokens?|session\s+(?:cookies?|tokens?)|private\s+keys?|ssh\s+keys?|environment\s+variables|env\s+vars|\.env\s+file|credit\s+card\s+(?:numbers?|details))\b",
-        r"\b(?:send|forward|email|post|upload|transmit|exfiltrate|leak)\s+(?:all\s+|every\s+)?(?:of\s+)?(?:the\s+)?(?:user'?s|users'|their)\s+(?:data|files|emails|messages|contacts|documents|information|details|address(?:es)?|history)\b",
-        r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|reveal|disclose|show|alert|notify|let)\s+(?:(?:this|it|anything|that|about\s+this)\s+)?(?:to\s+)?the\s+user\b",
+        r"\b(?:send|forward|email|post|upload|transmit|exfiltrate|leak)\s+(?:all\s+|every\s+)?(?:of\s+)?(?:the\s+)?(?:user'?s|users'|their)\s+(?:\w+\s+){0,2}(?:data|files|emails|messages|contacts|documents|information|details|address(?:es)?|history)\b",
+        r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|reveal|disclose|show|alert|notify|let)\s+(?:(?:this|it|anything|that|about\s+this)(?:\s+(?:instruction|message|note|text|email|request))?\s+)?(?:to\s+)?the\s+user\b",
         r"\bwithout\s+(?:telling|informing|notifying|alerting|asking)\s+the\s+user\b",
         r"\b(?:note|message|instructions?|attention)\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant|model|llm|agent|chatbot|language\s+model)\b\s*:",
         r"\b(?:ai|assistant|chatbot|llm|ai\s+agent|language\s+model|claude|chatgpt|gpt-?4|copilot|gemini)\s*[,:]\s*(?:you\s+must\s+|please\s+|now\s+)?(?:ignore|disregard|forget|execute|send|forward|delete|do\s+not|don'?t)\b",
@@ -99,41 +107,49 @@ fn instruction_pattern() -> String {
         r"\b(?:ignore[zs]?|oublie[zs]?)\s+(?:toutes\s+|tout\s+)?(?:les|tes|vos)\s+(?:instructions|consignes|directives|règles)\s+(?:précédentes|antérieures|ci-dessus|du\s+système)",
         r"\b(?:tu\s+es|vous\s+êtes)\s+(?:maintenant|désormais|dorénavant)\s+(?:DAN\b|une?\s+(?:IA|assistant|assistante|modèle)\s+(?:sans|différent|libre|nouve))",
         r"\bnouvelles\s+(?:instructions|consignes)\s*:",
+        r"\b(?:oublie|oubliez|ignore|ignorez)\s+tout\s+ce\s+qu(?:['’]on|e\s+je|e\s+l['’]on)\s+(?:t['’]a|vous\s+a)\s+dit",
+        r"\b(?:désormais|dorénavant|à\s+partir\s+de\s+maintenant),?\s+(?:tu|vous)\s+(?:obéis|obéissez|ignores|ignorez|réponds|répondez)\b",
         r"\bne\s+(?:le\s+|lui\s+)?(?:dis|dites|mentionne|mentionnez|révèle|révélez)\s+(?:pas|rien|jamais)\s+(?:(?:cela|ceci|ça)\s+)?(?:à|a)\s+l['’]utilisateur",
         r"\b(?:envoie|envoyez|transfère|transférez|transmets|transmettez)\s+(?:tout\s+)?(?:l['’]historique|la\s+conversation|les\s+mots\s+de\s+passe|le\s+mot\s+de\s+passe|les\s+identifiants|les\s+clés|le\s+prompt\s+système|les\s+données\s+de\s+l['’]utilisateur)",
         // German
-        r"\b(?:ignoriere|ignorieren\s+sie|vergiss|vergessen\s+sie|missachte|missachten\s+sie)\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen|früheren|vorangegangenen|vorhergehenden)\s+(?:Anweisungen|Instruktionen|Befehle|Regeln|Anordnungen|Vorgaben)",
+        r"\b(?:ignoriere|ignorieren\s+sie|vergiss|vergessen\s+sie|missachte|missachten\s+sie)\s+(?:alle\s+|die\s+|deine\s+|Ihre\s+)*(?:vorherigen|bisherigen|obigen|vorigen|früheren|vorangegangenen|vorhergehenden)\s+(?:Anweisungen|Instruktionen|Befehle|Regeln|Anordnungen|Vorgaben)",
         r"\b(?:ignoriere|vergiss)\s+alle\s+(?:Anweisungen|Instruktionen|Regeln)",
         r"\b(?:du\s+bist|Sie\s+sind)\s+(?:jetzt|nun|ab\s+sofort)\s+(?:DAN\b|eine?\s+(?:KI|Assistent|Modell)\s+(?:ohne|mit\s+neuen))",
         r"\bneue\s+Anweisungen\s*:",
+        r"\b(?:vergiss|vergessen\s+Sie)\s+alles,?\s+was\s+(?:dir|Ihnen)\s+(?:gesagt|befohlen|mitgeteilt)",
+        r"\b(?:ab\s+jetzt|ab\s+sofort|von\s+nun\s+an),?\s+(?:befolgst|gehorchst|ignorierst|antwortest)\s+du\b",
         r"\b(?:sag|sage|sagen\s+Sie|erzähl|erzähle|verrate|verraten\s+Sie)\s+(?:es\s+|das\s+|dies\s+)?dem\s+(?:Benutzer|Nutzer|Anwender)\s+nicht",
         r"\b(?:sende|schicke|schick|leite|übermittle|senden\s+Sie)\s+(?:alle\s+|den\s+|die\s+|das\s+)?(?:gesamten\s+)?(?:Verlauf|Chatverlauf|Passwörter|Passwort|Zugangsdaten|API-Schlüssel|Systemprompt|Konversation|Benutzerdaten)",
         // Portuguese
         r"\b(?:ignore|ignora|esqueça|esqueca|desconsidere)\s+(?:todas\s+)?(?:as\s+)?(?:instruções|instrucoes|orientações|regras)\s+(?:anteriores|prévias|acima)",
         r"\b(?:agora\s+você\s+é|você\s+agora\s+é)\s+(?:DAN\b|uma?\s+(?:IA|assistente|modelo)\s+(?:sem|diferente))",
         r"\bnovas\s+instruções\s*:",
+        r"\b(?:esqueça|esqueca|ignore)\s+tudo\s+(?:o\s+)?que\s+(?:foi\s+dito|te\s+disseram|lhe\s+disseram)",
         r"\bnão\s+(?:conte|diga|mencione|informe)\s+(?:nada\s+)?(?:isso\s+)?ao\s+usuário",
         r"\b(?:envie|encaminhe|mande)\s+(?:todo\s+)?(?:o|a|os|as)\s+(?:histórico|conversa|senhas?|credenciais|chaves|prompt\s+do\s+sistema|dados\s+do\s+usuário)",
         // Italian
         r"\b(?:ignora|ignorate|dimentica|dimenticate)\s+(?:tutte\s+)?(?:le\s+)?(?:istruzioni|indicazioni|regole)\s+(?:precedenti|sopra|anteriori)",
         r"\b(?:ora|adesso)\s+sei\s+(?:DAN\b|una?\s+(?:IA|assistente|modello)\s+(?:senza|diverso|nuovo))",
         r"\bnuove\s+istruzioni\s*:",
+        r"\b(?:dimentica|dimenticate|ignora)\s+tutto\s+(?:quello|ciò)\s+che\s+ti\s+(?:è\s+stato|hanno)\s+detto",
         r"\bnon\s+(?:dire|dirlo|raccontare|menzionare)\s+(?:niente\s+|nulla\s+)?(?:questo\s+)?all['’]utente",
         r"\b(?:invia|inoltra|manda)\s+(?:tutta\s+|tutte\s+|tutti\s+)?(?:la|le|il|i|gli)\s+(?:cronologia|conversazione|password|credenziali|chiavi|prompt\s+di\s+sistema|dati\s+dell['’]utente)",
         // Russian
         r"(?:игнорируй|игнорируйте|забудь|забудьте|проигнорируй|проигнорируйте)\s+(?:все\s+)?(?:предыдущие|прошлые|прежние|вышеуказанные|ранее\s+данные)\s+(?:инструкции|указания|команды|правила)",
         r"(?:теперь\s+ты|ты\s+теперь)\s+(?:DAN\b|(?:неограниченн|друг|нов|зл)[а-яё]*\s+(?:ИИ|ассистент|модель|бот))",
         r"новые\s+инструкции\s*:",
+        r"(?:игнорируй|игнорируйте|проигнорируй|проигнорируйте)\s+(?:все\s+)?(?:инструкции|указания|команды)\s+(?:выше|ранее)",
+        r"(?:забудь|забудьте)\s+вс[её],?\s+что\s+(?:тебе|вам)\s+(?:говорили|сказали)",
         r"не\s+(?:говори|говорите|сообщай|сообщайте|рассказывай|рассказывайте)\s+(?:об\s+этом\s+|ничего\s+)?пользователю",
         r"(?:отправь|отправьте|перешли|перешлите)\s+(?:всю\s+|все\s+)?(?:историю|переписку|пароли|пароль|ключи|учётные\s+данные|учетные\s+данные|системный\s+промпт)",
         // Chinese
-        r"忽略(?:之前|以前|上面|上述|先前|前面|此前|所有)(?:的)?(?:所有)?(?:的)?(?:指令|指示|说明|規則|规则|提示)",
+        r"(?:忽略|无视|無視|忽视|忽視|忘记|忘記)(?:你)?(?:之前|以前|上面|上述|先前|前面|此前|所有)[^。\n]{0,10}?(?:指令|指示|说明|說明|規則|规则|提示)",
         r"(?:你现在是|你現在是)(?:DAN|一个不受限制|一個不受限制|一个没有限制|一个全新)",
         r"新的?(?:指令|指示)[:：]",
         r"(?:不要|别|別)(?:告诉|告訴|让|讓)(?:用户|用戶|使用者)",
         r"(?:发送|發送|转发|轉發|发给|發給)(?:所有)?(?:的)?(?:聊天记录|聊天記錄|对话记录|對話記錄|密码|密碼|系统提示|系統提示|API密钥|用户数据|用戶數據)",
         // Japanese
-        r"(?:以前|前|上記|これまで|先ほど)の(?:すべての|全ての)?指示を(?:すべて|全て)?無視",
+        r"(?:以前|前|上記|これまで|先ほど)の(?:すべての|全ての)?(?:指示|命令|指令)を(?:すべて|全て)?(?:無視|忘れ)",
         r"(?:あなたは|君は)(?:今から|これから|今)(?:DAN|制限のない)",
         r"新しい指示[:：]",
         r"ユーザーに(?:は)?(?:言わ|伝え|知らせ|教え)ないで",
@@ -296,9 +312,32 @@ fn hidden_style(attrs: &str) -> bool {
         || a.contains("opacity:0'")
         || a.contains("aria-hidden=\"true\"")
         || a.contains("left:-9999")
+        || same_colour(&a)
         || attrs
             .split(|c: char| c.is_whitespace() || c == '/')
             .any(|w| w.eq_ignore_ascii_case("hidden") || w.to_ascii_lowercase().starts_with("hidden="))
+}
+
+/// `color:X` equal to `background(-color):X` in a whitespace-free,
+/// lowercased attribute string.
+fn same_colour(a: &str) -> bool {
+    let value = |key: &str| -> Option<&str> {
+        let mut from = 0;
+        while let Some(i) = a.get(from..).and_then(|r| r.find(key)) {
+            let at = from + i;
+            let prev = a.get(..at).and_then(|p| p.chars().next_back());
+            if !prev.is_some_and(|c| c == '-' || c.is_ascii_alphanumeric()) {
+                let rest = a.get(at + key.len()..)?;
+                return rest.split([';', '"', '\'']).next();
+            }
+            from = at + key.len();
+        }
+        None
+    };
+    match (value("color:"), value("background-color:").or_else(|| value("background:"))) {
+        (Some(fg), Some(bg)) => !fg.is_empty() && fg == bg,
+        _ => false,
+    }
 }
 
 fn hidden_html(p: &Patterns, text: &str) -> Vec<Finding> {

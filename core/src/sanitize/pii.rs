@@ -130,9 +130,9 @@ fn build() -> Option<Detectors> {
         card: r(r"[0-9]{4}[ \-][0-9]{6}[ \-][0-9]{5}|[0-9]{4}(?:[ \-][0-9]{4}){3}(?:[ \-][0-9]{1,3})?|[0-9]{13,19}")?,
         ssn: r(r"[0-9]{3}[\- ][0-9]{2}[\- ][0-9]{4}")?,
         ssn_bare: r(r"(?i)(?:ssn|social security(?: number| no\.?)?|soc\.? ?sec\.?(?: no\.?)?)\s*(?:#|no\.?|number)?\s*[:=]?\s*([0-9]{9})")?,
-        iban: r(r"[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]){11,32}")?,
+        iban: r(r"[A-Za-z]{2}[0-9]{2}(?:[ ]?[A-Za-z0-9]){11,32}")?,
         ipv4: r(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")?,
-        ipv6: r(r"[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:[0-9A-Fa-f:]*")?,
+        ipv6: r(r"[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:(?:[0-9A-Fa-f]{1,4}:)*[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:[0-9A-Fa-f:]*")?,
         mac: r(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}")?,
         dob: r(r"(?i)(?:\bdob|\bd\.o\.b\.|date of birth|birth ?date|\bborn(?: on)?|geburtsdatum|geboren am|fecha de nacimiento|date de naissance|n[ée]e? le|data di nascita|data de nascimento|生年月日|出生日期|дата рождения)\s*[:\-]?\s*((?:[0-9]{4}-[0-9]{1,2}-[0-9]{1,2})|(?:[0-9]{1,2}[./\-][0-9]{1,2}[./\-](?:[0-9]{4}|[0-9]{2}))|(?:[0-9]{1,2}\.? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|januar|februar|märz|mai|juni|juli|oktober|dezember|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre|janvier|février|mars|avril|juin|juillet|août|septembre|octobre|novembre|décembre)[a-z]*\.?,? [0-9]{4})|(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? [0-9]{1,2},? [0-9]{4})|(?:[0-9]{4}年[0-9]{1,2}月[0-9]{1,2}日))")?,
         secret_whole: r(concat!(
@@ -475,7 +475,7 @@ fn ibans(d: &Detectors, text: &str, out: &mut Vec<Finding>) {
         let start = m.start();
         let s = m.as_str();
         let next_pos = ceil(text, start + 1);
-        let Some(len) = s.get(0..2).and_then(iban_len) else {
+        let Some(len) = s.get(0..2).map(str::to_ascii_uppercase).and_then(|cc| iban_len(&cc)) else {
             pos = next_pos;
             continue;
         };
@@ -488,7 +488,7 @@ fn ibans(d: &Detectors, text: &str, out: &mut Vec<Finding>) {
         let mut end = start;
         for (i, b) in s.bytes().enumerate() {
             if b.is_ascii_alphanumeric() {
-                chars.push(b);
+                chars.push(b.to_ascii_uppercase());
                 if chars.len() == len {
                     end = start + i + 1;
                     break;
@@ -539,7 +539,7 @@ fn ipv6s(d: &Detectors, text: &str, out: &mut Vec<Finding>) {
             s = s.get(..s.len() - 1).unwrap_or("");
         }
         let end = start + s.len();
-        if s.len() < 3 || s.len() > 39 || !bounded(text, start, end) {
+        if s.len() < 3 || s.len() > 45 || !bounded(text, start, end) {
             continue;
         }
         if before(text, start).is_some_and(|c| c == ':' || c == '.') || at(text, end).is_some_and(|c| c == ':') {
@@ -695,6 +695,10 @@ fn phone_shape_ok(s: &str, context: bool) -> bool {
     if first == 0 && d(1) != 0 && (9..=12).contains(&n) && (2..=4).contains(&g.len()) && g.iter().all(|x| *x >= 2) {
         return true;
     }
+    // A local number (555-0199) only with a phone word nearby.
+    if g == [3, 4] && d(0) >= 2 && context && sh.seps.first().is_some_and(|x| x == "-") {
+        return true;
+    }
     // A single run of digits only with a phone word nearby.
     if g.len() == 1 && context {
         return (n == 10 && d(0) >= 2) || (n == 11 && (d(0) == 0 || (d(0) == 1 && d(1) >= 3)));
@@ -750,7 +754,7 @@ fn phones(d: &Detectors, text: &str, out: &mut Vec<Finding>) {
                 st
             };
             let mut best: Option<usize> = None;
-            let max_j = (i + 6).min(runs.len());
+            let max_j = (i + 8).min(runs.len());
             for j in (i + 1..=max_j).rev() {
                 let Some(&(_, end)) = runs.get(j - 1) else { continue };
                 // A window ends at the candidate end or before a space.
