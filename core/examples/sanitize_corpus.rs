@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example sanitize_corpus -- [--corpus PATH] --eval OUT.jsonl [--repeat N]
+//! cargo run --release --example sanitize_corpus -- --eval OUT.jsonl --sanitizers pii_redact
 //! cargo run --example sanitize_corpus -- --bless
 //! ```
 //!
@@ -66,6 +67,10 @@ fn main() {
     let repeat: usize = arg("--repeat").and_then(|r| r.parse().ok()).unwrap_or(1).max(1);
     let bless = args.iter().any(|a| a == "--bless");
     let eval = arg("--eval");
+    // `--sanitizers pii_redact` runs one list for every case (throughput
+    // comparisons with PII-only peers); by default each case's own list.
+    let forced: Option<Vec<Sanitizer>> =
+        arg("--sanitizers").map(|l| l.split(',').filter_map(Sanitizer::from_name).collect());
 
     let file = std::fs::File::open(&corpus).unwrap_or_else(|e| panic!("{corpus}: {e}"));
     let cases: Vec<Value> = std::io::BufReader::new(file)
@@ -73,12 +78,32 @@ fn main() {
         .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
         .collect();
 
+    // `--big-mb N`: every text input joined and repeated to N MB, sanitized
+    // as one string (large-output throughput), printed as one JSON line.
+    if let Some(mb) = arg("--big-mb").and_then(|m| m.parse::<usize>().ok()) {
+        let joined: String = cases.iter().filter_map(|c| c["input"].as_str()).collect::<Vec<_>>().join("\n");
+        let mut big = String::with_capacity(mb << 20);
+        while big.len() < mb << 20 {
+            big.push_str(&joined);
+            big.push('\n');
+        }
+        let t = Instant::now();
+        let (a, ca) = harnessweaver_core::sanitize::pii_redact(&big);
+        let pii = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let (b, cb) = harnessweaver_core::sanitize::strip_instructions(&big);
+        let strip = t.elapsed().as_secs_f64();
+        let line = json!({"bytes": big.len(), "pii_seconds": pii, "strip_seconds": strip,
+            "pii_replacements": ca.total(), "strip_replacements": cb.total(), "out_bytes": a.len() + b.len()});
+        println!("{line}");
+        return;
+    }
     let mut eval_out = eval.as_ref().map(|p| std::io::BufWriter::new(std::fs::File::create(p).unwrap()));
     let mut divergences = Vec::new();
     let mut total_secs = 0f64;
     let mut total_bytes = 0usize;
     for case in &cases {
-        let sans = sanitizers(case);
+        let sans = forced.clone().unwrap_or_else(|| sanitizers(case));
         let input = &case["input"];
         let mut best = f64::INFINITY;
         let mut output = Value::Null;

@@ -123,7 +123,9 @@ struct Detectors {
 }
 
 fn build() -> Option<Detectors> {
-    let r = |p: &str| Regex::new(p).ok();
+    // A larger lazy-DFA cache keeps the big alternations on the DFA path
+    // (linear and fast) instead of falling back to the slower PikeVM.
+    let r = |p: &str| regex::RegexBuilder::new(p).dfa_size_limit(32 << 20).size_limit(64 << 20).build().ok();
     Some(Detectors {
         email: r(r"[\p{Latin}\p{Greek}\p{Cyrillic}0-9._%+\-']+@(?:[\p{Latin}\p{Greek}\p{Cyrillic}0-9](?:[\p{Latin}\p{Greek}\p{Cyrillic}0-9\-]*[\p{Latin}\p{Greek}\p{Cyrillic}0-9])?\.)+[\p{Latin}\p{Greek}\p{Cyrillic}]{2,24}")?,
         phone: r(r"\+?(?:\([0-9]{1,5}\)[ .\-]?)?[0-9]+(?:(?:[ .\-/]|[ ]?\(0?\)?[ ]?|\)[ ]?|[ ]?\()[0-9]+)*")?,
@@ -134,7 +136,7 @@ fn build() -> Option<Detectors> {
         ipv4: r(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")?,
         ipv6: r(r"[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:(?:[0-9A-Fa-f]{1,4}:)*[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:[0-9A-Fa-f:]*")?,
         mac: r(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}")?,
-        dob: r(r"(?i)(?:\bdob|\bd\.o\.b\.|date of birth|birth ?date|\bborn(?: on)?|geburtsdatum|geboren am|fecha de nacimiento|date de naissance|n[ée]e? le|data di nascita|data de nascimento|生年月日|出生日期|дата рождения)\s*[:\-]?\s*((?:[0-9]{4}-[0-9]{1,2}-[0-9]{1,2})|(?:[0-9]{1,2}[./\-][0-9]{1,2}[./\-](?:[0-9]{4}|[0-9]{2}))|(?:[0-9]{1,2}\.? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|januar|februar|märz|mai|juni|juli|oktober|dezember|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre|janvier|février|mars|avril|juin|juillet|août|septembre|octobre|novembre|décembre)[a-z]*\.?,? [0-9]{4})|(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? [0-9]{1,2},? [0-9]{4})|(?:[0-9]{4}年[0-9]{1,2}月[0-9]{1,2}日))")?,
+        dob: r(r"(?i)(?:(?-u:\b)dob|(?-u:\b)d\.o\.b\.|date of birth|birth ?date|(?-u:\b)born(?: on)?|geburtsdatum|geboren am|fecha de nacimiento|date de naissance|n[ée]e? le|data di nascita|data de nascimento|生年月日|出生日期|дата рождения)\s*[:\-]?\s*((?:[0-9]{4}-[0-9]{1,2}-[0-9]{1,2})|(?:[0-9]{1,2}[./\-][0-9]{1,2}[./\-](?:[0-9]{4}|[0-9]{2}))|(?:[0-9]{1,2}\.? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|januar|februar|märz|mai|juni|juli|oktober|dezember|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre|janvier|février|mars|avril|juin|juillet|août|septembre|octobre|novembre|décembre)[a-z]*\.?,? [0-9]{4})|(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? [0-9]{1,2},? [0-9]{4})|(?:[0-9]{4}年[0-9]{1,2}月[0-9]{1,2}日))")?,
         secret_whole: r(concat!(
             r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}",
             r"|gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}",
@@ -158,8 +160,8 @@ fn build() -> Option<Detectors> {
             // scheme://user:PASSWORD@host
             r(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#'\x22<>]+:([^\s@/'\x22<>]+)@[A-Za-z0-9\[]")?,
             // Authorization: Bearer / Basic / token
-            r(r"(?i)\b(?:bearer|token)\s+([A-Za-z0-9\-._~+/]{16,}=*)")?,
-            r(r"(?i)\bauthorization\s*[:=]\s*basic\s+([A-Za-z0-9+/]{8,}=*)")?,
+            r(r"(?i)(?-u:\b)(?:bearer|token)\s+([A-Za-z0-9\-._~+/]{16,}=*)")?,
+            r(r"(?i)(?-u:\b)authorization\s*[:=]\s*basic\s+([A-Za-z0-9+/]{8,}=*)")?,
             // password=..., api_key: "...", "secret": '...'
             r(r#"(?i)(?:^|[^A-Za-z0-9_])[A-Za-z0-9_]*?(?:password|passwd|pwd|passphrase|pass|secret|client_secret|api[_\-]?key|api[_\-]?secret|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|session[_\-]?token|private[_\-]?key|aws_secret_access_key|token)["']?[ \t]*(?:[:=]|=>|:=)[ \t]*(?:"([^"\r\n]+)"|'([^'\r\n]+)'|([^\s"',;&<>)\]}]+))"#)?,
         ],
@@ -590,85 +592,102 @@ fn phone_context(text: &str, start: usize) -> bool {
     .any(|w| window.contains(w))
 }
 
-struct Shape {
+/// The digit groups and separators of a short candidate, without allocating
+/// (this runs for every window of every digit run).
+struct Shape<'a> {
     plus: bool,
     paren: bool,
-    groups: Vec<usize>,
-    seps: Vec<String>,
-    digits: Vec<u8>,
+    groups: [usize; MAX_GROUPS],
+    ng: usize,
+    seps: [&'a str; MAX_GROUPS],
+    /// The first digits, for prefix rules.
+    lead: [u8; 6],
+    n: usize,
 }
 
-fn shape(s: &str) -> Shape {
-    let mut groups = Vec::new();
-    let mut seps = Vec::new();
-    let mut digits = Vec::new();
+const MAX_GROUPS: usize = 12;
+
+impl<'a> Shape<'a> {
+    fn groups(&self) -> &[usize] {
+        self.groups.get(..self.ng).unwrap_or(&[])
+    }
+    fn seps(&self) -> &[&'a str] {
+        self.seps.get(..self.ng.saturating_sub(1)).unwrap_or(&[])
+    }
+    fn d(&self, i: usize) -> u8 {
+        self.lead.get(i).copied().unwrap_or(0)
+    }
+}
+
+fn shape(s: &str) -> Option<Shape<'_>> {
+    let mut sh = Shape { plus: s.starts_with('+'), paren: s.contains('('), groups: [0; MAX_GROUPS], ng: 0, seps: [""; MAX_GROUPS], lead: [0; 6], n: 0 };
     let mut cur = 0usize;
-    let mut sep = String::new();
-    for c in s.chars() {
-        if c.is_ascii_digit() {
-            if cur == 0 && !groups.is_empty() {
-                seps.push(std::mem::take(&mut sep));
+    let mut sep_start: Option<usize> = None;
+    for (i, b) in s.bytes().enumerate() {
+        if b.is_ascii_digit() {
+            if cur == 0 && sh.ng > 0 {
+                let slot = sh.seps.get_mut(sh.ng - 1)?;
+                *slot = s.get(sep_start.unwrap_or(i)..i).unwrap_or("");
             }
             cur += 1;
-            digits.push(c as u8 - b'0');
-        } else {
-            if cur > 0 {
-                groups.push(cur);
-                cur = 0;
+            if let Some(l) = sh.lead.get_mut(sh.n) {
+                *l = b - b'0';
             }
-            if !groups.is_empty() {
-                sep.push(c);
-            }
+            sh.n += 1;
+        } else if cur > 0 {
+            *sh.groups.get_mut(sh.ng)? = cur;
+            sh.ng += 1;
+            cur = 0;
+            sep_start = Some(i);
         }
     }
     if cur > 0 {
-        groups.push(cur);
+        *sh.groups.get_mut(sh.ng)? = cur;
+        sh.ng += 1;
     }
-    Shape { plus: s.starts_with('+'), paren: s.contains('('), groups, seps, digits }
+    Some(sh)
 }
 
-fn is_date_shape(sh: &Shape) -> bool {
-    let g = &sh.groups;
-    let all_same_sep = sh.seps.windows(2).all(|w| w.first() == w.last());
-    let datey = sh.seps.iter().all(|s| s == "-" || s == "." || s == "/");
-    datey
-        && all_same_sep
-        && (g.as_slice() == [4, 2, 2] || g.as_slice() == [2, 2, 4] || g.as_slice() == [1, 2, 4] || g.as_slice() == [2, 1, 4]
-            || g.as_slice() == [1, 1, 4] || g.as_slice() == [2, 2, 2])
+fn is_date_shape(sh: &Shape<'_>) -> bool {
+    let g = sh.groups();
+    let all_same_sep = sh.seps().windows(2).all(|w| w.first() == w.last());
+    let datey = sh.seps().iter().all(|s| *s == "-" || *s == "." || *s == "/");
+    datey && all_same_sep && matches!(g, [4, 2, 2] | [2, 2, 4] | [1, 2, 4] | [2, 1, 4] | [1, 1, 4] | [2, 2, 2])
 }
 
 /// Whether `s` (a window of digit groups) is shaped like a phone number.
 fn phone_shape_ok(s: &str, context: bool) -> bool {
-    let sh = shape(s);
-    let n = sh.digits.len();
-    let g = sh.groups.as_slice();
+    let Some(sh) = shape(s) else { return false };
+    let n = sh.n;
+    let g = sh.groups();
+    let seps = sh.seps();
     if g.is_empty() || !(7..=15).contains(&n) {
         return false;
     }
-    if sh.seps.iter().any(|x| x.len() > 3) {
+    if seps.iter().any(|x| x.len() > 3) {
         return false;
     }
-    if sh.seps.iter().any(|x| x.contains('/')) && !(sh.seps.len() == 1 && sh.digits.first() == Some(&0)) {
+    if seps.iter().any(|x| x.contains('/')) && !(seps.len() == 1 && sh.d(0) == 0) {
         return false;
     }
     if is_date_shape(&sh) {
         return false;
     }
     // Dots and dashes mixed in one number is a version or a code.
-    let has_dot = sh.seps.iter().any(|x| x.contains('.'));
-    let has_dash = sh.seps.iter().any(|x| x.contains('-'));
+    let has_dot = seps.iter().any(|x| x.contains('.'));
+    let has_dash = seps.iter().any(|x| x.contains('-'));
     if has_dot && has_dash {
         return false;
     }
-    let first = sh.digits.first().copied().unwrap_or(0);
+    let first = sh.d(0);
     if sh.plus {
         // E.164: country code 1-3 digits (never 0), 8 to 15 digits in all.
         return n >= 8 && first != 0 && (g.len() >= 2 || context || n >= 10);
     }
-    let d = |i: usize| sh.digits.get(i).copied().unwrap_or(0);
+    let d = |i: usize| sh.d(i);
     // US/NANP: (NXX) NXX-XXXX, NXX-NXX-XXXX, 1-NXX-NXX-XXXX.
     if g == [3, 3, 4] && d(0) >= 2 && d(3) >= 2 {
-        let same = sh.seps.windows(2).all(|w| w.first() == w.last());
+        let same = seps.windows(2).all(|w| w.first() == w.last());
         return same || sh.paren;
     }
     if g == [1, 3, 3, 4] && d(0) == 1 && d(1) >= 2 && d(4) >= 2 {
@@ -696,7 +715,7 @@ fn phone_shape_ok(s: &str, context: bool) -> bool {
         return true;
     }
     // A local number (555-0199) only with a phone word nearby.
-    if g == [3, 4] && d(0) >= 2 && context && sh.seps.first().is_some_and(|x| x == "-") {
+    if g == [3, 4] && d(0) >= 2 && context && seps.first().is_some_and(|x| *x == "-") {
         return true;
     }
     // A single run of digits only with a phone word nearby.
@@ -764,11 +783,20 @@ fn phones(d: &Detectors, text: &str, out: &mut Vec<Finding>) {
                         continue;
                     }
                 }
-                let ndigits: usize = runs.get(i..j).map(|r| r.iter().map(|(a, b)| b - a).sum()).unwrap_or(0);
-                if !(7..=15).contains(&ndigits) {
+                let window = runs.get(i..j).unwrap_or(&[]);
+                let ndigits: usize = window.iter().map(|(a, b)| b - a).sum();
+                // No phone shape has more than two one-digit groups (`+33 (0)1 …`).
+                let singles = window.iter().filter(|(a, b)| b - a == 1).count();
+                if !(7..=15).contains(&ndigits) || singles > 2 {
                     continue;
                 }
                 let Some(w) = s.get(win_start..end) else { continue };
+                // Without `+` or `(`, no phone shape has more than five groups,
+                // nor more than four unless it starts with a trunk 0.
+                let ng = j - i;
+                if ng > 4 && !w.contains(['+', '(']) && (ng > 5 || !w.starts_with('0')) {
+                    continue;
+                }
                 if phone_shape_ok(w, context) {
                     best = Some(j);
                     break;
