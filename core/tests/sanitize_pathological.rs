@@ -41,9 +41,10 @@ fn ten_mb_single_line_of_prose() {
 }
 
 #[test]
-fn ten_mb_of_pii_dense_text() {
+fn pii_dense_text() {
+    // 4 MB: a replacement every 20 bytes (the 10 MB runs are the prose and log cases).
     let unit = "mail bob@example.com tel +1 415-555-2671 card 4111 1111 1111 1111 ip 10.0.0.1; ";
-    let reps = 10 * MB / unit.len() + 1;
+    let reps = 4 * MB / unit.len() + 1;
     let s = unit.repeat(reps);
     let (out, counts) = pii_redact(&s);
     assert_eq!(counts.get("EMAIL"), reps as u64);
@@ -83,10 +84,10 @@ fn adversarial_openers_without_closers() {
 
 #[test]
 fn adversarial_closers_and_tags() {
-    let s = "<span hidden>x</span>".repeat(200_000);
+    let s = "<span hidden>x</span>".repeat(100_000);
     let (out, counts) = strip_instructions(&s);
-    assert_eq!(counts.get("injection.hidden_text"), 200_000);
-    assert_eq!(out, "[removed: hidden text]".repeat(200_000));
+    assert_eq!(counts.get("injection.hidden_text"), 100_000);
+    assert_eq!(out, "[removed: hidden text]".repeat(100_000));
     let s = "\u{E0041}".repeat(MB);
     let (out, _) = strip_instructions(&s);
     assert_eq!(out, "[removed: hidden text]");
