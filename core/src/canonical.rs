@@ -17,6 +17,38 @@ pub const MAX_SAFE_INTEGER: u64 = 1 << 53;
 /// The deepest nesting of arrays and objects accepted.
 pub const MAX_DEPTH: usize = 512;
 
+/// Converts a host float to a value, refusing NaN and infinities
+/// (`non_finite_number`). Bindings call this so every language refuses alike.
+pub fn float_value(f: f64) -> Result<Value, Error> {
+    Number::from_f64(f).map(Value::Number).ok_or_else(non_finite)
+}
+
+/// Converts a host integer to a value, refusing magnitudes beyond 2^53
+/// (`integer_out_of_range`): TypeScript cannot represent them exactly.
+pub fn int_value(i: i128) -> Result<Value, Error> {
+    if i.unsigned_abs() > u128::from(MAX_SAFE_INTEGER) {
+        return Err(out_of_range(&i.to_string()));
+    }
+    #[expect(clippy::cast_possible_truncation, reason = "within ±2^53")]
+    Ok(Value::from(i as i64))
+}
+
+/// Converts the decimal text of an integer of any size, as hosts with big
+/// integers (Python `int`, JavaScript `BigInt`) can hand it over.
+pub fn int_value_from_text(text: &str) -> Result<Value, Error> {
+    match text.parse::<i128>() {
+        Ok(i) => int_value(i),
+        Err(_) if text.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => {
+            Err(out_of_range(text))
+        }
+        Err(_) => Err(Error::value("invalid_number", format!("`{text}` is not an integer"))),
+    }
+}
+
+fn non_finite() -> Error {
+    Error::value("non_finite_number", "NaN and infinities have no JSON form".to_string())
+}
+
 /// Returns the canonical JSON text of `value`.
 pub fn to_string(value: &Value) -> Result<String, Error> {
     let mut out = String::with_capacity(64);
@@ -144,10 +176,7 @@ fn out_of_range(text: &str) -> Error {
 /// ±2^53 become integers.
 pub fn write_float(out: &mut String, f: f64) -> Result<(), Error> {
     if !f.is_finite() {
-        return Err(Error::value(
-            "non_finite_number",
-            "NaN and infinities have no JSON form".to_string(),
-        ));
+        return Err(non_finite());
     }
     if f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64 {
         #[expect(clippy::cast_possible_truncation, reason = "integral and within ±2^53")]
@@ -155,9 +184,15 @@ pub fn write_float(out: &mut String, f: f64) -> Result<(), Error> {
         let _ = write!(out, "{i}");
         return Ok(());
     }
-    // `{:e}` gives the shortest round-trip digits, as Python's repr does;
-    // only the layout differs.
-    let sci = format!("{:e}", f.abs());
+    // `{:e}` gives the shortest digits that round-trip, as Python's repr does.
+    // When two strings of that length round-trip, Python takes the one nearest
+    // the exact value (ties to even): the correctly rounded string of that
+    // length, which `{:.*e}` gives (562949953421312.25 prints `…312.2`, where
+    // `{:e}` alone says `…312.3`). Only the layout differs after that.
+    let shortest = format!("{:e}", f.abs());
+    let len = shortest.split_once('e').map_or(0, |(m, _)| m.chars().filter(char::is_ascii_digit).count());
+    let nearest = format!("{:.*e}", len.saturating_sub(1), f.abs());
+    let sci = if nearest.parse::<f64>().ok() == Some(f.abs()) { nearest } else { shortest };
     let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
@@ -222,6 +257,9 @@ mod tests {
             (1.0, "1"),
             (-0.0, "0"),
             (5e-324, "5e-324"),
+            (562949953421312.2, "562949953421312.2"),
+            (1.0000000000000002, "1.0000000000000002"),
+            (-1234.125, "-1234.125"),
         ] {
             let mut out = String::new();
             write_float(&mut out, f).unwrap();

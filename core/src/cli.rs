@@ -1,12 +1,266 @@
 //! The `harnessweaver` command line, shared by the Rust binary, the Python
 //! console script and the npm bin.
 //!
-//! STUB: the loader work fills in `doctor` and `tools pin`.
+//! Commands: `doctor [harness.yaml]` and `tools pin [harness.yaml] [--tool NAME]`.
+//! Exit codes: 0 clean, 1 problems found, 2 usage error. Output is plain text.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::harness::Harness;
+use crate::manifest::{PinState, Tool};
+use crate::pin;
+
+const USAGE: &str = "usage: harnessweaver <command> [options]
+
+commands:
+  doctor [harness.yaml]                     load the harness and every manifest; report every problem
+  tools pin [harness.yaml] [--tool NAME]    write each manifest's current definition digest into it
+
+exit codes: 0 clean, 1 problems found, 2 usage error
+run `harnessweaver <command> --help` for more";
+
+const DOCTOR_HELP: &str = "usage: harnessweaver doctor [harness.yaml]
+
+Loads harness.yaml (default ./harness.yaml; a directory means the harness.yaml in
+it) and every manifest it names, and prints every problem as file:line:column.
+Fails (exit 1) on any problem or a mismatched pin; warns about unpinned manifests
+and prints the digest to pin. Exit 0 when clean.";
+
+const PIN_HELP: &str = "usage: harnessweaver tools pin [harness.yaml] [--tool NAME]
+
+Writes each manifest's current definition digest into its `definition_digest`,
+editing only that line (or adding it under `spec:`), keeping comments, order and
+formatting. Running it again changes nothing. --tool NAME pins one tool.";
 
 /// Runs the command line with `args` (without the program name) and returns
 /// the exit code: 0 clean, 1 problems found, 2 usage error.
 pub fn run(args: &[String]) -> i32 {
-    let _ = args;
-    eprintln!("harnessweaver: no command yet");
-    2
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    run_with(args, &mut stdout.lock(), &mut stderr.lock())
+}
+
+/// [`run`] writing to the given streams (for tests and bindings).
+pub fn run_with(args: &[String], out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        [] => {
+            let _ = writeln!(err, "{USAGE}");
+            2
+        }
+        ["--help" | "-h" | "help", ..] => {
+            let _ = writeln!(out, "{USAGE}");
+            0
+        }
+        ["--version" | "-V", ..] => {
+            let _ = writeln!(out, "harnessweaver {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        ["doctor", rest @ ..] => doctor(rest, out, err),
+        ["tools", "pin", rest @ ..] => tools_pin(rest, out, err),
+        ["tools", "--help" | "-h"] | ["tools"] => {
+            let _ = writeln!(out, "usage: harnessweaver tools pin [harness.yaml] [--tool NAME]");
+            if args.len() == 1 {
+                return 2;
+            }
+            0
+        }
+        [cmd, ..] => {
+            let _ = writeln!(err, "harnessweaver: unknown command `{cmd}`\n\n{USAGE}");
+            2
+        }
+    }
+}
+
+fn harness_path(arg: Option<&str>) -> PathBuf {
+    let path = PathBuf::from(arg.unwrap_or("harness.yaml"));
+    // A directory stands for its harness.yaml (and files print beside it).
+    if path.is_dir() {
+        path.join("harness.yaml")
+    } else {
+        path
+    }
+}
+
+/// Prints `path` for a file relative to the harness directory, as the user
+/// named that directory.
+fn shown(harness: &Path, file: &str) -> String {
+    match harness.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => format!("{}/{file}", parent.display()),
+        None => file.to_string(),
+    }
+}
+
+fn print_problems(e: &Error, harness: &Path, out: &mut dyn std::io::Write) {
+    let problems = e.problems();
+    for p in problems {
+        let mut p = p.clone();
+        if let Some(file) = &p.file {
+            p.file = Some(shown(harness, file));
+        }
+        let _ = writeln!(out, "error: {p}");
+    }
+    if problems.is_empty() {
+        let _ = writeln!(out, "error: {e}");
+    }
+}
+
+fn doctor(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let mut file = None;
+    for a in args {
+        match *a {
+            "--help" | "-h" => {
+                let _ = writeln!(out, "{DOCTOR_HELP}");
+                return 0;
+            }
+            s if s.starts_with('-') => {
+                let _ = writeln!(err, "harnessweaver doctor: unknown option `{s}`\n\n{DOCTOR_HELP}");
+                return 2;
+            }
+            s if file.is_none() => file = Some(s),
+            s => {
+                let _ = writeln!(err, "harnessweaver doctor: unexpected argument `{s}`\n\n{DOCTOR_HELP}");
+                return 2;
+            }
+        }
+    }
+    let path = harness_path(file);
+    let harness = match Harness::load(&path) {
+        Ok(h) => h,
+        Err(e) => {
+            print_problems(&e, &path, out);
+            let n = e.problems().len().max(1);
+            let _ = writeln!(out, "doctor: {n} problem{} in `{}`", plural(n), path.display());
+            return 1;
+        }
+    };
+    let mut failed = 0usize;
+    let mut warned = 0usize;
+    for tool in harness.tools() {
+        let file = shown(&path, tool.file().unwrap_or_default());
+        match tool.pin() {
+            PinState::Pinned => {
+                let _ = writeln!(out, "ok: {file}: tool `{}` is pinned", tool.name());
+            }
+            PinState::Mismatched => {
+                failed += 1;
+                let _ = writeln!(
+                    out,
+                    "error: {file}: tool `{}`: definition_digest does not match the definition; every call is refused \
+                     (current digest {}); review the change, then run `harnessweaver tools pin` [digest_mismatch]",
+                    tool.name(),
+                    tool.digest()
+                );
+            }
+            PinState::Unpinned => {
+                warned += 1;
+                let _ = writeln!(
+                    out,
+                    "warning: {file}: tool `{}` is not pinned; add `definition_digest: \"{}\"` under `spec:` \
+                     or run `harnessweaver tools pin`",
+                    tool.name(),
+                    tool.digest()
+                );
+            }
+        }
+    }
+    let n = harness.tools().len();
+    if failed > 0 {
+        let _ = writeln!(out, "doctor: {n} tool{} loaded; {failed} mismatched pin{}", plural(n), plural(failed));
+        return 1;
+    }
+    let _ = writeln!(
+        out,
+        "doctor: {n} tool{} loaded; {warned} unpinned; no problems",
+        plural(n),
+    );
+    0
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn tools_pin(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let mut file = None;
+    let mut only: Option<&str> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match *a {
+            "--help" | "-h" => {
+                let _ = writeln!(out, "{PIN_HELP}");
+                return 0;
+            }
+            "--tool" => match it.next() {
+                Some(name) => only = Some(name),
+                None => {
+                    let _ = writeln!(err, "harnessweaver tools pin: `--tool` needs a tool name\n\n{PIN_HELP}");
+                    return 2;
+                }
+            },
+            s if s.starts_with("--tool=") => only = s.strip_prefix("--tool="),
+            s if s.starts_with('-') => {
+                let _ = writeln!(err, "harnessweaver tools pin: unknown option `{s}`\n\n{PIN_HELP}");
+                return 2;
+            }
+            s if file.is_none() => file = Some(s),
+            s => {
+                let _ = writeln!(err, "harnessweaver tools pin: unexpected argument `{s}`\n\n{PIN_HELP}");
+                return 2;
+            }
+        }
+    }
+    let path = harness_path(file);
+    let harness = match Harness::load(&path) {
+        Ok(h) => h,
+        Err(e) => {
+            print_problems(&e, &path, out);
+            let _ = writeln!(out, "tools pin: fix the problems above first; nothing was written");
+            return 1;
+        }
+    };
+    let tools: Vec<&Tool> = match only {
+        Some(name) => match harness.tool(name) {
+            Some(t) => vec![t],
+            None => {
+                let _ = writeln!(err, "harnessweaver tools pin: no tool named `{name}` in `{}`", path.display());
+                return 2;
+            }
+        },
+        None => harness.tools().iter().collect(),
+    };
+    let mut changed = 0usize;
+    let mut failed = 0usize;
+    for tool in &tools {
+        let file = shown(&path, tool.file().unwrap_or_default());
+        if tool.pin() == PinState::Pinned {
+            let _ = writeln!(out, "unchanged: {file}: tool `{}` is already pinned", tool.name());
+            continue;
+        }
+        match pin::pin_file(tool) {
+            Ok(()) => {
+                changed += 1;
+                let _ = writeln!(out, "pinned: {file}: tool `{}` at {}", tool.name(), tool.digest());
+            }
+            Err(e) => {
+                failed += 1;
+                let _ = writeln!(out, "error: {file}: tool `{}`: {e}", tool.name());
+            }
+        }
+    }
+    if failed > 0 {
+        return 1;
+    }
+    if changed == 0 {
+        let _ = writeln!(out, "tools pin: every tool already pinned; nothing changed");
+    } else {
+        let _ = writeln!(out, "tools pin: {changed} manifest{} updated", plural(changed));
+    }
+    let _ = out.flush();
+    0
 }

@@ -5,15 +5,27 @@
 //! here. The Python, Node and Swift bindings only convert types and call host
 //! handlers.
 
+pub mod audit;
 pub mod canonical;
+pub mod cel_lite;
+mod check;
 pub mod cli;
+pub mod clock;
 pub mod digest;
 pub mod error;
+pub mod governor;
 pub mod harness;
 pub mod manifest;
+pub mod pin;
+pub mod runtime;
 pub mod sanitize;
+pub mod store;
+pub mod validate;
+pub mod yaml;
 
 pub use digest::definition_digest;
 pub use error::{Error, Problem};
 pub use harness::Harness;
+pub use governor::{CallContext, CallResult, Decision, Principal, Step};
 pub use manifest::{PinState, Tool};
+pub use runtime::{LoadOptions, Runtime};

@@ -1,0 +1,405 @@
+//! Node bindings (napi-rs) for harnessweaver: the native addon behind the npm package.
+//!
+//! This crate only converts values between JavaScript and the core and turns
+//! the core's errors into JavaScript `Error`s with `code` and `problems`; every
+//! decision is made in the core. `index.js` wraps this addon.
+//!
+//! Values are converted with the plain N-API calls rather than napi-rs's serde
+//! support, for three reasons: keys are defined as own data properties (a key
+//! `__proto__` stays a key, never a prototype), the nesting limit is the
+//! core's, and numbers follow the rule every binding shares (integral and
+//! within ±2^53 → integer, otherwise a double; NaN and infinities refused;
+//! BigInt through the core's host-integer rule: beyond ±2^53 refused; only
+//! plain objects and arrays, never a Map, Date or class instance).
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::ptr;
+
+use harnessweaver_core::canonical::{self, MAX_DEPTH, MAX_SAFE_INTEGER};
+use harnessweaver_core::Error as CoreError;
+use napi::bindgen_prelude::*;
+use napi::sys;
+use napi_derive::napi;
+use serde_json::{Map, Value};
+
+/// A value error raised while converting a JavaScript value.
+fn value_error(code: &'static str, message: impl Into<String>) -> CoreError {
+    CoreError::Value { code, message: message.into() }
+}
+
+/// A failed N-API call while converting (a bug or an exception thrown by a getter).
+fn napi_failed(what: &str) -> CoreError {
+    value_error("invalid_value", format!("could not read the value: {what}"))
+}
+
+fn check(status: sys::napi_status, what: &str) -> std::result::Result<(), CoreError> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi_failed(what))
+    }
+}
+
+/// Converts a JavaScript value to the core's JSON value.
+///
+/// # Safety
+/// `env` and `value` must be valid for the current call.
+unsafe fn to_value(env: sys::napi_env, value: sys::napi_value, depth: usize) -> std::result::Result<Value, CoreError> {
+    let mut ty = 0;
+    check(unsafe { sys::napi_typeof(env, value, &mut ty) }, "typeof")?;
+    match ty {
+        sys::ValueType::napi_null => Ok(Value::Null),
+        sys::ValueType::napi_boolean => {
+            let mut b = false;
+            check(unsafe { sys::napi_get_value_bool(env, value, &mut b) }, "boolean")?;
+            Ok(Value::Bool(b))
+        }
+        sys::ValueType::napi_number => {
+            let mut f = 0.0;
+            check(unsafe { sys::napi_get_value_double(env, value, &mut f) }, "number")?;
+            number(f)
+        }
+        sys::ValueType::napi_bigint => bigint(env, value),
+        sys::ValueType::napi_string => Ok(Value::String(unsafe { string(env, value)? })),
+        sys::ValueType::napi_object => {
+            if depth >= MAX_DEPTH {
+                return Err(value_error("nesting_too_deep", format!("value nests deeper than {MAX_DEPTH} levels")));
+            }
+            let mut is_array = false;
+            check(unsafe { sys::napi_is_array(env, value, &mut is_array) }, "array")?;
+            if is_array {
+                unsafe { array(env, value, depth + 1) }
+            } else if unsafe { is_plain_object(env, value)? } {
+                unsafe { object(env, value, depth + 1) }
+            } else {
+                // A Map, Set, Date, typed array, class instance…: JSON.stringify would
+                // silently turn most of them into `{}`; refusing is safer.
+                Err(value_error(
+                    "unsupported_type",
+                    "only plain objects and arrays have a JSON form (not a Map, Set, Date, typed array or class instance)",
+                ))
+            }
+        }
+        sys::ValueType::napi_undefined => Err(value_error("unsupported_type", "`undefined` has no JSON form")),
+        sys::ValueType::napi_function => Err(value_error("unsupported_type", "functions have no JSON form")),
+        sys::ValueType::napi_symbol => Err(value_error("unsupported_type", "symbols have no JSON form")),
+        _ => Err(value_error("unsupported_type", "this kind of value has no JSON form")),
+    }
+}
+
+/// Whether `value` is a plain object: its prototype is `Object.prototype` or null.
+unsafe fn is_plain_object(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<bool, CoreError> {
+    let mut proto = ptr::null_mut();
+    check(unsafe { sys::napi_get_prototype(env, value, &mut proto) }, "prototype")?;
+    let mut ty = 0;
+    check(unsafe { sys::napi_typeof(env, proto, &mut ty) }, "prototype")?;
+    if ty == sys::ValueType::napi_null {
+        return Ok(true);
+    }
+    let mut plain = ptr::null_mut();
+    check(unsafe { sys::napi_create_object(env, &mut plain) }, "object")?;
+    let mut object_prototype = ptr::null_mut();
+    check(unsafe { sys::napi_get_prototype(env, plain, &mut object_prototype) }, "prototype")?;
+    let mut same = false;
+    check(unsafe { sys::napi_strict_equals(env, proto, object_prototype, &mut same) }, "prototype")?;
+    Ok(same)
+}
+
+/// JS numbers: integral and within ±2^53 → integer (so `1.0` and `1` agree, `-0` is `0`), else a double.
+fn number(f: f64) -> std::result::Result<Value, CoreError> {
+    if !f.is_finite() {
+        return Err(value_error("non_finite_number", "NaN and infinities have no JSON form"));
+    }
+    #[expect(clippy::cast_precision_loss, reason = "2^53 is exact in f64")]
+    let limit = MAX_SAFE_INTEGER as f64;
+    if f.fract() == 0.0 && f.abs() <= limit {
+        #[expect(clippy::cast_possible_truncation, reason = "integral and within ±2^53")]
+        return Ok(Value::from(f as i64));
+    }
+    canonical::float_value(f)
+}
+
+/// BigInt: refused beyond ±2^53 by the core's host-integer rule, like Python's `int`.
+fn bigint(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<Value, CoreError> {
+    let mut sign: c_int = 0;
+    let mut count: usize = 2;
+    let mut words = [0u64; 2];
+    check(
+        unsafe { sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, words.as_mut_ptr()) },
+        "bigint",
+    )?;
+    let low = if count == 0 { 0 } else { words.first().copied().unwrap_or(0) };
+    let high = if count > 1 { words.get(1).copied().unwrap_or(0) } else { 0 };
+    if count > 2 || high >> 63 != 0 {
+        // Far beyond any portable integer: the core words the refusal with its text.
+        let mut text = ptr::null_mut();
+        check(unsafe { sys::napi_coerce_to_string(env, value, &mut text) }, "bigint")?;
+        return canonical::int_value_from_text(&unsafe { string(env, text)? });
+    }
+    let magnitude = (i128::from(high) << 64) | i128::from(low);
+    canonical::int_value(if sign == 0 { magnitude } else { -magnitude })
+}
+
+unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<String, CoreError> {
+    let mut len = 0usize;
+    check(unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) }, "string")?;
+    let mut buf = vec![0u8; len + 1];
+    let mut written = 0usize;
+    check(
+        unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), &mut written) },
+        "string",
+    )?;
+    buf.truncate(written);
+    // N-API hands out UTF-8 (lone surrogates become U+FFFD), so this does not fail.
+    String::from_utf8(buf).map_err(|_| value_error("invalid_string", "string is not valid Unicode"))
+}
+
+unsafe fn array(env: sys::napi_env, value: sys::napi_value, depth: usize) -> std::result::Result<Value, CoreError> {
+    let mut len = 0u32;
+    check(unsafe { sys::napi_get_array_length(env, value, &mut len) }, "array length")?;
+    let mut items = Vec::with_capacity(len as usize);
+    for i in 0..len {
+        let mut item = ptr::null_mut();
+        check(unsafe { sys::napi_get_element(env, value, i, &mut item) }, "array element")?;
+        items.push(unsafe { to_value(env, item, depth)? });
+    }
+    Ok(Value::Array(items))
+}
+
+unsafe fn object(env: sys::napi_env, value: sys::napi_value, depth: usize) -> std::result::Result<Value, CoreError> {
+    // Own, enumerable, string keys only (what JSON.stringify sees); numeric keys as strings.
+    let mut keys = ptr::null_mut();
+    check(
+        unsafe {
+            sys::napi_get_all_property_names(
+                env,
+                value,
+                sys::KeyCollectionMode::own_only,
+                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+                sys::KeyConversion::numbers_to_strings,
+                &mut keys,
+            )
+        },
+        "object keys",
+    )?;
+    let mut len = 0u32;
+    check(unsafe { sys::napi_get_array_length(env, keys, &mut len) }, "object keys")?;
+    let mut map = Map::new();
+    for i in 0..len {
+        let mut key = ptr::null_mut();
+        check(unsafe { sys::napi_get_element(env, keys, i, &mut key) }, "object key")?;
+        let mut item = ptr::null_mut();
+        // [[Get]] of an own key: an own `__proto__` data property is read as itself.
+        check(unsafe { sys::napi_get_property(env, value, key, &mut item) }, "object property")?;
+        let key = unsafe { string(env, key)? };
+        let item = unsafe { to_value(env, item, depth)? };
+        map.insert(key, item);
+    }
+    Ok(Value::Object(map))
+}
+
+/// A core JSON value on its way to JavaScript.
+pub struct Json(Value);
+
+impl TypeName for Json {
+    fn type_name() -> &'static str {
+        "unknown"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ToNapiValue for Json {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        unsafe { to_js(env, &val.0) }
+    }
+}
+
+fn napi_check(status: sys::napi_status, what: &str) -> Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(Error::new(Status::GenericFailure, format!("could not build the result: {what}")))
+    }
+}
+
+unsafe fn js_string(env: sys::napi_env, s: &str) -> Result<sys::napi_value> {
+    let mut out = ptr::null_mut();
+    let len = isize::try_from(s.len()).map_err(|_| Error::from_reason("string too long"))?;
+    napi_check(unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), len, &mut out) }, "string")?;
+    Ok(out)
+}
+
+/// Converts a core JSON value to JavaScript; keys become own data properties.
+unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
+    let mut out = ptr::null_mut();
+    match value {
+        Value::Null => napi_check(unsafe { sys::napi_get_null(env, &mut out) }, "null")?,
+        Value::Bool(b) => napi_check(unsafe { sys::napi_get_boolean(env, *b, &mut out) }, "boolean")?,
+        Value::Number(n) => {
+            let f = n.as_f64().unwrap_or(0.0);
+            napi_check(unsafe { sys::napi_create_double(env, f, &mut out) }, "number")?;
+        }
+        Value::String(s) => out = unsafe { js_string(env, s)? },
+        Value::Array(items) => {
+            napi_check(unsafe { sys::napi_create_array_with_length(env, items.len(), &mut out) }, "array")?;
+            for (i, item) in items.iter().enumerate() {
+                let item = unsafe { to_js(env, item)? };
+                let i = u32::try_from(i).map_err(|_| Error::from_reason("array too long"))?;
+                napi_check(unsafe { sys::napi_set_element(env, out, i, item) }, "array element")?;
+            }
+        }
+        Value::Object(map) => {
+            napi_check(unsafe { sys::napi_create_object(env, &mut out) }, "object")?;
+            let mut props = Vec::with_capacity(map.len());
+            for (k, v) in map {
+                props.push(sys::napi_property_descriptor {
+                    utf8name: ptr::null(),
+                    name: unsafe { js_string(env, k)? },
+                    method: None,
+                    getter: None,
+                    setter: None,
+                    value: unsafe { to_js(env, v)? },
+                    attributes: sys::PropertyAttributes::writable
+                        | sys::PropertyAttributes::enumerable
+                        | sys::PropertyAttributes::configurable,
+                    data: ptr::null_mut(),
+                });
+            }
+            if !props.is_empty() {
+                napi_check(
+                    unsafe { sys::napi_define_properties(env, out, props.len(), props.as_ptr()) },
+                    "object properties",
+                )?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Throws a JavaScript `Error` with `code`, `kind` and `problems` for a core error,
+/// and returns the napi error that tells napi-rs the exception is already pending.
+fn throw(env: &Env, err: &CoreError) -> Error {
+    let raw = env.raw();
+    let built = (|| -> Result<()> {
+        let code = unsafe { js_string(raw, err.code())? };
+        let message = unsafe { js_string(raw, &err.to_string())? };
+        let mut js_err = ptr::null_mut();
+        napi_check(unsafe { sys::napi_create_error(raw, code, message, &mut js_err) }, "error")?;
+        let kind = match err {
+            CoreError::Load(_) => "load",
+            CoreError::Value { .. } => "value",
+            CoreError::InvalidArgument { .. } => "invalid_argument",
+            _ => "other",
+        };
+        let problems = serde_json::to_value(err.problems()).unwrap_or(Value::Array(Vec::new()));
+        let problems = unsafe { to_js(raw, &problems)? };
+        let kind = unsafe { js_string(raw, kind)? };
+        napi_check(unsafe { sys::napi_set_named_property(raw, js_err, c"problems".as_ptr(), problems) }, "problems")?;
+        napi_check(unsafe { sys::napi_set_named_property(raw, js_err, c"kind".as_ptr(), kind) }, "kind")?;
+        napi_check(unsafe { sys::napi_throw(raw, js_err) }, "throw")?;
+        Ok(())
+    })();
+    match built {
+        Ok(()) => Error::new(Status::PendingException, err.to_string()),
+        Err(e) => e,
+    }
+}
+
+fn convert(env: &Env, value: &Unknown<'_>) -> Result<Value> {
+    unsafe { to_value(env.raw(), value.value().value, 0) }.map_err(|e| throw(env, &e))
+}
+
+/// A loaded harness (native side); `index.js` wraps it.
+#[napi]
+pub struct NativeHarness {
+    inner: harnessweaver_core::Harness,
+    /// Native tool handlers by name, kept for the governor (a later issue).
+    handlers: HashMap<String, FunctionRef<Unknown<'static>, Unknown<'static>>>,
+}
+
+#[napi]
+impl NativeHarness {
+    /// Every tool's description (`Tool::describe()`), in load order.
+    #[napi(ts_return_type = "Array<Record<string, unknown>>")]
+    pub fn describe_tools(&self) -> Vec<Json> {
+        self.inner.tools().iter().map(|t| Json(t.describe())).collect()
+    }
+
+    /// The names of the native handlers given to `load`, sorted.
+    #[napi]
+    pub fn handler_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.handlers.keys().cloned().collect();
+        names.sort();
+        names
+    }
+}
+
+/// Loads `harness.yaml` and its manifests; `tools` maps tool names to native handlers.
+#[napi(ts_args_type = "path: string, tools?: Record<string, (...args: any[]) => unknown>")]
+pub fn load_harness(env: Env, path: String, tools: Option<Unknown<'_>>) -> Result<NativeHarness> {
+    let mut handlers = HashMap::new();
+    if let Some(tools) = tools {
+        let ty = tools.get_type()?;
+        if !matches!(ty, ValueType::Undefined | ValueType::Null) {
+            if ty != ValueType::Object {
+                let err = CoreError::InvalidArgument {
+                    code: "invalid_tools",
+                    message: "`tools` must be an object mapping tool names to functions".to_string(),
+                };
+                return Err(throw(&env, &err));
+            }
+            let obj: Object<'_> = unsafe { tools.cast()? };
+            for name in Object::keys(&obj)? {
+                let handler: Unknown<'_> = obj.get_named_property(&name)?;
+                if handler.get_type()? != ValueType::Function {
+                    let err = CoreError::InvalidArgument {
+                        code: "invalid_tools",
+                        message: format!("`tools.{name}` must be a function"),
+                    };
+                    return Err(throw(&env, &err));
+                }
+                let f: Function<'_, Unknown<'static>, Unknown<'static>> = unsafe { handler.cast()? };
+                handlers.insert(name, f.create_ref()?);
+            }
+        }
+    }
+    let inner = harnessweaver_core::Harness::load(&path).map_err(|e| throw(&env, &e))?;
+    Ok(NativeHarness { inner, handlers })
+}
+
+/// The definition digest (`sha256:…`) of a tool's name, description and input schema.
+#[napi(ts_args_type = "name: string, description: string, inputSchema: unknown")]
+pub fn definition_digest(env: Env, name: String, description: String, input_schema: Unknown<'_>) -> Result<String> {
+    let schema = convert(&env, &input_schema)?;
+    harnessweaver_core::definition_digest(&name, &description, &schema).map_err(|e| throw(&env, &e))
+}
+
+/// The canonical JSON text of a value.
+#[napi(ts_args_type = "value: unknown")]
+pub fn canonical_json(env: Env, value: Unknown<'_>) -> Result<String> {
+    let value = convert(&env, &value)?;
+    harnessweaver_core::canonical::to_string(&value).map_err(|e| throw(&env, &e))
+}
+
+/// Parses one manifest (an object, or YAML/JSON text) and returns its description.
+#[napi(ts_args_type = "manifest: unknown, origin?: string", ts_return_type = "Record<string, unknown>")]
+pub fn describe_manifest(env: Env, manifest: Unknown<'_>, origin: Option<String>) -> Result<Json> {
+    let tool = if manifest.get_type()? == ValueType::String {
+        let text: String = unsafe { manifest.cast()? };
+        harnessweaver_core::Tool::from_manifest_text(&text, origin.as_deref().unwrap_or("<text>"))
+    } else {
+        let value = convert(&env, &manifest)?;
+        harnessweaver_core::Tool::from_manifest_value(&value, origin.as_deref().unwrap_or("<value>"))
+    };
+    tool.map(|t| Json(t.describe())).map_err(|e| throw(&env, &e))
+}
+
+/// Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code.
+#[napi]
+pub fn cli_run(args: Vec<String>) -> i32 {
+    harnessweaver_core::cli::run(&args)
+}

@@ -1,0 +1,138 @@
+"""harnessweaver: a governor for the tool calls of LLM agents.
+
+The Rust core decides everything; this package converts Python values to the
+core's JSON values and back, and maps the core's errors to exceptions.
+
+    import harnessweaver as hw
+    harness = hw.load("harness.yaml")
+    for tool in harness.tools:
+        print(tool.name, tool.pin, tool.digest)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+
+from . import _native
+from ._native import (
+    HarnessweaverError,
+    InvalidArgumentError,
+    InvalidValueError,
+    LoadError,
+    Problem,
+)
+
+__all__ = [
+    "Harness",
+    "HarnessweaverError",
+    "InvalidArgumentError",
+    "InvalidValueError",
+    "LoadError",
+    "Problem",
+    "Tool",
+    "ToolDescription",
+    "canonical_json",
+    "definition_digest",
+    "load",
+]
+
+JSONValue = Any
+
+
+class ToolDescription:
+    """One tool as loaded from its manifest: name, description, input_schema,
+    digest, pin (``"pinned"``, ``"mismatched"`` or ``"unpinned"``) and every spec
+    field with its default filled in, each readable as an attribute or by key."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: Mapping[str, JSONValue]) -> None:
+        object.__setattr__(self, "_fields", dict(fields))
+
+    @classmethod
+    def from_manifest(
+        cls, manifest: Union[str, Mapping[str, JSONValue]], origin: Optional[str] = None
+    ) -> "ToolDescription":
+        """Parses one ``kind: Tool`` manifest, given as a dict or as YAML/JSON text,
+        and returns its description. Raises :class:`LoadError` listing every problem."""
+        return cls(_native.describe_manifest(manifest, origin))
+
+    def __getattr__(self, name: str) -> JSONValue:
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise AttributeError(f"tool has no field `{name}`") from None
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(self._fields) | {"describe", "from_manifest", "keys"})
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("tool descriptions are read-only")
+
+    def __getitem__(self, name: str) -> JSONValue:
+        return self._fields[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._fields
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def keys(self) -> List[str]:
+        return list(self._fields)
+
+    def describe(self) -> Dict[str, JSONValue]:
+        """Every field as a plain dict (a copy)."""
+        return dict(self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolDescription) and other._fields == self._fields
+
+    def __hash__(self) -> int:
+        return hash((self._fields.get("name"), self._fields.get("digest")))
+
+    def __repr__(self) -> str:
+        return f"ToolDescription(name={self._fields.get('name')!r}, pin={self._fields.get('pin')!r})"
+
+
+Tool = ToolDescription
+
+
+class Harness:
+    """A loaded harness: its tools, in the order their manifests were found."""
+
+    __slots__ = ("_native", "path", "tools")
+
+    def __init__(self, native: "_native.Harness", path: str) -> None:
+        self._native = native
+        self.path = path
+        self.tools: List[ToolDescription] = [ToolDescription(d) for d in native.describe_tools()]
+
+    def tool(self, name: str) -> Optional[ToolDescription]:
+        """The tool called ``name``, or None."""
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        return None
+
+    def __repr__(self) -> str:
+        return f"Harness(path={self.path!r}, tools={[t.name for t in self.tools]!r})"
+
+
+def load(path: Union[str, "os.PathLike[str]"]) -> Harness:
+    """Loads ``harness.yaml`` and every manifest it names. Raises :class:`LoadError`
+    whose ``.problems`` lists every problem found (file, line, column, path, code)."""
+    return Harness(_native.load(os.fspath(path)), os.fspath(path))
+
+
+def definition_digest(name: str, description: str, input_schema: JSONValue) -> str:
+    """``sha256:`` + hex SHA-256 of the canonical JSON of
+    ``{"description", "input_schema", "name"}``. Raises :class:`InvalidValueError`
+    for NaN, infinities, integers beyond ±2^53 and nesting deeper than 512."""
+    return _native.definition_digest(name, description, input_schema)
+
+
+def canonical_json(value: JSONValue) -> str:
+    """The canonical JSON text of ``value`` (what every language hashes)."""
+    return _native.canonical_json(value)

@@ -1,0 +1,146 @@
+//! The audit trail: one narrow event per call, refused or not.
+//!
+//! An event names the tool, the principal's id, the tenant, the decision, its
+//! code and step, timings and a digest of the arguments. It never carries
+//! arguments, outputs, headers or secrets (rule S1), so a trail can be shipped
+//! anywhere without becoming a leak.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use crate::error::Error;
+use crate::governor::{Decision, Step};
+
+/// Time spent per phase, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Timings {
+    /// Steps 1–7.
+    pub decide_us: u64,
+    /// Step 8 (the transport), when the tool ran.
+    pub invoke_us: u64,
+    /// Step 9.
+    pub output_us: u64,
+}
+
+/// One call, as the audit trail records it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditEvent {
+    /// When the call was made (ms since the epoch).
+    pub ts_ms: u64,
+    /// The call's id.
+    pub call_id: String,
+    /// The run's id.
+    pub run_id: String,
+    /// The tool named by the call (may not exist: `unknown_tool`).
+    pub tool: String,
+    /// The principal's id.
+    pub principal: String,
+    /// The tenant.
+    pub tenant: Option<String>,
+    /// `allowed`, `refused` or `pending`.
+    pub decision: Decision,
+    /// The code of a refusal or pending approval.
+    pub code: Option<String>,
+    /// The step that decided.
+    pub step: Option<Step>,
+    /// `sha256:` of the canonical args (absent when args had no canonical form).
+    pub args_digest: Option<String>,
+    /// The approval involved, if any.
+    pub approval_id: Option<String>,
+    /// Redactions per kind, and whether the output was cut (allowed calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redactions: Option<BTreeMap<String, u64>>,
+    /// Whether the output was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    /// Time per phase.
+    pub timings: Timings,
+}
+
+/// Where audit events go.
+pub trait AuditSink: Send + Sync + fmt::Debug {
+    /// Records one event. A sink that fails reports it through `Err`; the
+    /// governor then refuses nothing already decided but logs the failure.
+    fn record(&self, event: &AuditEvent) -> Result<(), Error>;
+}
+
+/// Drops every event (`audit: {sink: none}`).
+#[derive(Debug, Default)]
+pub struct NullSink;
+
+impl AuditSink for NullSink {
+    fn record(&self, _event: &AuditEvent) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Keeps events in memory (tests, fixtures, `audit tail` in one process).
+#[derive(Debug, Default)]
+pub struct MemorySink {
+    events: Mutex<Vec<AuditEvent>>,
+}
+
+impl MemorySink {
+    /// An empty sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every event so far.
+    pub fn events(&self) -> Vec<AuditEvent> {
+        self.events.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+impl AuditSink for MemorySink {
+    fn record(&self, event: &AuditEvent) -> Result<(), Error> {
+        self.events.lock().unwrap_or_else(PoisonError::into_inner).push(event.clone());
+        Ok(())
+    }
+}
+
+/// Appends one JSON object per line to a file.
+#[derive(Debug)]
+pub struct JsonlSink {
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl JsonlSink {
+    /// Opens (creating) `path` for appending.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::Io { message: format!("cannot create `{}`: {e}", dir.display()) })?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::Io { message: format!("cannot open audit file `{}`: {e}", path.display()) })?;
+        Ok(Self { path, file: Mutex::new(file) })
+    }
+
+    /// The file written to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AuditSink for JsonlSink {
+    fn record(&self, event: &AuditEvent) -> Result<(), Error> {
+        let mut line = serde_json::to_string(event).map_err(|e| Error::Io { message: format!("audit event: {e}") })?;
+        line.push('\n');
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        // One write per line, so concurrent writers (threads or processes with
+        // O_APPEND) never interleave within a line.
+        file.write_all(line.as_bytes())
+            .map_err(|e| Error::Io { message: format!("cannot write audit file `{}`: {e}", self.path.display()) })
+    }
+}

@@ -1,0 +1,261 @@
+//! The values a call takes and gives: principal, context, steps, results.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+use crate::canonical;
+use crate::error::Error;
+use crate::store::Labels;
+
+/// Who makes a call: an id, roles, scopes and free attributes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Principal {
+    /// A stable identifier.
+    pub id: String,
+    /// Roles, for approvals (`approver_role`) and policy rules.
+    pub roles: Vec<String>,
+    /// Permissions; a tool's `scopes` must all be held.
+    pub scopes: Vec<String>,
+    /// Anything else policy rules may read (`principal.attrs.team`).
+    pub attrs: Map<String, Value>,
+}
+
+impl Principal {
+    /// A principal with just an id.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self { id: id.into(), ..Self::default() }
+    }
+
+    /// Reads a principal from a mapping `{id, roles, scopes, attrs}`; anything
+    /// else is an `invalid_principal` error naming the field.
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        let bad = |message: String| Error::InvalidArgument { code: "invalid_principal", message };
+        let Value::Object(map) = value else {
+            return Err(bad("a principal is a mapping with `id`, `roles`, `scopes` and `attrs`".into()));
+        };
+        for key in map.keys() {
+            if !matches!(key.as_str(), "id" | "roles" | "scopes" | "attrs") {
+                return Err(bad(format!("unknown principal field `{key}` (expected id, roles, scopes, attrs)")));
+            }
+        }
+        let id = match map.get("id") {
+            Some(Value::String(id)) if !id.is_empty() => id.clone(),
+            Some(_) => return Err(bad("principal `id` must be a non-empty string".into())),
+            None => return Err(bad("a principal needs an `id`".into())),
+        };
+        let strings = |field: &str| -> Result<Vec<String>, Error> {
+            match map.get(field) {
+                None | Some(Value::Null) => Ok(Vec::new()),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|item| item.as_str().map(str::to_string).ok_or_else(|| bad(format!("principal `{field}` must be a list of strings"))))
+                    .collect(),
+                Some(_) => Err(bad(format!("principal `{field}` must be a list of strings"))),
+            }
+        };
+        let attrs = match map.get("attrs") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(attrs)) => attrs.clone(),
+            Some(_) => return Err(bad("principal `attrs` must be a mapping".into())),
+        };
+        Ok(Self { id, roles: strings("roles")?, scopes: strings("scopes")?, attrs })
+    }
+
+    /// The principal as a JSON object (what cel-lite sees as `principal`).
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("id".into(), Value::String(self.id.clone()));
+        map.insert("roles".into(), self.roles.iter().cloned().map(Value::String).collect());
+        map.insert("scopes".into(), self.scopes.iter().cloned().map(Value::String).collect());
+        map.insert("attrs".into(), Value::Object(self.attrs.clone()));
+        Value::Object(map)
+    }
+
+    /// Whether the principal holds `role`.
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles.iter().any(|r| r == role)
+    }
+}
+
+/// Everything about a call besides the tool and its arguments.
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    /// Who calls.
+    pub principal: Principal,
+    /// The tenant the call is made for.
+    pub tenant: Option<String>,
+    /// The task (free text or an id) the call serves.
+    pub task: Option<String>,
+    /// The run the call belongs to; a call without one gets a run of its own.
+    pub run_id: Option<String>,
+    /// An approval granted for exactly this call.
+    pub approval_id: Option<String>,
+    /// The idempotency key to use (a retry of an earlier call passes its key).
+    pub idempotency_key: Option<String>,
+}
+
+/// The nine steps, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// 1: the tool exists, has a manifest, is enabled for the tenant.
+    Resolve,
+    /// 2: arguments against the schema and payload constraints.
+    Validate,
+    /// 3: the definition digest matches its pin.
+    Pin,
+    /// 4: scopes and policy rules.
+    Policy,
+    /// 5: run budgets and rate limits.
+    Limits,
+    /// 6: the lethal-trifecta rule.
+    Flow,
+    /// 7: approvals.
+    Approval,
+    /// 8: the transport runs the tool.
+    Invoke,
+    /// 9: sanitize, cut, label.
+    Output,
+}
+
+impl Step {
+    /// The step's snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Resolve => "resolve",
+            Self::Validate => "validate",
+            Self::Pin => "pin",
+            Self::Policy => "policy",
+            Self::Limits => "limits",
+            Self::Flow => "flow",
+            Self::Approval => "approval",
+            Self::Invoke => "invoke",
+            Self::Output => "output",
+        }
+    }
+
+    /// The step's number, 1 to 9.
+    pub fn number(self) -> u8 {
+        self as u8 + 1
+    }
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The tool ran and its (cleaned) output is in the result.
+    Allowed,
+    /// A step refused the call.
+    Refused,
+    /// The call waits for a human.
+    Pending,
+}
+
+impl Decision {
+    /// `allowed`, `refused` or `pending`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allowed => "allowed",
+            Self::Refused => "refused",
+            Self::Pending => "pending",
+        }
+    }
+}
+
+/// What the output policy did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct OutputReport {
+    /// The output was cut to `max_bytes`.
+    pub truncated: bool,
+    /// Redactions and removals per kind (never what was removed).
+    pub redactions: BTreeMap<String, u64>,
+    /// `untrusted` or `trusted`.
+    pub label: String,
+}
+
+/// A call waiting for a human, as shown to the caller and the approver.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRequest {
+    /// The approval's id, for `approve` / `deny`.
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// Digest of the canonical args the approval is bound to.
+    pub args_digest: String,
+    /// The role an approver must hold (none: any principal may approve).
+    pub approver_role: Option<String>,
+    /// Why approval is needed.
+    pub reasons: Vec<String>,
+    /// When it expires (ms since the epoch).
+    pub expires_ms: u64,
+}
+
+/// The value every call returns: allowed, refused or pending, with its code,
+/// step and a message safe to give a model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallResult {
+    /// `allowed`, `refused` or `pending`.
+    pub decision: Decision,
+    /// The stable code of a refusal or pending approval.
+    pub code: Option<String>,
+    /// The step that decided a refusal or pending approval.
+    pub step: Option<Step>,
+    /// Safe to show a model: never args, secrets or handler internals.
+    pub message: String,
+    /// The tool called.
+    pub tool: String,
+    /// This call's id.
+    pub call_id: String,
+    /// The run it belongs to.
+    pub run_id: String,
+    /// The cleaned output (allowed calls only).
+    pub output: Option<Value>,
+    /// What the output policy did (allowed calls only).
+    pub output_report: Option<OutputReport>,
+    /// The pending approval (pending calls only).
+    pub approval: Option<ApprovalRequest>,
+    /// When a rate-limited call may be retried, in ms.
+    pub retry_after_ms: Option<u64>,
+    /// Which rules, fields or expressions decided.
+    pub reasons: Vec<String>,
+    /// The run's labels after the call.
+    pub labels: Labels,
+}
+
+impl CallResult {
+    /// Whether the call ran.
+    pub fn is_allowed(&self) -> bool {
+        self.decision == Decision::Allowed
+    }
+
+    /// The result as one JSON object (what bindings hand their hosts).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The text to hand back to the model: the output for an allowed call
+    /// (a string as is, anything else as canonical JSON), otherwise a short
+    /// line with the code and message.
+    pub fn to_model(&self) -> String {
+        match self.decision {
+            Decision::Allowed => match &self.output {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => canonical::to_string(other).unwrap_or_default(),
+                None => String::new(),
+            },
+            Decision::Refused => {
+                let code = self.code.as_deref().unwrap_or("refused");
+                match self.retry_after_ms {
+                    Some(ms) => format!("[tool call refused: {code}] {} (retry after {ms} ms)", self.message),
+                    None => format!("[tool call refused: {code}] {}", self.message),
+                }
+            }
+            Decision::Pending => {
+                let id = self.approval.as_ref().map_or("", |a| a.id.as_str());
+                format!("[tool call waiting for approval: {id}] {}", self.message)
+            }
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! A loaded harness with its governor and handlers: what `load()` returns in
+//! every language. The Rust API takes handlers as closures; the bindings use
+//! the same pieces with their hosts' functions.
+
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::error::{Error, Problem};
+use crate::governor::{CallContext, CallResult, Governor, GovernorOptions, Handler, Principal};
+use crate::harness::Harness;
+use crate::manifest::{Tool, Transport};
+use crate::store::PendingApproval;
+
+/// Options for [`Runtime::load`].
+#[derive(Default)]
+pub struct LoadOptions {
+    /// Native handlers by tool name.
+    pub handlers: HashMap<String, Handler>,
+    /// Clock, store, audit, ids and tools registered in code.
+    pub governor: GovernorOptions,
+}
+
+/// The tool-definition formats of model APIs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpecFormat {
+    /// OpenAI function tools: `{type: function, function: {name, description, parameters}}`.
+    OpenAi,
+    /// Anthropic tools: `{name, description, input_schema}`.
+    Anthropic,
+    /// MCP `tools/list` entries: `{name, description, inputSchema}`.
+    Mcp,
+}
+
+impl SpecFormat {
+    /// `openai`, `anthropic` or `mcp`.
+    pub fn parse(name: &str) -> Result<Self, Error> {
+        match name {
+            "openai" => Ok(Self::OpenAi),
+            "anthropic" => Ok(Self::Anthropic),
+            "mcp" => Ok(Self::Mcp),
+            other => Err(Error::InvalidArgument {
+                code: "invalid_format",
+                message: format!("unknown tool spec format `{other}` (expected openai, anthropic or mcp)"),
+            }),
+        }
+    }
+}
+
+/// A harness ready to take calls.
+pub struct Runtime {
+    harness: Harness,
+    extra: Vec<Tool>,
+    governor: Governor,
+    handlers: HashMap<String, Handler>,
+}
+
+/// Checks the handlers a host gave against the manifests: every native tool
+/// needs one, and (S2) every handler needs a manifest. Returns the problems.
+pub fn check_handlers<'a>(tools: impl Iterator<Item = &'a Tool> + Clone, handler_names: &[&str], require_manifest: bool) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for tool in tools.clone() {
+        if tool.manifest().transport == Transport::Native && !handler_names.contains(&tool.name()) {
+            problems.push(Problem {
+                file: tool.file().map(str::to_string),
+                path: "spec.handler".into(),
+                ..Problem::new("handler_not_registered", format!("native tool `{}` has no handler; pass one to load()", tool.name()))
+            });
+        }
+    }
+    if require_manifest {
+        for name in handler_names {
+            if !tools.clone().any(|t| t.name() == *name) {
+                problems.push(Problem::new(
+                    "no_manifest",
+                    format!("a handler is registered for `{name}` but no manifest declares it (tools.require_manifest)"),
+                ));
+            }
+        }
+    }
+    problems
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("governor", &self.governor).field("handlers", &self.handlers.len()).finish()
+    }
+}
+
+impl Runtime {
+    /// Loads `harness.yaml`, its manifests and the tools given in code, and
+    /// compiles the governor.
+    pub fn load(path: impl AsRef<Path>, options: LoadOptions) -> Result<Runtime, Error> {
+        let harness = Harness::load(path)?;
+        let names: Vec<&str> = options.handlers.keys().map(String::as_str).collect();
+        let all = harness.tools().iter().chain(options.governor.extra_tools.iter());
+        let problems = check_handlers(all, &names, harness.spec().tools.require_manifest);
+        if !problems.is_empty() {
+            return Err(Error::Load(problems));
+        }
+        let extra = options.governor.extra_tools.clone();
+        let unmanifested: Vec<String> = names
+            .iter()
+            .filter(|n| !harness.tools().iter().chain(extra.iter()).any(|t| t.name() == **n))
+            .map(|n| (*n).to_string())
+            .collect();
+        let mut governor = Governor::from_harness(&harness, options.governor)?;
+        governor.set_unmanifested(unmanifested);
+        Ok(Runtime { harness, extra, governor, handlers: options.handlers })
+    }
+
+    /// The loaded harness.
+    pub fn harness(&self) -> &Harness {
+        &self.harness
+    }
+
+    /// The governor.
+    pub fn governor(&self) -> &Governor {
+        &self.governor
+    }
+
+    /// Every tool: the harness's manifests, then tools registered in code.
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> + Clone {
+        self.harness.tools().iter().chain(self.extra.iter())
+    }
+
+    /// A new run for `principal`: calls made with the returned context share
+    /// labels and budgets.
+    pub fn run(&self, principal: Principal, tenant: Option<String>, task: Option<String>) -> CallContext {
+        CallContext { principal, tenant, task, run_id: Some(self.governor.new_run_id()), ..CallContext::default() }
+    }
+
+    /// One governed call.
+    pub fn call(&self, tool: &str, args: Value, ctx: &CallContext) -> CallResult {
+        self.governor.call(tool, args, ctx, &self.handlers)
+    }
+
+    /// Grants approval `id` as `approver`, then runs the approved call (from
+    /// step 1, consuming the approval at step 7) and returns its result.
+    pub fn approve(&self, id: &str, approver: &Principal) -> Result<CallResult, Error> {
+        let approval = self.governor.approve(id, approver)?;
+        let (tool, args, ctx) = resume(&approval)?;
+        Ok(self.call(&tool, args, &ctx))
+    }
+
+    /// Denies approval `id`.
+    pub fn deny(&self, id: &str, by: &Principal, reason: &str) -> Result<PendingApproval, Error> {
+        self.governor.deny(id, &by.id, reason)
+    }
+
+    /// The tools as model APIs take them, from the pinned definitions, leaving
+    /// out tools this principal and tenant can never call.
+    pub fn tool_specs(&self, format: SpecFormat, principal: Option<&Principal>, tenant: Option<&str>) -> Value {
+        tool_specs(self.tools(), format, principal, tenant)
+    }
+}
+
+/// The tool, args and context that re-issue an approved call.
+pub fn resume(approval: &PendingApproval) -> Result<(String, Value, CallContext), Error> {
+    let principal = Principal::from_value(&approval.principal)?;
+    let ctx = CallContext {
+        principal,
+        tenant: approval.tenant.clone(),
+        task: approval.task.clone(),
+        run_id: Some(approval.run_id.clone()),
+        approval_id: Some(approval.id.clone()),
+        idempotency_key: None,
+    };
+    Ok((approval.tool.clone(), approval.args.clone(), ctx))
+}
+
+/// Whether `principal` in `tenant` could ever call `tool` (enabled, tenant
+/// enabled, scopes held). Used to hide tools from models and MCP clients.
+pub fn visible(tool: &Tool, principal: Option<&Principal>, tenant: Option<&str>) -> bool {
+    let m = tool.manifest();
+    if !m.enabled {
+        return false;
+    }
+    if !m.tenants.is_empty() && !tenant.is_some_and(|t| m.tenants.iter().any(|x| x == t)) {
+        return false;
+    }
+    match principal {
+        Some(p) => m.scopes.iter().all(|s| p.scopes.contains(s)),
+        None => true,
+    }
+}
+
+/// The visible tools in a model API's format.
+pub fn tool_specs<'a>(tools: impl Iterator<Item = &'a Tool>, format: SpecFormat, principal: Option<&Principal>, tenant: Option<&str>) -> Value {
+    let specs = tools
+        .filter(|t| visible(t, principal, tenant))
+        .map(|t| {
+            let m = t.manifest();
+            match format {
+                SpecFormat::OpenAi => json!({
+                    "type": "function",
+                    "function": {"name": m.name, "description": m.description, "parameters": m.input_schema},
+                }),
+                SpecFormat::Anthropic => json!({"name": m.name, "description": m.description, "input_schema": m.input_schema}),
+                SpecFormat::Mcp => json!({"name": m.name, "description": m.description, "inputSchema": m.input_schema}),
+            }
+        })
+        .collect();
+    Value::Array(specs)
+}

@@ -1,0 +1,160 @@
+//! The in-memory store: the embedded default, one process.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use super::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
+
+#[derive(Debug, Default)]
+struct State {
+    tat: HashMap<String, u128>,
+    run_total: HashMap<String, u64>,
+    run_tool: HashMap<(String, String), u64>,
+    labels: HashMap<String, Labels>,
+    approvals: HashMap<String, PendingApproval>,
+}
+
+/// State in this process's memory, behind one lock.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, State>, StoreError> {
+        // A poisoned lock means a thread died mid-update; the maps are still
+        // consistent because every update is a single insert.
+        Ok(self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+}
+
+impl Store for MemoryStore {
+    fn acquire(&self, keys: &[RateKey], now_ms: u64) -> Result<Acquire, StoreError> {
+        let mut state = self.lock()?;
+        let now_ns = u128::from(now_ms) * 1_000_000;
+        let mut next = Vec::with_capacity(keys.len());
+        for (index, key) in keys.iter().enumerate() {
+            match gcra(state.tat.get(&key.key).copied(), now_ns, key.rate) {
+                Ok(tat) => next.push(tat),
+                Err(wait) => return Ok(Acquire::Limited { index, retry_after_ms: ns_to_ms_ceil(wait) }),
+            }
+        }
+        for (key, tat) in keys.iter().zip(next) {
+            state.tat.insert(key.key.clone(), tat);
+        }
+        Ok(Acquire::Allowed)
+    }
+
+    fn take_budget(&self, run_id: &str, tool: &str, max_total: Option<u64>, max_tool: Option<u64>) -> Result<Budget, StoreError> {
+        let mut state = self.lock()?;
+        let total = state.run_total.get(run_id).copied().unwrap_or(0);
+        if let Some(limit) = max_total.filter(|limit| total >= *limit) {
+            return Ok(Budget::RunExhausted { limit });
+        }
+        let tool_key = (run_id.to_string(), tool.to_string());
+        let per_tool = state.run_tool.get(&tool_key).copied().unwrap_or(0);
+        if let Some(limit) = max_tool.filter(|limit| per_tool >= *limit) {
+            return Ok(Budget::ToolExhausted { limit });
+        }
+        state.run_total.insert(run_id.to_string(), total + 1);
+        state.run_tool.insert(tool_key, per_tool + 1);
+        Ok(Budget::Taken)
+    }
+
+    fn release_budget(&self, run_id: &str, tool: &str) -> Result<(), StoreError> {
+        let mut state = self.lock()?;
+        if let Some(n) = state.run_total.get_mut(run_id) {
+            *n = n.saturating_sub(1);
+        }
+        if let Some(n) = state.run_tool.get_mut(&(run_id.to_string(), tool.to_string())) {
+            *n = n.saturating_sub(1);
+        }
+        Ok(())
+    }
+
+    fn labels(&self, run_id: &str) -> Result<Labels, StoreError> {
+        Ok(self.lock()?.labels.get(run_id).copied().unwrap_or_default())
+    }
+
+    fn add_labels(&self, run_id: &str, labels: Labels) -> Result<Labels, StoreError> {
+        let mut state = self.lock()?;
+        let merged = state.labels.get(run_id).copied().unwrap_or_default().union(labels);
+        state.labels.insert(run_id.to_string(), merged);
+        Ok(merged)
+    }
+
+    fn put_approval(&self, approval: &PendingApproval) -> Result<(), StoreError> {
+        self.lock()?.approvals.insert(approval.id.clone(), approval.clone());
+        Ok(())
+    }
+
+    fn approval(&self, id: &str) -> Result<Option<PendingApproval>, StoreError> {
+        Ok(self.lock()?.approvals.get(id).cloned())
+    }
+
+    fn transition(&self, id: &str, from: ApprovalState, to: ApprovalState, by: Option<&str>, note: Option<&str>) -> Result<bool, StoreError> {
+        let mut state = self.lock()?;
+        match state.approvals.get_mut(id) {
+            Some(approval) if approval.state == from => {
+                approval.state = to;
+                if let Some(by) = by {
+                    approval.decided_by = Some(by.to_string());
+                }
+                if let Some(note) = note {
+                    approval.note = Some(note.to_string());
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn open_approvals(&self) -> Result<Vec<PendingApproval>, StoreError> {
+        let state = self.lock()?;
+        let mut open: Vec<PendingApproval> = state
+            .approvals
+            .values()
+            .filter(|a| matches!(a.state, ApprovalState::Pending | ApprovalState::Approved))
+            .cloned()
+            .collect();
+        open.sort_by(|a, b| a.created_ms.cmp(&b.created_ms).then_with(|| a.id.cmp(&b.id)));
+        Ok(open)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Rate;
+
+    #[test]
+    fn gcra_allows_exactly_count_then_paces() {
+        let store = MemoryStore::new();
+        let keys = [RateKey { key: "k".into(), rate: Rate { count: 3, period_ms: 60_000 } }];
+        for _ in 0..3 {
+            assert_eq!(store.acquire(&keys, 1_000).unwrap(), Acquire::Allowed);
+        }
+        assert_eq!(store.acquire(&keys, 1_000).unwrap(), Acquire::Limited { index: 0, retry_after_ms: 20_000 });
+        assert_eq!(store.acquire(&keys, 20_999).unwrap(), Acquire::Limited { index: 0, retry_after_ms: 1 });
+        assert_eq!(store.acquire(&keys, 21_000).unwrap(), Acquire::Allowed);
+    }
+
+    #[test]
+    fn all_or_nothing_across_keys() {
+        let store = MemoryStore::new();
+        let a = RateKey { key: "a".into(), rate: Rate { count: 5, period_ms: 1_000 } };
+        let b = RateKey { key: "b".into(), rate: Rate { count: 1, period_ms: 1_000 } };
+        assert_eq!(store.acquire(&[a.clone(), b.clone()], 0).unwrap(), Acquire::Allowed);
+        assert!(matches!(store.acquire(&[a.clone(), b], 0).unwrap(), Acquire::Limited { index: 1, .. }));
+        // `a` was not charged by the refused call: 4 more fit.
+        for _ in 0..4 {
+            assert_eq!(store.acquire(std::slice::from_ref(&a), 0).unwrap(), Acquire::Allowed);
+        }
+        assert!(matches!(store.acquire(&[a], 0).unwrap(), Acquire::Limited { .. }));
+    }
+}

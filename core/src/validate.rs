@@ -1,0 +1,205 @@
+//! Step 2: arguments against the tool's JSON Schema, then its payload
+//! constraints. A refusal names the JSON pointer and the failed keyword; the
+//! offending value is never echoed (it may be a secret).
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+use crate::manifest::Constraint;
+
+/// Largest compiled size of a `pattern` regex in a schema (linear-time engine).
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// Where and why arguments failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// JSON pointer into the arguments (`/amount_usd`, `` for the root).
+    pub pointer: String,
+    /// The failed keyword (`minimum`, `required`, `max_length`, …).
+    pub keyword: String,
+}
+
+impl Violation {
+    /// A message safe to show a model: where and which keyword, never the value.
+    pub fn message(&self) -> String {
+        let at = if self.pointer.is_empty() { "/" } else { self.pointer.as_str() };
+        format!("arguments at `{at}` fail `{}`", self.keyword)
+    }
+}
+
+/// A compiled input schema.
+#[derive(Debug)]
+pub struct SchemaValidator {
+    inner: jsonschema::Validator,
+}
+
+impl SchemaValidator {
+    /// Compiles `schema`; `pattern`s use the linear-time `regex` engine.
+    pub fn compile(schema: &Value) -> Result<Self, String> {
+        jsonschema::options()
+            .with_pattern_options(jsonschema::PatternOptions::regex().size_limit(PATTERN_SIZE_LIMIT))
+            .build(schema)
+            .map(|inner| Self { inner })
+            .map_err(|e| format!("input_schema is not a valid JSON Schema: `{}` at `{}`", e.kind().keyword(), e.schema_path().as_str()))
+    }
+
+    /// The first violation, if any (a quick `is_valid` first: the common case).
+    pub fn check(&self, args: &Value) -> Option<Violation> {
+        if self.inner.is_valid(args) {
+            return None;
+        }
+        let error = self.inner.iter_errors(args).next()?;
+        Some(Violation { pointer: error.instance_path().as_str().to_string(), keyword: error.kind().keyword().to_string() })
+    }
+}
+
+/// One path's constraints (seed 003's payload constraints), as the manifest declares them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathConstraint {
+    /// Dotted path into the value; empty for the root (`$`).
+    pub path: Vec<String>,
+    /// The checks.
+    pub checks: Constraint,
+}
+
+/// The constraints on one side (input or output).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Constraints {
+    /// Each path with its checks, in path order.
+    pub items: Vec<PathConstraint>,
+}
+
+impl Constraints {
+    /// Compiles a manifest's `payload_constraints.input` or `.output`.
+    pub fn new(paths: &BTreeMap<String, Constraint>) -> Self {
+        Self { items: paths.iter().map(|(path, c)| PathConstraint { path: split_path(path), checks: c.clone() }).collect() }
+    }
+
+    /// The first violation, if any.
+    pub fn check(&self, value: &Value) -> Option<Violation> {
+        self.items.iter().find_map(|c| c.check(value))
+    }
+}
+
+fn split_path(path: &str) -> Vec<String> {
+    let path = path.strip_prefix('$').unwrap_or(path);
+    path.split('.').filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+impl PathConstraint {
+    fn pointer(&self) -> String {
+        self.path.iter().map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1"))).collect()
+    }
+
+    fn check(&self, root: &Value) -> Option<Violation> {
+        let c = &self.checks;
+        let non_empty = c.non_empty.unwrap_or(false);
+        let fail = |keyword: &str| Some(Violation { pointer: self.pointer(), keyword: keyword.to_string() });
+        let mut value = root;
+        for segment in &self.path {
+            let next = match value {
+                Value::Object(map) => map.get(segment),
+                Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+                _ => None,
+            };
+            match next {
+                Some(next) => value = next,
+                // An absent optional value satisfies everything but non_empty.
+                None => return if non_empty { fail("non_empty") } else { None },
+            }
+        }
+        if non_empty {
+            let empty = match value {
+                Value::Null => true,
+                Value::String(s) => s.trim().is_empty(),
+                Value::Array(a) => a.is_empty(),
+                Value::Object(o) => o.is_empty(),
+                _ => false,
+            };
+            if empty {
+                return fail("non_empty");
+            }
+        }
+        if let (Some(max), Value::String(s)) = (c.max_length, value) {
+            if s.chars().count() as u64 > max {
+                return fail("max_length");
+            }
+        }
+        if let Some(n) = value.as_f64() {
+            if c.min.is_some_and(|min| n < min) {
+                return fail("min");
+            }
+            if c.max.is_some_and(|max| n > max) {
+                return fail("max");
+            }
+        }
+        if let Some(allowed) = &c.allowed_values {
+            if !allowed.iter().any(|a| same_value(a, value)) {
+                return fail("allowed_values");
+            }
+        }
+        if let Value::Array(items) = value {
+            let n = items.len() as u64;
+            if c.min_items.is_some_and(|min| n < min) {
+                return fail("min_items");
+            }
+            if c.max_items.is_some_and(|max| n > max) {
+                return fail("max_items");
+            }
+        }
+        None
+    }
+}
+
+/// JSON equality where `1` and `1.0` are the same number.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn schema_violation_names_pointer_and_keyword_not_value() {
+        let v = SchemaValidator::compile(&json!({"type": "object", "properties": {"amount": {"type": "number", "minimum": 0}}})).unwrap();
+        assert_eq!(v.check(&json!({"amount": 3})), None);
+        let bad = v.check(&json!({"amount": -41.5})).unwrap();
+        assert_eq!(bad, Violation { pointer: "/amount".into(), keyword: "minimum".into() });
+        assert!(!bad.message().contains("41"));
+    }
+
+    #[test]
+    fn constraints() {
+        let c = |v: Value| -> Constraint {
+            let o = v.as_object().unwrap();
+            Constraint {
+                non_empty: o.get("non_empty").and_then(Value::as_bool),
+                max_length: o.get("max_length").and_then(Value::as_u64),
+                min: o.get("min").and_then(Value::as_f64),
+                max: o.get("max").and_then(Value::as_f64),
+                allowed_values: o.get("allowed_values").and_then(Value::as_array).cloned(),
+                min_items: o.get("min_items").and_then(Value::as_u64),
+                max_items: o.get("max_items").and_then(Value::as_u64),
+            }
+        };
+        let mut paths = BTreeMap::new();
+        paths.insert("query".to_string(), c(json!({"non_empty": true, "max_length": 5})));
+        paths.insert("rows".to_string(), c(json!({"min": 1, "max": 50})));
+        paths.insert("mode".to_string(), c(json!({"allowed_values": ["dry_run", "execute"]})));
+        paths.insert("to".to_string(), c(json!({"min_items": 1, "max_items": 2})));
+        let c = Constraints::new(&paths);
+        let ok = json!({"query": "abc", "rows": 3, "mode": "dry_run", "to": ["a"]});
+        assert_eq!(c.check(&ok), None);
+        let kw = |v: Value| c.check(&v).map(|v| v.keyword);
+        assert_eq!(kw(json!({"query": "  "})).as_deref(), Some("non_empty"));
+        assert_eq!(kw(json!({"query": "abcdef"})).as_deref(), Some("max_length"));
+        assert_eq!(kw(json!({"query": "a", "rows": 51})).as_deref(), Some("max"));
+        assert_eq!(kw(json!({"query": "a", "mode": "rm"})).as_deref(), Some("allowed_values"));
+        assert_eq!(kw(json!({"query": "a", "to": ["a", "b", "c"]})).as_deref(), Some("max_items"));
+    }
+}
