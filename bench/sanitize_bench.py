@@ -268,7 +268,7 @@ def main():
         changed = sum(1 for v in t[4].values() if v)
         mbs = peer_bytes / 1e6 / max(t[2], 1e-9)
         speed = ours_secs and (t[2] / max(ours_secs, 1e-9))
-        lines.append(f"| {t[0]} | {changed}/{len(benign)} ({changed / max(len(benign), 1):.2%}) | {mbs:.2f} MB/s | "
+        lines.append(f"| {t[0]} | {changed}/{len(benign)} ({changed / max(len(benign), 1):.2%}) | {mbs:.3g} MB/s | "
                      f"{'1x' if t is tools[0] else f'harnessweaver is {speed:.0f}x faster'} |")
     # Large outputs: one string of every text input joined, 50 MB.
     big = subprocess.run([args.ours_bin, "--corpus", CORPUS, "--big-mb", "50"], check=True, capture_output=True, text=True)
@@ -277,32 +277,58 @@ def main():
     lines.append(f"Large output (every text case joined into one {b['bytes'] / 2**20:.0f} MB string): "
                  f"`pii_redact` {b['bytes'] / 1e6 / b['pii_seconds']:.1f} MB/s, "
                  f"`strip_instructions` {b['bytes'] / 1e6 / b['strip_seconds']:.1f} MB/s (harnessweaver only).")
-    # The hand-written hard set, written without looking at the detectors.
-    hard = [c for c in cases if c["id"].startswith("hard-")]
+    # Hand-written subsets: `hard-` (written without looking at the detectors,
+    # then used to broaden them) and `holdout-` (written afterwards, never
+    # used to change them).
+    for prefix, title in (("hard-", "Hand-written hard subset (real-world wording; used while broadening the patterns)"),
+                          ("holdout-", "Held-out subset (written after the last change to the detectors, not used to tune them)")):
+        sub = [c for c in cases if c["id"].startswith(prefix)]
+        lines.append("")
+        lines.append(f"{title}:")
+        lines.append("")
+        lines.append("| subset | cases | " + " | ".join(t[0] for t in tools) + " |")
+        lines.append("|" + "---|" * (2 + len(tools)))
+        hp = [c for c in sub if c["set"] == "pii"]
+        row = ["PII spans found (kinds the tool covers)", str(len(hp))]
+        for t in tools:
+            m = prf(hp, t[1], t[3])
+            g = sum(v["gold"] for v in m.values())
+            f = sum(round((v["recall"] or 0) * v["gold"]) for v in m.values())
+            row.append(f"{f}/{g} ({f / max(g, 1):.3f})")
+        lines.append("| " + " | ".join(row) + " |")
+        hi = [c for c in sub if c["set"] == "injection"]
+        n = sum(1 for c in hi if ours_all[c["id"]]["output"] == c["expected"])
+        lines.append(f"| injections neutralised exactly as labelled | {len(hi)} | {n}/{len(hi)} ({n / max(len(hi), 1):.3f}) |"
+                     + " n/a |" * (len(tools) - 1))
+        hb = [c for c in sub if c["set"] == "benign"]
+        row = ["benign changed", str(len(hb))]
+        for t in tools:
+            ch = sum(1 for c in hb if t[4].get(c["id"]))
+            row.append(f"{ch}/{len(hb)}")
+        lines.append("| " + " | ".join(row) + " |")
+    # The goals of issue 5, checked.
     lines.append("")
-    lines.append("Hand-written hard subset (real-world wording; the generated cases above share their author with "
-                 "the detectors, these less so):")
+    lines.append("Goals (issue 5), on the whole corpus:")
     lines.append("")
-    lines.append("| subset | cases | " + " | ".join(t[0] for t in tools) + " |")
-    lines.append("|" + "---|" * (2 + len(tools)))
-    hp = [c for c in hard if c["set"] == "pii"]
-    hm = [prf(hp, t[1], t[3]) for t in tools]
-    row = ["PII recall (all kinds)", str(len(hp))]
-    for t, m in zip(tools, hm):
-        g = sum(v["gold"] for v in m.values())
-        f = sum((v["recall"] or 0) * v["gold"] for v in m.values())
-        covered = sum(1 for c in hp for s in c["spans"] if s["kind"] in t[3])
-        row.append(f"{f / max(g, 1):.3f} ({covered} of {sum(len(c['spans']) for c in hp)} spans of kinds it covers)")
-    lines.append("| " + " | ".join(row) + " |")
-    hi = [c for c in hard if c["set"] == "injection"]
-    n = sum(1 for c in hi if ours_all[c["id"]]["output"] == c["expected"])
-    lines.append(f"| injections neutralised exactly as labelled | {len(hi)} | {n / max(len(hi), 1):.3f} |" + " n/a |" * (len(tools) - 1))
-    hb = [c for c in hard if c["set"] == "benign"]
-    row = ["benign changed", str(len(hb))]
-    for t in tools:
-        ch = sum(1 for c in hb if t[4].get(c["id"]))
-        row.append(f"{ch}/{len(hb)}")
-    lines.append("| " + " | ".join(row) + " |")
+    shared_ok = []
+    for k in KINDS:
+        peers = [m[k]["f1"] for t, m in zip(tools[1:], metrics[1:]) if k in m and m[k]["f1"] is not None]
+        if peers and ours_m[k]["f1"] is not None:
+            shared_ok.append((k, ours_m[k]["f1"] >= max(peers) - 1e-9))
+    bad = [k for k, ok in shared_ok if not ok]
+    lines.append(f"- F1 at least the best peer's on every shared kind: {'met' if not bad else 'NOT met for ' + ', '.join(bad)} "
+                 f"({len(shared_ok)} shared kinds)")
+    rc = {k: ours_m[k]["recall"] for k in CHECKSUM_KINDS}
+    lines.append(f"- recall >= 0.99 on checksum-validated kinds: "
+                 + ", ".join(f"{k} {v:.3f}" for k, v in rc.items())
+                 + (" — met" if all(v is not None and v >= 0.99 for v in rc.values()) else " — NOT met"))
+    benign_rate = sum(1 for v in tools[0][4].values() if v) / max(len(benign), 1)
+    rec = nfound / max(ngold, 1)
+    lines.append(f"- injection recall >= 0.95 with < 1% of benign texts changed: recall {rec:.3f}, benign changed {benign_rate:.2%}"
+                 + (" — met" if rec >= 0.95 and benign_rate < 0.01 else " — NOT met"))
+    if len(tools) > 1:
+        speed = tools[1][2] / max(ours_secs, 1e-9)
+        lines.append(f"- throughput >= 100x Presidio's: {speed:.0f}x" + (" — met" if speed >= 100 else " — NOT met"))
     table = "\n".join(lines)
     print(table)
     if args.write_docs and os.path.exists(DOC):

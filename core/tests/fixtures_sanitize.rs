@@ -25,6 +25,14 @@ fn every_corpus_case_matches() {
         .map(|d| (d["id"].as_str().unwrap().to_owned(), d["output"].clone()))
         .collect();
     assert!(cases.len() >= 3000, "corpus has {} cases", cases.len());
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/schema/sanitize.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for case in &cases {
+        assert!(validator.is_valid(case), "{} does not match sanitize.schema.json", case["id"]);
+    }
     let mut failures = Vec::new();
     let mut by_set: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for case in &cases {
