@@ -78,6 +78,12 @@ fn instruction_pattern() -> String {
         r"(?-u:\b)(?:ignore|disregard|forget|skip|override|bypass|discard|drop)\s+(?:(?:all|any|the|your|my|these|those|of|everything|every|each)\s+)*(?:previous|prior|preceding|above|earlier|former|original|existing|system|initial|old|foregoing|current)\s+(?:instructions?|prompts?|directions?|directives?|rules|guidelines|commands?|context|messages?|guidance|constraints)(?-u:\b)",
         r"(?-u:\b)(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:of\s+)?(?:that\s+|what\s+)?you\s+(?:were|have\s+been|'ve\s+been)\s+(?:told|instructed|given)(?-u:\b)",
         r"(?-u:\b)ignore\s+the\s+user'?s?\s+(?:request|question|message|instructions?)(?-u:\b)",
+        r"(?-u:\b)(?:ignore|disregard|forget)\s+(?:everything|anything|all|whatever)\s+(?:(?:that|which)\s+)?(?:is\s+|was\s+|comes\s+|you\s+(?:read|saw)\s+)?(?:written\s+)?(?:above|before|previously|earlier|so\s+far|up\s+to\s+(?:now|here))(?-u:\b)",
+        r"(?-u:\b)(?:if\s+you\s+are\s+an?\s+(?:ai|llm|language\s+model|assistant|chatbot|agent|bot)|(?:ai|llm)s?\s*(?:assistants?|agents?|models?|systems?|bots?)?\s+(?:reading|processing|summari[sz]ing|parsing|viewing|browsing)\s+this)(?-u:\b)",
+        r"(?-u:\b)(?:previous|prior|above|earlier|old|original)\s+(?:rules|instructions|guidelines|directives|prompts?)\s+(?:are|is|have\s+been|has\s+been|were)\s+(?:now\s+)?(?:cancell?ed|canceled|void|revoked|obsolete|replaced|overridden|lifted|suspended|no\s+longer\s+(?:valid|apply|in\s+effect))",
+        r"(?-u:\b)stop\s+what\s+you\s+are\s+doing(?-u:\b)",
+        r"(?-u:\b)(?:from\s+now\s+on,?\s+)?you\s+are\s+(?:now\s+)?(?:called\s+|named\s+)?(?-i:[A-Z][A-Za-z0-9]*(?:Bot|GPT|AI))(?-u:\b)",
+        r"(?-u:\b)(?:ignore|disregard|bypass|override)\s+(?:all\s+|any\s+|your\s+|the\s+|of\s+)*(?:safety|content|ethical|moderation|security)\s+(?:guidelines|rules|policies|filters|restrictions|protocols|measures)(?-u:\b)",
         r"(?-u:\b)(?:stop|quit)\s+following\s+(?:your|the|any|all)\s+(?:guidelines|instructions|rules|system\s+prompt|policies)(?-u:\b)",
         r"(?-u:\b)your\s+(?:new|real|actual|true|only)\s+(?:task|goal|objective|job|mission|instructions?)\s+(?:is|are|will\s+be)(?-u:\b)",
         r"(?-u:\b)this\s+is\s+(?:the|your)\s+(?:developer|administrator|admin|system|creator|owner)\s+speaking(?-u:\b)",
@@ -131,7 +137,7 @@ fn instruction_pattern() -> String {
         r"(?-u:\b)(?:envie|encaminhe|mande)\s+(?:todo\s+)?(?:o|a|os|as)\s+(?:histórico|conversa|senhas?|credenciais|chaves|prompt\s+do\s+sistema|dados\s+do\s+usuário)",
         // Italian
         r"(?-u:\b)(?:ignora|ignorate|dimentica|dimenticate)\s+(?:tutte\s+)?(?:le\s+)?(?:istruzioni|indicazioni|regole)\s+(?:precedenti|sopra|anteriori)",
-        r"(?-u:\b)(?:ora|adesso)\s+sei\s+(?:DAN(?-u:\b)|una?\s+(?:IA|assistente|modello)\s+(?:senza|diverso|nuovo))",
+        r"(?-u:\b)(?:da\s+ora\s+in\s+poi|d['’]ora\s+in\s+poi|ora|adesso)\s+sei\s+(?:DAN(?-u:\b)|una?\s+(?:IA|assistente|modello)\s+(?:senza|diverso|nuovo))",
         r"(?-u:\b)nuove\s+istruzioni\s*:",
         r"(?-u:\b)(?:dimentica|dimenticate|ignora)\s+tutto\s+(?:quello|ciò)\s+che\s+ti\s+(?:è\s+stato|hanno)\s+detto",
         r"(?-u:\b)non\s+(?:dire|dirlo|raccontare|menzionare)\s+(?:niente\s+|nulla\s+)?(?:questo\s+)?all['’]utente",
@@ -142,16 +148,19 @@ fn instruction_pattern() -> String {
         r"новые\s+инструкции\s*:",
         r"(?:игнорируй|игнорируйте|проигнорируй|проигнорируйте)\s+(?:все\s+)?(?:инструкции|указания|команды)\s+(?:выше|ранее)",
         r"(?:забудь|забудьте)\s+вс[её],?\s+что\s+(?:тебе|вам)\s+(?:говорили|сказали)",
+        r"(?:с\s+этого\s+момента|отныне|теперь)\s+ты\s+(?:отвечаешь|будешь|должен|должна|игнорируешь|подчиняешься|DAN)",
         r"не\s+(?:говори|говорите|сообщай|сообщайте|рассказывай|рассказывайте)\s+(?:об\s+этом\s+|ничего\s+)?пользователю",
         r"(?:отправь|отправьте|перешли|перешлите)\s+(?:всю\s+|все\s+)?(?:историю|переписку|пароли|пароль|ключи|учётные\s+данные|учетные\s+данные|системный\s+промпт)",
         // Chinese
-        r"(?:忽略|无视|無視|忽视|忽視|忘记|忘記)(?:你)?(?:之前|以前|上面|上述|先前|前面|此前|所有)[^。\n]{0,10}?(?:指令|指示|说明|說明|規則|规则|提示)",
+        r"(?:忽略|无视|無視|忽视|忽視|忘记|忘記)(?:你)?(?:之前|以前|以上|上方|上面|上述|前述|先前|前面|此前|所有)[^。\n]{0,10}?(?:指令|指示|说明|說明|規則|规则|提示)",
         r"(?:你现在是|你現在是)(?:DAN|一个不受限制|一個不受限制|一个没有限制|一个全新)",
         r"新的?(?:指令|指示)[:：]",
+        r"(?:从现在开始|從現在開始|从今以后|從今以後|从现在起|從現在起)[，,]?\s*你(?:是|将|將|必须|必須|要|只)",
+        r"你(?:现在|現在)?是一[个個](?:没有|沒有|不受)(?:任何)?限制",
         r"(?:不要|别|別)(?:告诉|告訴|让|讓)(?:用户|用戶|使用者)",
         r"(?:发送|發送|转发|轉發|发给|發給)(?:所有)?(?:的)?(?:聊天记录|聊天記錄|对话记录|對話記錄|密码|密碼|系统提示|系統提示|API密钥|用户数据|用戶數據)",
         // Japanese
-        r"(?:以前|前|上記|これまで|先ほど)の(?:すべての|全ての)?(?:指示|命令|指令)を(?:すべて|全て)?(?:無視|忘れ)",
+        r"(?:以前|前|上記|これまで|先ほど)の(?:すべての|全ての)?(?:指示|命令|指令)(?:を|は)(?:すべて|全て)?(?:無視|忘れ)",
         r"(?:あなたは|君は)(?:今から|これから|今)(?:DAN|制限のない)",
         r"新しい指示[:：]",
         r"ユーザーに(?:は)?(?:言わ|伝え|知らせ|教え)ないで",
@@ -315,9 +324,23 @@ fn hidden_style(attrs: &str) -> bool {
         || a.contains("aria-hidden=\"true\"")
         || a.contains("left:-9999")
         || same_colour(&a)
+        || hidden_class(attrs)
         || attrs
             .split(|c: char| c.is_whitespace() || c == '/')
             .any(|w| w.eq_ignore_ascii_case("hidden") || w.to_ascii_lowercase().starts_with("hidden="))
+}
+
+/// A class that hides its element in common CSS frameworks.
+fn hidden_class(attrs: &str) -> bool {
+    let lower = attrs.to_ascii_lowercase();
+    let Some(i) = lower.find("class=") else { return false };
+    let rest = lower.get(i + 6..).unwrap_or("");
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'');
+    let value = match quote {
+        Some(q) => rest.get(1..).unwrap_or("").split(q).next().unwrap_or(""),
+        None => rest.split(|c: char| c.is_whitespace() || c == '>').next().unwrap_or(""),
+    };
+    value.split_whitespace().any(|c| matches!(c, "hidden" | "d-none" | "invisible" | "display-none" | "is-hidden"))
 }
 
 /// `color:X` equal to `background(-color):X` in a whitespace-free,

@@ -127,7 +127,7 @@ fn build() -> Option<Detectors> {
     // (linear and fast) instead of falling back to the slower PikeVM.
     let r = |p: &str| regex::RegexBuilder::new(p).dfa_size_limit(32 << 20).size_limit(64 << 20).build().ok();
     Some(Detectors {
-        email: r(r"[\p{Latin}\p{Greek}\p{Cyrillic}0-9._%+\-']+@(?:[\p{Latin}\p{Greek}\p{Cyrillic}0-9](?:[\p{Latin}\p{Greek}\p{Cyrillic}0-9\-]*[\p{Latin}\p{Greek}\p{Cyrillic}0-9])?\.)+[\p{Latin}\p{Greek}\p{Cyrillic}]{2,24}")?,
+        email: r(r"[\p{Latin}\p{Greek}\p{Cyrillic}0-9._%+\-']+@(?:[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?\.)+[\p{Latin}\p{Greek}\p{Cyrillic}]{2,24}")?,
         phone: r(r"\+?(?:\([0-9]{1,5}\)[ .\-]?)?[0-9]+(?:(?:[ .\-/]|[ ]?\(0?\)?[ ]?|\)[ ]?|[ ]?\()[0-9]+)*")?,
         card: r(r"[0-9]{4}[ \-][0-9]{6}[ \-][0-9]{5}|[0-9]{4}(?:[ \-][0-9]{4}){3}(?:[ \-][0-9]{1,3})?|[0-9]{13,19}")?,
         ssn: r(r"[0-9]{3}[\- ][0-9]{2}[\- ][0-9]{4}")?,
@@ -685,6 +685,15 @@ fn phone_shape_ok(s: &str, context: bool) -> bool {
         return n >= 8 && first != 0 && (g.len() >= 2 || context || n >= 10);
     }
     let d = |i: usize| sh.d(i);
+    // International prefix 00 instead of +: 0049 30 1234567.
+    if d(0) == 0 && d(1) == 0 && d(2) != 0 && (10..=15).contains(&n) && g.len() >= 2 {
+        return true;
+    }
+    // Spain: 612 34 56 78, 912 345 678 (mobiles 6/7, landlines 8/9).
+    if (g == [3, 2, 2, 2] || g == [3, 3, 3]) && matches!(d(0), 6 | 7 | 8 | 9) {
+        let same = seps.windows(2).all(|w| w.first() == w.last());
+        return same;
+    }
     // US/NANP: (NXX) NXX-XXXX, NXX-NXX-XXXX, 1-NXX-NXX-XXXX.
     if g == [3, 3, 4] && d(0) >= 2 && d(3) >= 2 {
         let same = seps.windows(2).all(|w| w.first() == w.last());
