@@ -280,8 +280,9 @@ def main():
     # Hand-written subsets: `hard-` (written without looking at the detectors,
     # then used to broaden them) and `holdout-` (written afterwards, never
     # used to change them).
-    for prefix, title in (("hard-", "Hand-written hard subset (real-world wording; used while broadening the patterns)"),
-                          ("holdout-", "Held-out subset (written after the last change to the detectors, not used to tune them)")):
+    for prefix, title in (("hard-", "Hand-written `hard-` subset (real-world wording; its misses led to broader patterns)"),
+                          ("holdout-", "Hand-written `holdout-` subset (written after that; its misses led to more)"),
+                          ("unseen-", "Hand-written `unseen-` subset (written after that; its misses led to the co-occurrence families)")):
         sub = [c for c in cases if c["id"].startswith(prefix)]
         lines.append("")
         lines.append(f"{title}:")

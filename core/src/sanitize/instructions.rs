@@ -166,7 +166,56 @@ fn instruction_pattern() -> String {
         r"ユーザーに(?:は)?(?:言わ|伝え|知らせ|教え)ないで",
         r"(?:会話履歴|チャット履歴|パスワード|システムプロンプト|APIキー)を[^。\n]{0,60}?(?:送信|転送|送って)",
     ];
-    format!("(?i)(?:{})", parts.join("|"))
+    let mut all: Vec<String> = parts.iter().map(|p| (*p).to_owned()).collect();
+    all.extend(cooccurrence_patterns());
+    format!("(?i)(?:{})", all.join("|"))
+}
+
+/// Word families that, found together in one sentence, make it an
+/// instruction whatever the exact phrasing: a verb of disregard with a word
+/// for the model's instructions (either order, up to 60 characters apart),
+/// an imperative verb of disclosure at the start of a sentence with a word
+/// for the model's secrets, and a greeting addressed to the model.
+fn cooccurrence_patterns() -> Vec<String> {
+    const GAP: &str = r"[^.!?。！？\n]{0,60}?";
+    let disregard = [
+        r"(?-u:\b)(?:ignore|disregard|forget|bypass|override|set\s+aside|pay\s+no\s+attention\s+to|(?:do\s+not|don'?t|no\s+longer|stop|never)\s+(?:follow|obey|apply|heed))(?-u:\b)",
+        r"(?-u:\b)(?:ignora|ignorad|olvida|olvide|descarta|omite|haz\s+caso\s+omiso|no\s+(?:sigas|siga|obedezcas|hagas\s+caso))(?-u:\b)",
+        r"(?-u:\b)(?:ignore[zs]?|oublie[zs]?|ne\s+tien[st]?\s+pas\s+compte|ne\s+tenez\s+pas\s+compte|ne\s+(?:suis|suivez)\s+(?:pas|plus)|fais\s+abstraction)",
+        r"(?-u:\b)(?:ignoriere|ignorieren|vergiss|vergessen|missachte|missachten)(?-u:\b)",
+        r"(?-u:\b)(?:esqueça|esqueca|desconsidere|desconsidera|não\s+(?:siga|obedeça))",
+        r"(?-u:\b)(?:dimentica|dimenticate|ignorate|trascura|non\s+(?:seguire|rispettare|obbedire))",
+        r"(?:игнорируй|игнорируйте|проигнорируй|забудь|забудьте|не\s+обращай(?:те)?\s+внимания|не\s+следуй(?:те)?|не\s+выполняй(?:те)?)",
+        r"(?:忽略|无视|無視|忽视|忽視|忘记|忘記|不要理会|不要理會|别理|不用管|不要遵守|不要遵循)",
+    ];
+    let control = [
+        r"(?:instructions?|prompts?|directions|directives|rules|guidelines|guardrails|restrictions|system\s+message|programming|constraints)(?-u:\b)",
+        r"(?:instrucciones|indicaciones|órdenes|reglas|normas|directrices|consignes|règles|Anweisungen|Instruktionen|Befehle|Regeln|Vorgaben|Richtlinien|instruções|instrucoes|orientações|orientacoes|regras|diretrizes|istruzioni|indicazioni|regole|direttive)",
+        r"(?:инструкци[а-яё]*|указани[а-яё]*|правил[а-яё]*|промпт[а-яё]*)",
+        r"(?:指令|指示|说明|說明|規則|规则|提示|设定|設定|命令|ルール|プロンプト)",
+    ];
+    let d = disregard.join("|");
+    let c = control.join("|");
+    let reveal_start = r#"(?:^|[.!?。！？\n:;"'“「(]\s*)(?:please\s+|now\s+|kindly\s+|and\s+|then\s+|por\s+favor,?\s+|bitte\s+|s'il\s+te\s+pla[iî]t,?\s+)?"#;
+    let reveal = r"(?:reveal|print|output|show|display|dump|leak|tell\s+me|give\s+me|provide\s+(?:me\s+)?(?:with\s+)?|list|send\s+me|muestra|muéstrame|revela|imprime|dime|dame|affiche[zs]?|montre[zs]?|révèle[zs]?|donne[zs]?(?:-moi)?|dis-moi|zeig(?:e)?|gib|nenne|verrate|mostre|mostra|mostrami|revele|imprima|rivela|stampa|dimmi|dammi|покажи(?:те)?|выведи(?:те)?|раскрой(?:те)?|скажи(?:те)?|дай(?:те)?)";
+    let secret = r"(?:system\s+prompt|system\s+message|hidden\s+(?:prompt|instructions|configuration|rules)|initial\s+(?:prompt|instructions)|original\s+instructions|private\s+keys?|api\s+keys?|(?:all|the|your|saved|stored|user'?s)\s+passwords?|credentials|secret\s+keys?|access\s+tokens?|prompt\s+del\s+sistema|contraseñas?|credenciales|prompt\s+système|mots?\s+de\s+passe|clés?\s+API|identifiants|System-?prompt|Passw(?:ö|oe)rter|Zugangsdaten|API-Schlüssel|prompt\s+do\s+sistema|senhas?|credenciais|prompt\s+di\s+sistema|credenziali|chiavi\s+API|системн[а-яё]*\s+промпт[а-яё]*|парол[а-яё]*|учётн[а-яё]*\s+данн[а-яё]*|учетн[а-яё]*\s+данн[а-яё]*)";
+    vec![
+        format!("(?:{d}){GAP}(?:{c})"),
+        format!("(?:{c}){GAP}(?:無視|忘れ|従わな|nicht\\s+mehr|nicht\\s+(?:beachten|befolgen))"),
+        format!("(?-u:\\b)(?:beachte|befolge|folge){GAP}(?:{c}){GAP}nicht"),
+        format!("{reveal_start}{reveal}\\s+{GAP}{secret}"),
+        r"(?:输出|輸出|显示|顯示|告诉我|告訴我|给我|給我|打印|泄露|透露)[^。！？\n]{0,20}?(?:系统提示|系統提示|密码|密碼|API密钥|凭证|憑證)".to_owned(),
+        r"(?:系统提示|系統提示|密码|密碼|API密钥)[^。！？\n]{0,20}?(?:输出|輸出|显示|顯示|告诉|告訴)".to_owned(),
+        r"(?:システムプロンプト|パスワード|APIキー|秘密鍵)[^。！？\n]{0,20}?(?:見せて|表示|教えて|出力)".to_owned(),
+        r#"(?:^|[.!?\n]\s*)(?:p\.?\s?s\.?:?\s+)?(?:to\s+the|dear|hey|attention,?|note\s+to(?:\s+the)?|hello|hi|ok)\s+(?:bot|ai|assistant|language\s+model|llm|chatgpt|claude|gemini|copilot|agent)\s*[:!,]"#.to_owned(),
+        r"(?-u:\b)without\s+(?:telling|informing|notifying|alerting|asking)\s+(?:the\s+user|anyone|anybody)(?-u:\b)".to_owned(),
+        r"(?-u:\b)(?:never|do\s+not|don'?t)\s+(?:reveal|mention|disclose)\s+(?:that\s+you|this\s+(?:message|instruction|note))".to_owned(),
+        r"(?-u:\b)(?:your|previous|prior|earlier|above|original)\s+(?:instructions|rules|guidelines|prompt|restrictions)\s+(?:do\s+not|don'?t|no\s+longer|never)\s+(?:exist|existed|apply|matter|count)(?-u:\b)".to_owned(),
+        r"(?-u:\b)your\s+(?:instructions|rules|guidelines|directives|task|goal)\s+(?:have|has)\s+(?:changed|been\s+(?:updated|changed|replaced))".to_owned(),
+        r"(?-u:\b)I\s+(?:command|order|instruct)\s+you\s+to(?-u:\b)".to_owned(),
+        r"(?-u:\b)repeat\s+after\s+me(?-u:\b)".to_owned(),
+        r"(?-u:\b)instead\s+of\s+(?:summari[sz]ing|answering|translating|responding)(?-u:\b)".to_owned(),
+    ]
 }
 
 static PATTERNS: LazyLock<Option<Patterns>> = LazyLock::new(build);
@@ -558,8 +607,11 @@ fn instructions(p: &Patterns, text: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while let Some(m) = p.instruction.find_at(text, pos) {
-        let start = sentence_start(text, m.start()).min(m.start());
-        let start = start.max(pos.min(m.start()));
+        // Patterns anchored on a sentence boundary match it too: start after it.
+        let lead = m.as_str().len() - m.as_str().trim_start_matches(['.', '!', '?', '。', '！', '？', '\n', ':', ';', '"', '\'', '“', '「', '(', ' ', '\t']).len();
+        let m_start = m.start() + lead;
+        let start = sentence_start(text, m_start).min(m_start);
+        let start = start.max(pos.min(m_start));
         let end = sentence_end(text, m.end()).max(m.end());
         out.push(finding(start, end, K_INSTRUCTION, Cow::Borrowed(INSTRUCTION)));
         pos = end;
