@@ -96,10 +96,10 @@ fn instruction_pattern() -> String {
         r"(?-u:\b)you\s+are\s+(?:now|no\s+longer)\s+(?:DAN(?-u:\b)|in\s+(?:developer|god|jailbreak|jailbroken|unrestricted|dan|debug|admin)\s+mode|going\s+to\s+(?:act|pretend)|(?:a|an)\s+(?:unrestricted|uncensored|unfiltered|jailbroken|evil|different|new|rogue|malicious|unaligned)(?-u:\b)|bound\s+by|restricted\s+by|an?\s+(?:ai|assistant)(?-u:\b))",
         r"(?-u:\b)from\s+now\s+on,?\s+you\s+(?:are|will|must|shall)\s+(?:act|respond|answer|pretend|ignore|only|obey|follow|reply)(?-u:\b)",
         r"(?-u:\b)(?:new|updated|revised|real|actual|secret|hidden|true|override)\s+(?:system\s+)?instructions?\s*:",
-        r"(?-u:\b)(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate|leak|share|copy|paste)\s+(?:(?:all|the|this|your|my|their|every|any|entire|full|whole|complete|of)\s+)*(?:(?:user'?s?|users'|private|previous|current|saved|stored|internal|confidential|sensitive|secret)\s+)*(?:conversation(?:\s+history)?|chat\s+(?:history|log|logs|transcript)|system\s+prompt|api[\s_\-]?keys?|passwords?|credentials|secrets|access\s+tokens?|auth(?:entication)?\s+tokens?|session\s+(?:cookies?|tokens?)|private\s+keys?|ssh\s+keys?|environment\s+variables|env\s+vars|\.env\s+file|credit\s+card\s+(?:numbers?|details))(?-u:\b)",
+        r"(?-u:\b)(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate|leak|share|copy|paste)\s+(?:(?:all|the|this|your|my|their|every|any|entire|full|whole|complete|of)\s+)+(?:(?:user'?s?|users'|private|previous|current|saved|stored|internal|confidential|sensitive|secret)\s+)*(?:conversation(?:\s+history)?|chat\s+(?:history|log|logs|transcript)|system\s+prompt|api[\s_\-]?keys?|passwords?|credentials|secrets|access\s+tokens?|auth(?:entication)?\s+tokens?|session\s+(?:cookies?|tokens?)|private\s+keys?|ssh\s+keys?|environment\s+variables|env\s+vars|\.env\s+file|credit\s+card\s+(?:numbers?|details))(?-u:\b)",
         r"(?-u:\b)(?:send|forward|email|post|upload|transmit|exfiltrate|leak)\s+(?:all\s+|every\s+)?(?:of\s+)?(?:the\s+)?(?:user'?s|users'|their)\s+(?:\w+\s+){0,2}(?:data|files|emails|messages|contacts|documents|information|details|address(?:es)?|history)(?-u:\b)",
         r"(?-u:\b)(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|reveal|disclose|show|alert|notify|let)\s+(?:(?:this|it|anything|that|about\s+this)(?:\s+(?:instruction|message|note|text|email|request))?\s+)?(?:to\s+)?the\s+user(?-u:\b)",
-        r"(?-u:\b)without\s+(?:telling|informing|notifying|alerting|asking)\s+the\s+user(?-u:\b)",
+        r"(?-u:\b)without\s+(?:telling|informing|notifying|alerting)\s+the\s+user(?-u:\b)",
         r"(?-u:\b)(?:note|message|instructions?|attention)\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant|model|llm|agent|chatbot|language\s+model)(?-u:\b)\s*:",
         r"(?-u:\b)(?:ai|assistant|chatbot|llm|ai\s+agent|language\s+model|claude|chatgpt|gpt-?4|copilot|gemini)\s*[,:]\s*(?:you\s+must\s+|please\s+|now\s+)?(?:ignore|disregard|forget|execute|send|forward|delete|do\s+not|don'?t)(?-u:\b)",
         r"(?-u:\b)(?:developer|dan|god|jailbreak)\s+mode\s+(?:enabled|activated|on)(?-u:\b)",
@@ -179,7 +179,7 @@ fn instruction_pattern() -> String {
 fn cooccurrence_patterns() -> Vec<String> {
     const GAP: &str = r"[^.!?。！？\n]{0,60}?";
     let disregard = [
-        r"(?-u:\b)(?:ignore|disregard|forget|bypass|override|set\s+aside|pay\s+no\s+attention\s+to|(?:do\s+not|don'?t|no\s+longer|stop|never)\s+(?:follow|obey|apply|heed))(?-u:\b)",
+        r"(?-u:\b)(?:ignore|disregard|forget|bypass|override|set\s+aside|pay\s+no\s+attention\s+to|(?:do\s+not|don'?t|no\s+longer|stop|never)\s+(?:follow|obey|heed))(?-u:\b)",
         r"(?-u:\b)(?:ignora|ignorad|olvida|olvide|descarta|omite|haz\s+caso\s+omiso|no\s+(?:sigas|siga|obedezcas|hagas\s+caso))(?-u:\b)",
         r"(?-u:\b)(?:ignore[zs]?|oublie[zs]?|ne\s+tien[st]?\s+pas\s+compte|ne\s+tenez\s+pas\s+compte|ne\s+(?:suis|suivez)\s+(?:pas|plus)|fais\s+abstraction)",
         r"(?-u:\b)(?:ignoriere|ignorieren|vergiss|vergessen|missachte|missachten)(?-u:\b)",
@@ -208,7 +208,7 @@ fn cooccurrence_patterns() -> Vec<String> {
         r"(?:系统提示|系統提示|密码|密碼|API密钥)[^。！？\n]{0,20}?(?:输出|輸出|显示|顯示|告诉|告訴)".to_owned(),
         r"(?:システムプロンプト|パスワード|APIキー|秘密鍵)[^。！？\n]{0,20}?(?:見せて|表示|教えて|出力)".to_owned(),
         r#"(?:^|[.!?\n]\s*)(?:p\.?\s?s\.?:?\s+)?(?:to\s+the|dear|hey|attention,?|note\s+to(?:\s+the)?|hello|hi|ok)\s+(?:bot|ai|assistant|language\s+model|llm|chatgpt|claude|gemini|copilot|agent)\s*[:!,]"#.to_owned(),
-        r"(?-u:\b)without\s+(?:telling|informing|notifying|alerting|asking)\s+(?:the\s+user|anyone|anybody)(?-u:\b)".to_owned(),
+        r"(?-u:\b)without\s+(?:telling|informing|notifying|alerting)\s+(?:the\s+user|anyone|anybody)(?-u:\b)".to_owned(),
         r"(?-u:\b)(?:never|do\s+not|don'?t)\s+(?:reveal|mention|disclose)\s+(?:that\s+you|this\s+(?:message|instruction|note))".to_owned(),
         r"(?-u:\b)(?:your|previous|prior|earlier|above|original)\s+(?:instructions|rules|guidelines|prompt|restrictions)\s+(?:do\s+not|don'?t|no\s+longer|never)\s+(?:exist|existed|apply|matter|count)(?-u:\b)".to_owned(),
         r"(?-u:\b)your\s+(?:instructions|rules|guidelines|directives|task|goal)\s+(?:have|has)\s+(?:changed|been\s+(?:updated|changed|replaced))".to_owned(),

@@ -286,7 +286,7 @@ fn plausible_password(v: &str, whole: &str) -> bool {
             lower.as_str(),
             "null" | "none" | "nil" | "true" | "false" | "undefined" | "redacted" | "<redacted>" | "hidden" | "masked"
                 | "required" | "optional" | "string" | "str" | "changeme" | "your_password" | "yourpassword"
-                | "password" | "secret" | "token" | "xxx" | "n/a"
+                | "password" | "passwd" | "pwd" | "pass" | "secret" | "token" | "xxx" | "n/a" | "eof"
         )
         || v.chars().all(|c| c == '*' || c == 'x' || c == 'X' || c == '•' || c == '.')
         || v.starts_with("${")
@@ -304,6 +304,20 @@ fn plausible_password(v: &str, whole: &str) -> bool {
     // `Password: please` in prose: an unquoted colon form must look like a
     // credential, not a lowercase word.
     let quoted = whole.ends_with('"') || whole.ends_with('\'');
+    // `token = lexer.get_token(` and `password = new_password` in code: an
+    // unquoted value that is a call, or an identifier path without digits
+    // after a spaced `=`, is a variable, not a credential.
+    if !quoted {
+        if v.contains(['(', '[']) {
+            return false;
+        }
+        let spaced = whole.contains(" =") || whole.contains("= ");
+        let identifier = v.chars().all(|c| c.is_ascii_alphabetic() || c == '_' || c == '.')
+            && v.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        if spaced && identifier {
+            return false;
+        }
+    }
     if !quoted && whole.contains(':') && !whole.contains('=') {
         let wordy = v.chars().all(|c| c.is_lowercase()) || v.chars().all(|c| c.is_alphabetic()) && v.len() < 12;
         if wordy {
@@ -681,7 +695,11 @@ fn phone_shape_ok(s: &str, context: bool) -> bool {
     }
     let first = sh.d(0);
     if sh.plus {
-        // E.164: country code 1-3 digits (never 0), 8 to 15 digits in all.
+        // E.164: country code 1-3 digits (never 0), 8 to 15 digits in all;
+        // a last group of one digit is a decimal (+35236450.6).
+        if g.len() >= 2 && g.last() == Some(&1) {
+            return false;
+        }
         return n >= 8 && first != 0 && (g.len() >= 2 || context || n >= 10);
     }
     let d = |i: usize| sh.d(i);
@@ -690,7 +708,7 @@ fn phone_shape_ok(s: &str, context: bool) -> bool {
         return true;
     }
     // Spain: 612 34 56 78, 912 345 678 (mobiles 6/7, landlines 8/9).
-    if (g == [3, 2, 2, 2] || g == [3, 3, 3]) && matches!(d(0), 6 | 7 | 8 | 9) {
+    if (g == [3, 2, 2, 2] || g == [3, 3, 3]) && matches!(d(0), 6..=9) {
         let same = seps.windows(2).all(|w| w.first() == w.last());
         return same;
     }
@@ -706,8 +724,8 @@ fn phone_shape_ok(s: &str, context: bool) -> bool {
     if g == [2, 2, 2, 2, 2] && first == 0 && d(1) != 0 {
         return true;
     }
-    // India mobile: 98765 43210.
-    if g == [5, 5] && d(0) >= 6 {
+    // India mobile: 98765 43210 (with a space: 60000-64999 is a range).
+    if g == [5, 5] && d(0) >= 6 && seps.first().is_some_and(|x| *x == " ") {
         return true;
     }
     // China mobile: 138 1234 5678.
@@ -719,8 +737,9 @@ fn phone_shape_ok(s: &str, context: bool) -> bool {
         return true;
     }
     // Trunk-prefixed national numbers (UK, DE, IT, JP, IN landlines, …):
-    // 0 + area + subscriber in two to four groups.
-    if first == 0 && d(1) != 0 && (9..=12).contains(&n) && (2..=4).contains(&g.len()) && g.iter().all(|x| *x >= 2) {
+    // 0 + area + subscriber in two to four groups; not a ZIP+4 (02110-1301).
+    let zip4 = g == [5, 4] && seps.first().is_some_and(|x| *x == "-");
+    if first == 0 && !zip4 && d(1) != 0 && (9..=12).contains(&n) && (2..=4).contains(&g.len()) && g.iter().all(|x| *x >= 2) {
         return true;
     }
     // A local number (555-0199) only with a phone word nearby.
