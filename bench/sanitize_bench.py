@@ -220,7 +220,8 @@ def main():
 
     lines = []
     lines.append(f"Corpus: {len(cases)} cases ({len(pii_cases)} PII, {len(inj)} injection/mixed, {len(benign)} benign); "
-                 f"PII + benign input {peer_bytes / 1e6:.2f} MB. Machine: {os.cpu_count()} cores, one thread per tool.")
+                 f"PII + benign input {peer_bytes / 1e6:.2f} MB. Machine: {os.cpu_count()} cores, one thread per tool, "
+                 f"load average {os.getloadavg()[0]:.1f} at the start (other work shares the machine).")
     lines.append("")
     header = "| kind | gold spans | " + " | ".join(f"{t[0]} P / R / F1" for t in tools) + " |"
     lines.append(header)
