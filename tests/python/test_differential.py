@@ -18,7 +18,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Dict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -268,3 +268,129 @@ def test_cel_lite_matches_the_reference(expr: str, vars_: Any) -> None:
 
 def test_cel_lite_case_counts_are_reported() -> None:
     print("differential cel-lite outcomes so far:", COUNTS)
+
+
+# ------------------------------------------------------------------ the governor
+
+import json  # noqa: E402
+import tempfile  # noqa: E402
+
+import governor_ref as G  # noqa: E402
+
+SCHEMAS = [
+    {"type": "object"},
+    {"type": "object"},
+    {"type": "object", "properties": {"n": {"type": "integer", "maximum": 10}}, "required": ["n"]},
+    {"type": "object", "properties": {"s": {"type": "string", "pattern": "^[a-z]+$"}}, "additionalProperties": False},
+    {"type": "object", "properties": {"n": {"type": "number", "multipleOf": 0.5}, "s": {"type": "string", "maxLength": 3}}},
+]
+WHENS = ["true", "false", "args.n > 5", "'finance' in principal.roles", "args.missing == 1", "'private' in labels", "labels.private",
+         "labels.untrusted || tenant == 'acme'", "tool.risk == 'high'", "has(args.s) && args.s.startsWith('a')", "size(args) > 1 || args.n == 1"]
+SCOPES = ["a:read", "b:write"]
+
+tool_strategy = st.fixed_dictionaries({
+    "schema": st.integers(0, len(SCHEMAS) - 1),
+    "risk": st.sampled_from(["low", "medium", "high", "critical"]),
+    "enabled": st.sampled_from([True] * 7 + [False]),
+    "tenants": st.sampled_from([[]] * 6 + [["acme"], ["other"]]),
+    "scopes": st.sampled_from([[], [], [SCOPES[0]], SCOPES]),
+    "pii": st.booleans(),
+    "egress": st.booleans(),
+    "untrusted": st.sampled_from([True, False, False, None]),  # None: the default label (untrusted)
+    "when": st.sampled_from([None, None]) | st.sampled_from(WHENS),
+    "pin": st.sampled_from([None, None, None, "right", "right", "wrong"]),
+})
+harness_strategy = st.fixed_dictionaries({
+    "tools": st.lists(tool_strategy, min_size=2, max_size=3),
+    "rules": st.lists(st.tuples(st.sampled_from(["allow", "deny"]), st.sampled_from([["*"], ["t0"], ["t1", "t2"], ["t*"], ["x"]]),
+                                st.sampled_from(WHENS)), max_size=2),
+    "default": st.sampled_from(["allow", "allow", "deny"]),
+    "approval_by_risk": st.lists(st.sampled_from(["high", "critical"]), max_size=2, unique=True),
+    "trifecta": st.sampled_from(["block", "approve", "off"]),
+    "max_tool_calls": st.none() | st.integers(0, 4),
+})
+gov_args = st.fixed_dictionaries({}, optional={
+    "n": st.integers(-3, 12) | st.sampled_from([0.5, 2.25, "7", True]),
+    "s": st.sampled_from(["", "a", "ab", "abcd", "A", "é"]),
+    "x": st.none(),
+})
+call_strategy = st.lists(st.tuples(st.sampled_from(["t0", "t0", "t1", "t1", "t2", "t2", "nope"]), gov_args), min_size=1, max_size=10)
+principal_strategy = st.fixed_dictionaries({
+    "id": st.just("u1"),
+    "roles": st.lists(st.sampled_from(["finance", "support"]), max_size=2, unique=True),
+    "scopes": st.sampled_from([SCOPES, SCOPES, SCOPES, [SCOPES[0]], []]),
+})
+
+GOV_COUNTS: Dict[str, int] = {}
+
+
+def build(spec: Dict[str, Any], root: str) -> G.RefHarness:
+    tools = {}
+    os.makedirs(os.path.join(root, "tools"), exist_ok=True)
+    for i, t in enumerate(spec["tools"]):
+        name = f"t{i}"
+        schema = SCHEMAS[t["schema"]]
+        digest = None
+        if t["pin"] == "right":
+            digest = ref_canonical.definition_digest(name, "A tool.", schema)
+        elif t["pin"] == "wrong":
+            digest = ref_canonical.definition_digest(name, "A tool, before it changed.", schema)
+        ref = G.RefTool(name=name, description="A tool.", input_schema=schema, risk=t["risk"], enabled=t["enabled"],
+                        tenants=t["tenants"], scopes=t["scopes"], data_access=["pii:email"] if t["pii"] else [],
+                        egress=["api.example.com"] if t["egress"] else [], label="trusted" if t["untrusted"] is False else "untrusted",
+                        approval_when=t["when"], pinned_digest=digest)
+        tools[name] = ref
+        body: Dict[str, Any] = {"transport": "native", "handler": f"fixture:{name}", "description": ref.description,
+                                "input_schema": schema, "risk": ref.risk, "enabled": ref.enabled, "scopes": ref.scopes,
+                                "data_access": ref.data_access}
+        if ref.tenants:
+            body["tenants"] = ref.tenants
+        if ref.egress:
+            body["egress"] = ref.egress
+        if t["untrusted"] is not None:
+            body["output"] = {"label": ref.label}
+        if ref.approval_when is not None:
+            body["approval"] = {"when": ref.approval_when, "approver_role": "finance"}
+        if digest is not None:
+            body["definition_digest"] = digest
+        manifest = {"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": name}, "spec": body}
+        with open(os.path.join(root, "tools", f"{name}.json"), "w") as f:
+            json.dump(manifest, f)
+    rules = [G.RefRule(name=f"r{i}", effect=e, tools=g, when=w) for i, (e, g, w) in enumerate(spec["rules"])]
+    hspec: Dict[str, Any] = {"mode": "test", "tools": {"manifests": ["tools/*.json"], "approval_by_risk": spec["approval_by_risk"]},
+                             "policy": {"default": spec["default"],
+                                        "rules": [{"name": r.name, "effect": r.effect, "tools": r.tools, "when": r.when} for r in rules]},
+                             "flow": {"trifecta": spec["trifecta"]}}
+    if spec["max_tool_calls"] is not None:
+        hspec["budgets"] = {"max_tool_calls": spec["max_tool_calls"]}
+    with open(os.path.join(root, "harness.yaml"), "w") as f:
+        json.dump({"apiVersion": "harnessweaver/v1", "kind": "Harness", "spec": hspec}, f)
+    return G.RefHarness(tools=tools, rules=rules, default=spec["default"], approval_by_risk=spec["approval_by_risk"],
+                        trifecta=spec["trifecta"], max_tool_calls=spec["max_tool_calls"])
+
+
+def echo(**kwargs: Any) -> Any:
+    return {"echo": kwargs}
+
+
+@settings(max_examples=examples(250), **SETTINGS)
+@given(harness_strategy, call_strategy, principal_strategy, st.sampled_from([None, "acme", "other"]))
+def test_governor_decisions_match_the_reference(spec: Dict[str, Any], calls: Any, principal: Dict[str, Any],
+                                                tenant: Any) -> None:
+    with tempfile.TemporaryDirectory() as root:
+        ref = build(spec, root)
+        harness = hw.load(os.path.join(root, "harness.yaml"), handlers={n: echo for n in ref.tools})
+        run = harness.run(principal=principal, tenant=tenant)
+        ref_run = G.RefRun()
+        for i, (name, args) in enumerate(calls):
+            want = G.decide(ref, ref_run, name, args, principal, tenant)
+            r = run.call(name, args, raise_on_refusal=False)
+            got = (r.decision, r.code, r.step)
+            key = want[1] or want[0]
+            GOV_COUNTS[key] = GOV_COUNTS.get(key, 0) + 1
+            assert got == want, (f"call {i} `{name}` {args!r} (principal {principal}, tenant {tenant}): core {got} "
+                                 f"({r.message}; {r.reasons}), reference {want}\nharness {spec}")
+
+
+def test_governor_case_counts_are_reported() -> None:
+    print("differential governor decisions so far:", GOV_COUNTS)
