@@ -22,6 +22,7 @@ import multiprocessing as mp
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,7 +78,7 @@ def write_harness(dir: Path, name: str, state: str, limit: str) -> Path:
 
 
 def run_ours(binary: str, harness: Path, procs: int, calls: int, store_only: bool) -> list[dict]:
-    start = int(time.time() * 1000) + 800 + 300 * procs
+    start = int(time.time() * 1000) + 1500 + 300 * procs
     cmd = [binary, "_stress-limit", "--harness", str(harness), "--tool", "ping", "--calls", str(calls),
            "--tenant", "acme", "--start-at-ms", str(start)]
     if store_only:
@@ -93,6 +94,16 @@ def run_ours(binary: str, harness: Path, procs: int, calls: int, store_only: boo
 
 
 def limits_worker(url: str, strategy: str, count: int, calls: int, start: float, queue) -> None:
+    # Round trips: every request (a command, or a whole pipeline) goes out
+    # through one send_packed_command.
+    sent = [0]
+    original = redis.connection.AbstractConnection.send_packed_command
+
+    def counting(self, *a, **kw):
+        sent[0] += 1
+        return original(self, *a, **kw)
+
+    redis.connection.AbstractConnection.send_packed_command = counting
     storage = RedisStorage(url)
     limiter = {"moving": MovingWindowRateLimiter, "fixed": FixedWindowRateLimiter,
                "sliding": SlidingWindowCounterRateLimiter}[strategy](storage)
@@ -100,17 +111,19 @@ def limits_worker(url: str, strategy: str, count: int, calls: int, start: float,
     limiter.hit(item, "bench-warmup", strategy)  # connect and load scripts before the clock starts
     time.sleep(max(0.0, start - time.time()))
     allowed = 0
+    sent[0] = 0
     t0 = time.perf_counter()
     for _ in range(calls):
         if limiter.hit(item, "tenant", f"acme-{strategy}-{count}"):
             allowed += 1
-    queue.put({"allowed": allowed, "elapsed_us": int((time.perf_counter() - t0) * 1e6)})
+    elapsed_us = int((time.perf_counter() - t0) * 1e6)
+    queue.put({"allowed": allowed, "elapsed_us": elapsed_us, "round_trips": sent[0]})
 
 
 def run_limits(url: str, strategy: str, procs: int, calls: int, count: int = HUGE) -> list[dict]:
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    start = time.time() + 1.0 + 0.3 * procs
+    start = time.time() + 2.0 + 0.5 * procs
     ps = [ctx.Process(target=limits_worker, args=(url, strategy, count, calls, start, queue)) for _ in range(procs)]
     for p in ps:
         p.start()
@@ -131,47 +144,68 @@ def main() -> None:
     ap.add_argument("--bin", required=True)
     ap.add_argument("--calls", type=int, default=20_000, help="calls per process")
     ap.add_argument("--procs", default="1,4")
+    ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     procs_list = [int(p) for p in args.procs.split(",")]
     work = Path(tempfile.mkdtemp(prefix="hw-bench-store-"))
     server, url = start_redis(work)
-    rows = []
+    # Every configuration runs `--repeat` times, interleaved, and the table
+    # shows the median: the machine is shared, so single runs are noisy.
+    configs = []
+
+    def ours(label: str, state: str, procs: int, store_only: bool):
+        def run(rep: int):
+            d = work / f"{label}-{procs}-{store_only}-{rep}"
+            harness = write_harness(d, f"bench-{label.lower()}-{procs}-{int(store_only)}-{rep}", state, f"{HUGE}/h")
+            before = commands(url)
+            res = run_ours(args.bin, harness, procs, args.calls, store_only)
+            total = procs * args.calls
+            assert sum(r["allowed"] for r in res) == total, res
+            shutil.rmtree(d, ignore_errors=True)
+            if label != "Redis":
+                return rate(res), None, None
+            return rate(res), sum(r["round_trips"] or 0 for r in res) / total, (commands(url) - before) / total
+        what = "store decision (`Store::acquire`)" if store_only else "governed call (steps 1-9)"
+        note = " (each process its own memory)" if label == "memory" and procs > 1 else ""
+        return (f"harnessweaver {label}{note}", what, procs, run)
+
+    def peer(strategy: str, name: str, procs: int):
+        def run(rep: int):
+            before = commands(url)
+            res = run_limits(url, strategy, procs, args.calls)
+            for r in res:
+                r["calls"] = args.calls
+            total = procs * args.calls
+            return rate(res), sum(r["round_trips"] for r in res) / total, (commands(url) - before) / total
+        return (f"Python `limits` {limits_version()} {name}, Redis", "`hit`", procs, run)
+
+    for label, state in (("memory", "memory"), ("SQLite", "sqlite:state.db"), ("Redis", url)):
+        for procs in procs_list:
+            for store_only in (False, True):
+                configs.append(ours(label, state, procs, store_only))
+    for strategy, name in (("moving", "MovingWindow"), ("sliding", "SlidingWindowCounter"), ("fixed", "FixedWindow")):
+        for procs in procs_list:
+            configs.append(peer(strategy, name, procs))
+    measured = [[] for _ in configs]
     try:
-        backends = [("memory", "memory"), ("SQLite", f"sqlite:state.db"), ("Redis", url)]
-        for label, state in backends:
-            for procs in procs_list:
-                for store_only in (False, True):
-                    d = work / f"{label}-{procs}-{store_only}"
-                    harness = write_harness(d, f"bench-{label.lower()}-{procs}-{int(store_only)}", state, f"{HUGE}/h")
-                    before = commands(url)
-                    res = run_ours(args.bin, harness, procs, args.calls, store_only)
-                    total = procs * args.calls
-                    cmds = (commands(url) - before) / total if label == "Redis" else None
-                    rts = sum(r["round_trips"] or 0 for r in res) / total if label == "Redis" else None
-                    assert sum(r["allowed"] for r in res) == total, res
-                    what = "store decision (`Store::acquire`)" if store_only else "governed call (steps 1-9)"
-                    note = " (each process its own memory)" if label == "memory" and procs > 1 else ""
-                    rows.append((f"harnessweaver {label}{note}", what, procs, rate(res), rts, cmds))
-                    shutil.rmtree(d, ignore_errors=True)
-        for strategy, name in (("moving", "MovingWindow"), ("sliding", "SlidingWindowCounter"), ("fixed", "FixedWindow")):
-            for procs in procs_list:
-                before = commands(url)
-                res = run_limits(url, strategy, procs, args.calls)
-                for r in res:
-                    r["calls"] = args.calls
-                total = procs * args.calls
-                cmds = (commands(url) - before - procs) / total  # minus each worker's warm-up hit
-                rows.append((f"Python `limits` {limits_version()} {name}, Redis", "`hit`", procs, rate(res), None, cmds))
+        for rep in range(args.repeat):
+            for i, (_, _, _, run) in enumerate(configs):
+                measured[i].append(run(rep))
         # Exactness of the peer under the same race our multi-process test runs: 4 processes x 60 hits on 50/h.
         exact = {s: sum(r["allowed"] for r in run_limits(url, s, 4, 60, count=50)) for s in ("moving", "sliding", "fixed")}
     finally:
         server.kill()
         server.wait()
         shutil.rmtree(work, ignore_errors=True)
+    rows = []
+    for (name, unit, procs, _), runs in zip(configs, measured):
+        rates = sorted(r[0] for r in runs)
+        rows.append((name, unit, procs, statistics.median(rates), runs[0][1], runs[0][2]))
 
-    print(f"\nstore throughput, {args.calls} calls per process, limit {HUGE}/h per tenant (never reached), "
+    print(f"\nstore throughput, {args.calls} calls per process, median of {args.repeat} interleaved runs, "
+          f"limit {HUGE}/h per tenant (never reached), load average {os.getloadavg()[0]:.1f} at the end, "
           f"{os.cpu_count()} CPUs, redis-server {redis_version()}\n")
-    print("| Limiter | Unit | Processes | Decisions/s | Round trips/decision (client) | Redis commands/decision (server) |")
+    print("| Limiter | Unit | Processes | Decisions/s | Round trips/decision (client) | Redis commands/decision (server, inside scripts too) |")
     print("|---|---|---:|---:|---:|---:|")
     for name, unit, procs, r, rts, cmds in rows:
         f = lambda x: "-" if x is None else f"{x:.2f}"

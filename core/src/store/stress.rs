@@ -1,8 +1,8 @@
 //! `harnessweaver _stress-limit`: a worker for the multi-process tests and
 //! the store benchmark (hidden from the usage text). It loads a harness,
-//! calls one tool `--calls` times through the full governor (every tool gets
-//! a handler answering `"pong"`), and prints one JSON line with what was
-//! decided and the store's round trips.
+//! calls one tool `--calls` times through the full governor (begin, a
+//! handler answering `"pong"`, finish: what a binding does), and prints one
+//! JSON line with what was decided and the store's round trips.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::clock::{Clock, SystemClock};
-use crate::governor::{CallContext, Decision, Handler, Principal};
+use crate::governor::{Begin, CallContext, Decision, Handler, InvokeOutcome, Principal};
 use crate::harness::Harness;
 use crate::runtime::{LoadOptions, Runtime};
 use crate::store::{Acquire, RateKey};
@@ -104,7 +104,12 @@ pub fn run(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::W
             }
             continue;
         }
-        let result = governor.call(tool, json!({}), &ctx, &handlers);
+        // As a binding does: the host runs the handler between begin and
+        // finish (`Governor::call` would add a worker thread per call).
+        let result = match governor.begin(tool, json!({}), &ctx) {
+            Begin::Done(result) => result,
+            Begin::Invoke(ticket) => governor.finish(ticket, InvokeOutcome::Returned(json!("pong"))),
+        };
         match (result.decision, result.code.as_deref()) {
             (Decision::Allowed, _) => allowed += 1,
             (_, Some("rate_limited")) => limited += 1,
