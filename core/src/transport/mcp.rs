@@ -112,13 +112,13 @@ impl Drop for McpHub {
 impl McpHub {
     /// The hub for `tools`; with `eager`, every server they use is connected
     /// and checked now (problems in [`McpHub::load_problems`]).
-    pub fn new(servers: &BTreeMap<String, McpServer>, connect: McpConnect, tools: Vec<McpTool>) -> Result<McpHub, Problem> {
+    pub fn new(servers: &BTreeMap<String, McpServer>, connect: McpConnect, tools: Vec<McpTool>) -> Result<McpHub, String> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("harnessweaver-mcp")
             .enable_all()
             .build()
-            .map_err(|e| Problem::new("mcp_unavailable", format!("the MCP runtime could not start ({})", e.kind())))?;
+            .map_err(|e| format!("the MCP runtime could not start ({})", e.kind()))?;
         let mut slots: HashMap<String, Slot> = HashMap::new();
         for tool in tools {
             let Some(config) = servers.get(&tool.server) else { continue };

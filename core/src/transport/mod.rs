@@ -143,8 +143,8 @@ impl Transports {
                     problems.extend(hub.load_problems());
                     Some(hub)
                 }
-                Err(p) => {
-                    problems.push(p);
+                Err(message) => {
+                    problems.push(Problem::new("mcp_unavailable", message));
                     None
                 }
             }
