@@ -72,13 +72,188 @@ export declare class ToolDescription {
   static fromManifest(manifest: string | { [key: string]: JsonValue }, origin?: string): ToolDescription
 }
 
-/** A native tool handler. */
-export type ToolHandler = (...args: any[]) => unknown
+/** What a handler gets besides the arguments. */
+export interface HandlerContext {
+  /** The call's idempotency key: the same for a retried or approved call; send it to services that dedupe. */
+  idempotencyKey: string
+  /** The tool's name. */
+  tool: string
+}
+
+/**
+ * A native tool handler: gets the validated arguments as one object (and the
+ * call's context); returns a JSON value, or a promise of one. A sync handler
+ * blocks the event loop while it runs and cannot be abandoned; give slow work
+ * an async handler so that the tool's `timeout` can abandon it.
+ */
+export type ToolHandler = (args: any, context: HandlerContext) => unknown
+
+/** Who makes a call. */
+export interface Principal {
+  /** A stable identifier (non-empty). */
+  id: string
+  /** Roles, for approvals (`approver_role`) and policy rules. */
+  roles?: string[]
+  /** Permissions; a tool's `scopes` must all be held. */
+  scopes?: string[]
+  /** Anything else policy rules may read (`principal.attrs.team`). */
+  attrs?: { [key: string]: JsonValue }
+}
+
+/** An audit event: narrow, never args, outputs or secrets. */
+export interface AuditEvent {
+  ts_ms: number
+  call_id: string
+  run_id: string
+  tool: string
+  principal: string
+  tenant: string | null
+  decision: Decision
+  code: string | null
+  step: Step | null
+  args_digest: string | null
+  approval_id: string | null
+  redactions?: { [kind: string]: number }
+  truncated?: boolean
+  timings: { decide_us: number; invoke_us: number; output_us: number }
+  [field: string]: unknown
+}
+
+/** A call waiting for a human, as the caller and the approver see it. */
+export interface ApprovalRequest {
+  /** The id to pass to `approve`, `grant` or `deny`. */
+  id: string
+  tool: string
+  /** Digest of the canonical args the approval is bound to. */
+  args_digest: string
+  /** The role an approver must hold, or null. */
+  approver_role: string | null
+  reasons: string[]
+  /** When it expires, in ms since the epoch. */
+  expires_ms: number
+  [field: string]: unknown
+}
 
 /** Options of {@link load}. */
 export interface LoadOptions {
-  /** Native tool handlers by tool name. */
+  /** Native tool handlers by tool name; every native tool needs one. */
   tools?: { [name: string]: ToolHandler }
+  /** Tools registered in code: `[ToolDescription.fromManifest(...), handler]` pairs (`tools.require_manifest` covers them). */
+  codeTools?: Array<[ToolDescription, ToolHandler] | [ToolDescription]>
+  /** Receives every audit event (with `audit.sink: callback`, or to override the harness's sink). */
+  audit?: (event: AuditEvent) => unknown
+  /**
+   * May answer an approval inline, synchronously: `true` approves, `false`
+   * denies, anything else (or a throw) leaves the call pending.
+   */
+  onApproval?: (request: ApprovalRequest, approval: { [key: string]: JsonValue }) => unknown
+}
+
+/** The nine steps. */
+export type Step = 'resolve' | 'validate' | 'pin' | 'policy' | 'limits' | 'flow' | 'approval' | 'invoke' | 'output'
+
+/** How a call ended. */
+export type Decision = 'allowed' | 'refused' | 'pending'
+
+/** A run's labels. */
+export interface Labels {
+  /** A tool that reads personal data (`pii:*`) ran in this run. */
+  private: boolean
+  /** The run saw output labelled `untrusted`. */
+  untrusted: boolean
+}
+
+/**
+ * The value every call gives: allowed, refused or pending, with its stable
+ * code, step and a message safe to give a model. Field names are the core's,
+ * the same in every language.
+ */
+export declare class CallResult {
+  readonly decision: Decision
+  /** The stable code of a refusal or pending approval. */
+  readonly code: string | null
+  /** The step that refused, or asked for approval. */
+  readonly step: Step | null
+  /** Safe to show a model: never args, secrets or handler internals. */
+  readonly message: string
+  readonly tool: string
+  readonly call_id: string
+  readonly run_id: string
+  /** The cleaned output (allowed calls). */
+  readonly output: JsonValue
+  /** What the output policy did (allowed calls). */
+  readonly output_report: { truncated: boolean; redactions: { [kind: string]: number }; label: string } | null
+  /** The pending approval (pending calls). */
+  readonly approval: ApprovalRequest | null
+  /** When a rate-limited call may be retried. */
+  readonly retry_after_ms: number | null
+  /** Which rules, fields or expressions decided. */
+  readonly reasons: string[]
+  /** The run's labels after the call. */
+  readonly labels: Labels
+  /** Whether the call ran. */
+  readonly allowed: boolean
+  /** The text to hand back to the model. */
+  toModel(): string
+  /** The core's JSON form. */
+  toJSON(): { [key: string]: JsonValue }
+}
+
+/** A call that did not run (refused or pending); `code`, `step` and the whole `result`. */
+export declare class ToolBlocked extends HarnessweaverError {
+  readonly step: Step | null
+  readonly result: CallResult
+  /** The text to hand back to the model. */
+  toModel(): string
+}
+/** Step 1 (resolve): unknown tool, no manifest, disabled, tenant not enabled. */
+export declare class ToolNotFound extends ToolBlocked {}
+/** Step 2 (validate): the args fail the schema or a payload constraint. */
+export declare class InvalidArguments extends ToolBlocked {}
+/** Step 3 (pin): the tool changed since it was pinned. */
+export declare class DigestMismatch extends ToolBlocked {}
+/** Step 4 (policy): a scope is missing or a policy rule denies. */
+export declare class PolicyDenied extends ToolBlocked {}
+/** Step 5 (limits): a budget is spent or a rate limit hit. */
+export declare class LimitExceeded extends ToolBlocked {
+  readonly retryAfterMs: number | null
+}
+/** Step 6 (flow): the lethal-trifecta rule. */
+export declare class FlowBlocked extends ToolBlocked {}
+/** Step 7: the call waits for a human. */
+export declare class ApprovalRequired extends ToolBlocked {
+  readonly approval: ApprovalRequest
+}
+/** Step 7: the approval was denied, expired or does not cover the call. */
+export declare class ApprovalDenied extends ToolBlocked {}
+/** Step 8 (invoke): the handler threw, timed out or returned no JSON. */
+export declare class ToolFailed extends ToolBlocked {}
+/** Step 9 (output): the output fails the tool's output constraints. */
+export declare class OutputRejected extends ToolBlocked {}
+
+/** The context of a call. */
+export interface CallOptions {
+  /** Who calls (required). */
+  principal: Principal
+  tenant?: string | null
+  task?: string | null
+  /** The run (or its id); without one the call gets a run of its own. */
+  run?: Run | string | null
+  /** An approval granted for exactly this call (or its id). */
+  approval?: ApprovalRequest | string | null
+  /** `false`: resolve to the refused or pending result instead of rejecting. */
+  raiseOnRefusal?: boolean
+}
+
+/** A run: its calls share labels, budgets and the run id. */
+export interface Run {
+  readonly id: string
+  readonly principal: Principal
+  readonly tenant: string | null
+  readonly task: string | null
+  /** The labels as the store holds them now. */
+  readonly labels: Labels
+  call(tool: string, args?: { [key: string]: JsonValue }, options?: { approval?: ApprovalRequest | string | null; raiseOnRefusal?: boolean }): Promise<CallResult>
 }
 
 /** A loaded harness. */
@@ -91,13 +266,55 @@ export declare class Harness {
   tool(name: string): ToolDescription | undefined
   /** The names of the native handlers given to {@link load}, sorted. */
   readonly handlerNames: string[]
+
+  /**
+   * Calls `tool` through the nine steps. Resolves to the {@link CallResult};
+   * a refused or pending call rejects with a {@link ToolBlocked} subclass
+   * unless `raiseOnRefusal: false`.
+   */
+  call(tool: string, args: { [key: string]: JsonValue } | undefined, options: CallOptions): Promise<CallResult>
+  /** Starts a run. */
+  run(options: { principal: Principal; tenant?: string | null; task?: string | null }): Run
+  /**
+   * Grants approval `id` (the approver must hold the tool's approver role) and
+   * runs the approved call; `args` is the approver's edit, checked again from step 1.
+   */
+  approve(
+    id: string | ApprovalRequest,
+    options: { approver: Principal; args?: { [key: string]: JsonValue }; raiseOnRefusal?: boolean },
+  ): Promise<CallResult>
+  /** Grants approval `id` without running the call (pass `approval: id` to the call later). */
+  grant(id: string | ApprovalRequest, options: { approver: Principal }): { [key: string]: JsonValue }
+  /** Denies approval `id`. */
+  deny(id: string | ApprovalRequest, options: { by: Principal; reason?: string }): { [key: string]: JsonValue }
+  /** Approvals pending, or granted and not yet used. */
+  approvals(): Array<{ [key: string]: JsonValue }>
+  /** Each step's verdict for a call, without running it or changing any state; `text` is readable. */
+  explain(tool: string, args: { [key: string]: JsonValue } | undefined, options: { principal: Principal; tenant?: string | null; task?: string | null; run?: Run | string | null }): { [key: string]: JsonValue; text: string }
+  /** The tools as model APIs take them, leaving out tools the principal and tenant can never call. */
+  toolSpecs(format: 'openai' | 'anthropic' | 'mcp', options?: { principal?: Principal | null; tenant?: string | null }): Array<{ [key: string]: JsonValue }>
 }
 
 /**
- * Loads `harness.yaml` and every manifest it names.
- * @throws {@link LoadError} whose `problems` lists every problem (file, line, column, path, code).
+ * Loads `harness.yaml` and every manifest it names, ready for calls. Every
+ * native tool needs a handler in `tools` (or `codeTools`).
+ * @throws {@link LoadError} whose `problems` lists every problem (file, line, column, path, code),
+ * including `handler_not_registered`.
  */
 export declare function load(path: string, options?: LoadOptions): Harness
+
+/**
+ * Loads `harness.yaml` and its manifests only to read them (no handlers
+ * needed); the harness cannot take calls.
+ * @throws {@link LoadError}
+ */
+export declare function inspect(path: string): Harness
+
+/** @internal Test-only hooks: a manual clock and deterministic ids. Not API. */
+export declare const _testing: {
+  load(path: string, options?: LoadOptions, testing?: { clockMs: number; sequentialIds?: boolean }): Harness
+  advanceMs(harness: Harness, ms: number): void
+}
 
 /**
  * `sha256:` + hex SHA-256 of the canonical JSON of `{description, input_schema, name}`.
@@ -110,3 +327,90 @@ export declare function canonicalJson(value: JsonValue): string
 
 /** Runs the `harnessweaver` command line with `args`; returns its exit code (0 clean, 1 problems, 2 usage). */
 export declare function cliRun(args: string[]): number
+
+/**
+ * cel-lite: the expression language of `approval.when` and policy rules, usable
+ * outside a harness (to check an expression, or in tests).
+ *
+ * ```ts
+ * const program = celLite.compile("args.amount_usd > 100 && !('finance' in principal.roles)")
+ * program.evaluate({ args: { amount_usd: 250 }, principal: { roles: [] } }) // true
+ * program.evaluate({ args: {} }, { default: null })                         // null: unevaluable
+ * program.approvalRequired({ args: {} }) // { required: true, reason: 'no such key `amount_usd` in `args`' }
+ * ```
+ */
+export declare namespace celLite {
+  /** The variable names an expression may use. */
+  type Name = 'principal' | 'tenant' | 'task' | 'tool' | 'args' | 'labels'
+
+  /**
+   * The variables of an evaluation: some of the six names, each a JSON value.
+   * A name left out (or `undefined`) is unbound: using it is unevaluable. Any
+   * other key throws {@link InvalidArgumentError} (`invalid_vars`).
+   */
+  type Vars = { readonly [name in Name]?: JsonValue | undefined }
+
+  /** The stable codes of {@link CompileError}. */
+  type CompileErrorCode =
+    | 'cel_syntax'
+    | 'cel_unsupported'
+    | 'cel_unknown_name'
+    | 'cel_unknown_function'
+    | 'cel_wrong_arguments'
+    | 'cel_bad_regex'
+    | 'cel_too_large'
+    | 'cel_too_deep'
+
+  /** The approval rule's verdict: true, unevaluable or not a bool means required. */
+  interface ApprovalVerdict {
+    required: boolean
+    /** Why the expression could not decide; null when it decided by itself. */
+    reason: string | null
+  }
+
+  /** An expression that did not compile. `message` shows the line with a caret under the spot. */
+  class CompileError extends HarnessweaverError {
+    readonly code: CompileErrorCode
+    /** 1-based line of the spot. */
+    readonly line: number
+    /** 1-based column of the spot, in characters. */
+    readonly column: number
+    /** What is wrong, without the place and the caret. */
+    readonly reason: string
+  }
+
+  /** A runtime error (missing key, wrong type, overflow, cost limit…) stopped an evaluation. */
+  class Unevaluable extends HarnessweaverError {
+    readonly code: 'unevaluable'
+    /** Which part failed and why. */
+    readonly reason: string
+  }
+
+  /** A compiled expression; immutable, evaluate it as often as needed. Made by {@link compile}. */
+  class Program {
+    private constructor()
+    /** The source text. */
+    readonly source: string
+    /** The variable names the expression uses, in order of first use. */
+    readonly names: Name[]
+    /**
+     * The expression's value as plain JSON data (map keys that are not strings become their text).
+     * @throws {@link Unevaluable} when a runtime error stops it.
+     * @throws {@link InvalidArgumentError} / {@link InvalidValueError} for bad `vars`.
+     */
+    evaluate(vars?: Vars | null): JsonValue
+    /** As {@link Program.evaluate}, but returns `options.default` instead of throwing {@link Unevaluable}. */
+    evaluate<D>(vars: Vars | null | undefined, options: { default: D }): JsonValue | D
+    /** The approval rule (never throws for unevaluable expressions). */
+    approvalRequired(vars?: Vars | null): ApprovalVerdict
+  }
+
+  /** The variable names an expression may use. */
+  const NAMES: readonly Name[]
+
+  /**
+   * Compiles an expression (at most 4096 bytes, nesting at most 64).
+   * @throws {@link CompileError} with `code`, `line`, `column`.
+   */
+  function compile(text: string): Program
+}

@@ -3,6 +3,7 @@
 // and turns the addon's errors into HarnessweaverError / LoadError.
 
 const native = require('./native.js')
+const governor = require('./governor.js')
 
 /** Base class of every harnessweaver error; `code` is its stable snake_case code. */
 class HarnessweaverError extends Error {
@@ -36,18 +37,25 @@ function rethrow(err) {
 
 /** One tool as loaded from its manifest; every field of `describe()` is a property. */
 class ToolDescription {
-  constructor(fields) {
+  constructor(fields, source) {
     Object.assign(this, fields)
+    // The manifest it came from, to register it in code (not a field).
+    if (source) Object.defineProperty(this, '_source', { value: source })
     Object.freeze(this)
   }
 
-  /** Parses one `kind: Tool` manifest (an object, or YAML/JSON text). */
+  /**
+   * Parses one `kind: Tool` manifest (an object, or YAML/JSON text). The
+   * result can be registered in code: `load(path, { codeTools: [[tool, fn]] })`.
+   */
   static fromManifest(manifest, origin) {
+    let fields
     try {
-      return new ToolDescription(native.describeManifest(manifest, origin))
+      fields = native.describeManifest(manifest, origin)
     } catch (err) {
       return rethrow(err)
     }
+    return new ToolDescription(fields, [manifest, origin ?? '<code>'])
   }
 }
 
@@ -70,19 +78,83 @@ class Harness {
   }
 }
 
+const errors = governor.makeErrors(HarnessweaverError)
+governor.governed(Harness, errors, rethrow, InvalidArgumentError)
+
+/**
+ * Loads `harness.yaml` and every manifest it names, ready for calls. Every
+ * native tool needs a function in `tools` (or in `codeTools`, for tools
+ * registered in code with `ToolDescription.fromManifest`); `audit(event)`
+ * receives each audit event; `onApproval(request, approval)` may answer an
+ * approval inline (true approves, false denies, anything else leaves it pending).
+ */
 function load(path, options) {
+  return loadWith(path, options, {})
+}
+
+function loadWith(path, options, testing) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw new InvalidArgumentError('`options` must be an object like `{ tools }`', 'invalid_options', [])
   }
-  const tools = options ? options.tools : undefined
+  const o = options || {}
+  const tools = o.tools
   if (tools !== undefined && (tools === null || typeof tools !== 'object' || Array.isArray(tools))) {
     throw new InvalidArgumentError('`tools` must be an object mapping tool names to functions', 'invalid_tools', [])
   }
+  const codeTools = o.codeTools ?? []
+  if (!Array.isArray(codeTools)) {
+    throw new InvalidArgumentError('`codeTools` must be an array of [ToolDescription, function] pairs', 'invalid_tools', [])
+  }
+  for (const key of ['audit', 'onApproval']) {
+    if (o[key] != null && typeof o[key] !== 'function') {
+      throw new InvalidArgumentError(`\`${key}\` must be a function`, 'invalid_options', [])
+    }
+  }
+  let harness
   try {
-    return new Harness(native.loadHarness(String(path), tools), String(path))
+    harness = new Harness(native.loadHarness(String(path), tools), String(path))
   } catch (err) {
     return rethrow(err)
   }
+  const handlers = new Map(Object.entries(tools || {}))
+  const sources = []
+  for (const pair of codeTools) {
+    const [tool, fn] = Array.isArray(pair) ? pair : [pair, undefined]
+    if (!(tool instanceof ToolDescription) || !tool._source) {
+      throw new InvalidArgumentError('`codeTools` takes [ToolDescription.fromManifest(...), function] pairs', 'invalid_tools', [])
+    }
+    if (fn !== undefined && typeof fn !== 'function') {
+      throw new InvalidArgumentError(`the handler of \`${tool.name}\` must be a function`, 'invalid_tools', [])
+    }
+    sources.push(tool._source)
+    if (fn) handlers.set(tool.name, fn)
+  }
+  try {
+    harness._rt = governor.loadRuntime(String(path), handlers, sources, { ...o, ...testing })
+  } catch (err) {
+    return rethrow(err)
+  }
+  harness._handlers = handlers
+  return harness
+}
+
+/** Loads `harness.yaml` and its manifests only to read them; the harness cannot take calls. */
+function inspect(path) {
+  try {
+    return new Harness(native.loadHarness(String(path)), String(path))
+  } catch (err) {
+    return rethrow(err)
+  }
+}
+
+/** Test-only hooks (internal, not API): a manual clock and deterministic ids. */
+const _testing = {
+  load(path, options, { clockMs, sequentialIds = true } = {}) {
+    return loadWith(path, options, { clockMs, sequentialIds })
+  },
+  advanceMs(harness, ms) {
+    harness._rt.advanceMs(ms)
+  },
 }
 
 function definitionDigest(name, description, inputSchema) {
@@ -106,11 +178,18 @@ function cliRun(args) {
   return native.cliRun(args.map(String))
 }
 
+const celLite = require('./cel_lite.js')(native, HarnessweaverError, rethrow)
+
 module.exports = {
   load,
+  inspect,
+  _testing,
+  CallResult: governor.CallResult,
+  ...errors,
   definitionDigest,
   canonicalJson,
   cliRun,
+  celLite,
   Harness,
   ToolDescription,
   HarnessweaverError,

@@ -9,6 +9,32 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** A compiled cel-lite expression (native side); `cel_lite.js` wraps it. */
+export declare class CelProgram {
+  /** The source text the program was compiled from. */
+  get source(): string
+  /** The variable names the expression uses, in order of first use. */
+  get names(): Array<string>
+  /** Evaluates against `vars`; throws an error of kind `unevaluable` (with `reason`) when a runtime error stops it. */
+  evaluate(vars?: Record<string, unknown> | null): unknown
+  /** The approval rule: `{ required, reason }`; true, unevaluable or not a bool means required. */
+  approvalRequired(vars?: Record<string, unknown> | null): { required: boolean, reason: string | null }
+}
+
+/** One call: a ticket to invoke, then (or at once) its result. */
+export declare class NativeCall {
+  /** Whether the call has ended (refused, pending or finished). */
+  get done(): boolean
+  /** The ticket: `{tool, args, idempotency_key, timeout_ms}` (null once done). */
+  ticket(): { tool: string, args: Record<string, unknown>, idempotency_key: string, timeout_ms: number } | null
+  /** The result as a plain object (the core's JSON form). */
+  value(): Record<string, unknown>
+  /** The result's JSON text (what the fixtures compare across languages). */
+  json(): string
+  /** The text to hand back to the model. */
+  toModel(): string
+}
+
 /** A loaded harness (native side); `index.js` wraps it. */
 export declare class NativeHarness {
   /** Every tool's description (`Tool::describe()`), in load order. */
@@ -17,8 +43,44 @@ export declare class NativeHarness {
   handlerNames(): Array<string>
 }
 
+/** A loaded harness with its governor (native side); `governor.js` wraps it. */
+export declare class NativeRuntime {
+  /** Steps 1–7: a call that is done (refused or pending) or holds a ticket to invoke. */
+  begin(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): NativeCall
+  /** Step 9 for a handler that returned `value` (a value with no JSON form ends `handler_error`). */
+  finishReturned(call: NativeCall, value: unknown): void
+  /** Ends a call whose handler threw `kind` (the error's `name`). */
+  finishFailed(call: NativeCall, kind: string): void
+  /** Ends a call whose handler overran its timeout and was abandoned. */
+  finishTimedOut(call: NativeCall): void
+  /** A new run id. */
+  newRun(): string
+  /** The labels of run `runId`: `{private, untrusted}`. */
+  labels(runId: string): { private: boolean, untrusted: boolean }
+  /**
+   * Grants approval `id` as `approver` (with the arguments the approver
+   * edited, if any) and begins the approved call.
+   */
+  approveAndBegin(id: string, approver: unknown, args?: unknown): NativeCall
+  /** Grants approval `id` without running the call; returns the approval. */
+  grant(id: string, approver: unknown): Record<string, unknown>
+  /** Each step's verdict for a call without running it: `[explanation, text]`. */
+  explain(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null): [Record<string, unknown>, string]
+  /** Denies approval `id`; returns the approval. */
+  deny(id: string, by: unknown, reason: string): Record<string, unknown>
+  /** Approvals pending, or granted and not yet used. */
+  approvals(): Array<Record<string, unknown>>
+  /** The tools as a model API takes them (`openai`, `anthropic`, `mcp`). */
+  toolSpecs(format: string, principal?: unknown, tenant?: string | null): Array<Record<string, unknown>>
+  /** Moves a test clock forward (only for runtimes loaded with `clockMs`). */
+  advanceMs(ms: number): void
+}
+
 /** The canonical JSON text of a value. */
 export declare function canonicalJson(value: unknown): string
+
+/** Compiles a cel-lite expression; throws an error of kind `cel_compile` with `code`, `line`, `column` and `reason`. */
+export declare function celLiteCompile(text: string): CelProgram
 
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number
@@ -31,3 +93,12 @@ export declare function describeManifest(manifest: unknown, origin?: string): Re
 
 /** Loads `harness.yaml` and its manifests; `tools` maps tool names to native handlers. */
 export declare function loadHarness(path: string, tools?: Record<string, (...args: any[]) => unknown>): NativeHarness
+
+/**
+ * Loads a harness for calls. `handlers` names the native tools whose
+ * functions JavaScript holds; `codeTools` are `[manifest, origin]` pairs of
+ * tools registered in code; `audit(event)` receives each audit event;
+ * `onApproval(request, approval)` may answer approvals inline (a boolean).
+ * `clockMs` and `sequentialIds` are for tests.
+ */
+export declare function loadRuntime(path: string, handlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null): NativeRuntime

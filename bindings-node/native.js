@@ -835,9 +835,14 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.CelProgram = nativeBinding.CelProgram
+module.exports.NativeCall = nativeBinding.NativeCall
 module.exports.NativeHarness = nativeBinding.NativeHarness
+module.exports.NativeRuntime = nativeBinding.NativeRuntime
 module.exports.canonicalJson = nativeBinding.canonicalJson
+module.exports.celLiteCompile = nativeBinding.celLiteCompile
 module.exports.cliRun = nativeBinding.cliRun
 module.exports.definitionDigest = nativeBinding.definitionDigest
 module.exports.describeManifest = nativeBinding.describeManifest
 module.exports.loadHarness = nativeBinding.loadHarness
+module.exports.loadRuntime = nativeBinding.loadRuntime

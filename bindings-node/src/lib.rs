@@ -12,6 +12,8 @@
 //! BigInt through the core's host-integer rule: beyond ±2^53 refused; only
 //! plain objects and arrays, never a Map, Date or class instance).
 
+mod cel_lite;
+
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::ptr;
@@ -22,6 +24,8 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 use serde_json::{Map, Value};
+
+mod governor;
 
 /// A value error raised while converting a JavaScript value.
 fn value_error(code: &'static str, message: impl Into<String>) -> CoreError {

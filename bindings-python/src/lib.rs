@@ -4,6 +4,8 @@
 //! core's errors to Python exceptions; every decision is made in the core. The
 //! pure-Python package `harnessweaver` (in `python/`) wraps this module.
 
+mod cel_lite;
+
 use harnessweaver_core::canonical::{self, MAX_DEPTH};
 use harnessweaver_core::{Error, Problem as CoreProblem};
 use pyo3::create_exception;
@@ -11,6 +13,8 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Value};
+
+mod governor;
 
 create_exception!(harnessweaver, HarnessweaverError, PyException, "Base class of every harnessweaver error; `.code` is its stable snake_case code.");
 create_exception!(harnessweaver, LoadError, HarnessweaverError, "A harness or manifest failed to load; `.problems` lists every problem found.");
@@ -300,5 +304,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(describe_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
+    governor::register(m)?;
+    cel_lite::register(m)?;
     Ok(())
 }

@@ -50,6 +50,9 @@ pub struct AuditEvent {
     pub step: Option<Step>,
     /// `sha256:` of the canonical args (absent when args had no canonical form).
     pub args_digest: Option<String>,
+    /// When an approver edited the args: the digest of the args first asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_args_digest: Option<String>,
     /// The approval involved, if any.
     pub approval_id: Option<String>,
     /// Redactions per kind, and whether the output was cut (allowed calls).
@@ -58,6 +61,9 @@ pub struct AuditEvent {
     /// Whether the output was cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+    /// What policy rules in shadow mode would have refused (`would_refuse`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub would_refuse: Vec<crate::governor::WouldRefuse>,
     /// Time per phase.
     pub timings: Timings,
 }

@@ -1,12 +1,14 @@
 //! The `harnessweaver` command line, shared by the Rust binary, the Python
 //! console script and the npm bin.
 //!
-//! Commands: `doctor [harness.yaml]` and `tools pin [harness.yaml] [--tool NAME]`.
+//! Commands: `doctor [harness.yaml]`, `tools pin [harness.yaml] [--tool NAME]`
+//! and `explain TOOL [--harness …] [--args …] [--principal …] [--tenant …] [--json]`.
 //! Exit codes: 0 clean, 1 problems found, 2 usage error. Output is plain text.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::governor::{CallContext, Decision, Governor, GovernorOptions, Principal};
 use crate::harness::Harness;
 use crate::manifest::{PinState, Tool};
 use crate::pin;
@@ -16,6 +18,8 @@ const USAGE: &str = "usage: harnessweaver <command> [options]
 commands:
   doctor [harness.yaml]                     load the harness and every manifest; report every problem
   tools pin [harness.yaml] [--tool NAME]    write each manifest's current definition digest into it
+  explain TOOL [--args JSON] [--principal JSON|ID] [--tenant T] [--harness FILE] [--json]
+                                            run the nine steps without invoking anything; print each verdict
 
 exit codes: 0 clean, 1 problems found, 2 usage error
 run `harnessweaver <command> --help` for more";
@@ -26,6 +30,16 @@ Loads harness.yaml (default ./harness.yaml; a directory means the harness.yaml i
 it) and every manifest it names, and prints every problem as file:line:column.
 Fails (exit 1) on any problem or a mismatched pin; warns about unpinned manifests
 and prints the digest to pin. Exit 0 when clean.";
+
+const EXPLAIN_HELP: &str = "usage: harnessweaver explain TOOL [--args JSON] [--principal JSON|ID] [--tenant T] [--harness FILE] [--json]
+
+Runs the nine steps for one call of TOOL without invoking it and without counting
+it against budgets or rate limits, creating approvals or labelling a run, and
+prints each step's verdict with the rule, field or expression behind it, and what
+rules in shadow mode would refuse. --principal takes a JSON object
+({\"id\": …, \"roles\": […], \"scopes\": […], \"attrs\": {…}}) or a bare id.
+--harness defaults to ./harness.yaml. Exit 0 when the call would run, 1 when it
+would be refused or wait for approval, 2 on a usage error.";
 
 const PIN_HELP: &str = "usage: harnessweaver tools pin [harness.yaml] [--tool NAME]
 
@@ -59,6 +73,9 @@ pub fn run_with(args: &[String], out: &mut dyn std::io::Write, err: &mut dyn std
         }
         ["doctor", rest @ ..] => doctor(rest, out, err),
         ["tools", "pin", rest @ ..] => tools_pin(rest, out, err),
+        ["explain", rest @ ..] => explain(rest, out, err),
+        // Hidden: the worker of the multi-process store tests and benchmark.
+        ["_stress-limit", rest @ ..] => crate::store::stress::run(rest, out, err),
         ["tools", "--help" | "-h"] | ["tools"] => {
             let _ = writeln!(out, "usage: harnessweaver tools pin [harness.yaml] [--tool NAME]");
             if args.len() == 1 {
@@ -165,6 +182,27 @@ fn doctor(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::Wr
             }
         }
     }
+    for (i, layer) in harness.spec().layers.iter().enumerate() {
+        let rules = harness.spec().rules.iter().filter(|r| r.layer == i).count();
+        if rules == 0 && layer.name == "harness" && layer.default_allow {
+            continue;
+        }
+        let from = layer.file.as_deref().map_or_else(|| "inline".to_string(), |f| shown(&path, f));
+        let default = if layer.default_allow { "allow" } else { "deny" };
+        let _ = writeln!(
+            out,
+            "policy: layer `{}` ({}, default {default}, {from}): {rules} rule{}",
+            layer.name,
+            layer.mode.as_str(),
+            plural(rules)
+        );
+    }
+    if let Err(e) = Governor::from_harness(&harness, GovernorOptions::default()) {
+        print_problems(&e, &path, out);
+        let n = e.problems().len().max(1);
+        let _ = writeln!(out, "doctor: {n} problem{} in `{}`", plural(n), path.display());
+        return 1;
+    }
     let n = harness.tools().len();
     if failed > 0 {
         let _ = writeln!(out, "doctor: {n} tool{} loaded; {failed} mismatched pin{}", plural(n), plural(failed));
@@ -176,6 +214,74 @@ fn doctor(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::Wr
         plural(n),
     );
     0
+}
+
+fn explain(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let usage = |err: &mut dyn std::io::Write, what: String| {
+        let _ = writeln!(err, "harnessweaver explain: {what}\n\n{EXPLAIN_HELP}");
+        2
+    };
+    let (mut tool, mut harness, mut call_args, mut principal, mut tenant, mut json) = (None, None, None, None, None, false);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match *a {
+            "--help" | "-h" => {
+                let _ = writeln!(out, "{EXPLAIN_HELP}");
+                return 0;
+            }
+            "--json" => json = true,
+            "--harness" | "--args" | "--principal" | "--tenant" => {
+                let Some(v) = it.next() else { return usage(err, format!("`{a}` needs a value")) };
+                match *a {
+                    "--harness" => harness = Some(*v),
+                    "--args" => call_args = Some(*v),
+                    "--principal" => principal = Some(*v),
+                    _ => tenant = Some((*v).to_string()),
+                }
+            }
+            s if s.starts_with('-') => return usage(err, format!("unknown option `{s}`")),
+            s if tool.is_none() => tool = Some(s),
+            s => return usage(err, format!("unexpected argument `{s}`")),
+        }
+    }
+    let Some(tool) = tool else { return usage(err, "name the tool to explain".into()) };
+    let call_args: serde_json::Value = match serde_json::from_str(call_args.unwrap_or("{}")) {
+        Ok(v) => v,
+        Err(e) => return usage(err, format!("`--args` is not JSON: {e}")),
+    };
+    let principal = match principal {
+        None => Principal::new("cli"),
+        Some(text) if text.trim_start().starts_with('{') => {
+            match serde_json::from_str::<serde_json::Value>(text).map_err(|e| e.to_string()).and_then(|v| Principal::from_value(&v).map_err(|e| e.to_string())) {
+                Ok(p) => p,
+                Err(e) => return usage(err, format!("`--principal`: {e}")),
+            }
+        }
+        Some(id) => Principal::new(id),
+    };
+    let path = harness_path(harness);
+    let harness = match Harness::load(&path) {
+        Ok(h) => h,
+        Err(e) => {
+            print_problems(&e, &path, out);
+            return 1;
+        }
+    };
+    let governor = match Governor::from_harness(&harness, GovernorOptions::default()) {
+        Ok(g) => g,
+        Err(e) => {
+            print_problems(&e, &path, out);
+            return 1;
+        }
+    };
+    let ctx = CallContext { principal, tenant, ..CallContext::default() };
+    let explanation = governor.explain(tool, call_args, &ctx);
+    if json {
+        let _ = writeln!(out, "{}", explanation.to_value());
+    } else {
+        let _ = write!(out, "{}", explanation.to_text());
+    }
+    i32::from(explanation.decision != Decision::Allowed)
 }
 
 fn plural(n: usize) -> &'static str {

@@ -44,7 +44,69 @@ pub enum Effect {
     Approve,
 }
 
-/// One rule of `spec.policy.rules`.
+/// Whether a rule (or a layer of rules) refuses calls or only records what it would refuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnforceMode {
+    /// Refusals stand (the default).
+    Enforce,
+    /// What would be refused is recorded (`would_refuse` in audit) and the call proceeds.
+    Shadow,
+}
+
+impl EnforceMode {
+    /// `enforce` or `shadow`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Enforce => "enforce",
+            Self::Shadow => "shadow",
+        }
+    }
+}
+
+/// A layer of policy (`spec.policy.layers[]`; the inline `spec.policy.rules`
+/// are the last layer, `harness`). A call must pass every layer, so a lower
+/// layer can only narrow what a higher one allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyLayer {
+    /// The layer's name (`managed`, `project`, …).
+    pub name: String,
+    /// The layer's mode (its rules' default).
+    pub mode: EnforceMode,
+    /// Whether a call no allow rule of this layer matches is allowed (default true).
+    pub default_allow: bool,
+    /// The file the layer came from, relative to harness.yaml (none: inline).
+    pub file: Option<String>,
+}
+
+/// What a policy example expects of its rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExampleExpect {
+    /// The rule refuses (deny), or asks for approval (approve), or does not allow (allow rules).
+    Refuse,
+    /// The rule lets the call through.
+    Allow,
+}
+
+/// One example call carried by a rule, checked when the harness loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyExample {
+    /// What the rule must do with it.
+    pub expect: ExampleExpect,
+    /// The tool called.
+    pub tool: String,
+    /// The arguments.
+    pub args: serde_json::Value,
+    /// The principal (`{id, roles, scopes, attrs}`).
+    pub principal: serde_json::Value,
+    /// The tenant.
+    pub tenant: Option<String>,
+    /// Where the example is, for the problem when it fails.
+    pub location: manifest::Location,
+    /// Its field path.
+    pub path: String,
+}
+
+/// One rule of a policy layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyRule {
     /// The rule's name (in decisions and audit events).
@@ -55,8 +117,16 @@ pub struct PolicyRule {
     pub tools: Vec<String>,
     /// A cel-lite condition (default `true`), compiled by cel-lite.
     pub when: String,
-    /// Where `when` is in harness.yaml.
+    /// Where `when` is.
     pub when_location: manifest::Location,
+    /// Index of the layer in [`HarnessSpec::layers`].
+    pub layer: usize,
+    /// The rule's effective mode (its own, else its layer's).
+    pub mode: EnforceMode,
+    /// Example calls the rule must decide as stated.
+    pub examples: Vec<PolicyExample>,
+    /// The file holding the rule, relative to harness.yaml.
+    pub file: String,
 }
 
 /// `spec.flow.trifecta`.
@@ -88,6 +158,9 @@ pub enum AuditSink {
     Callback,
     /// Events are appended to a JSON Lines file (relative to harness.yaml).
     Jsonl(String),
+    /// `sqlite:<path>`: events are rows of the `audit` table of that SQLite
+    /// file (relative to harness.yaml; may be the state file).
+    Sqlite(String),
 }
 
 /// `spec.state`.
@@ -97,8 +170,62 @@ pub enum StateBackend {
     Memory,
     /// `sqlite:<path>`.
     Sqlite(String),
-    /// `redis://…` or `rediss://…`.
+    /// `redis://…` or `rediss://…` (one server), `redis+cluster://h1:p1,h2:p2`
+    /// (Redis Cluster) or `redis+sentinel://s1:p1,s2:p2/<master>` (a
+    /// Sentinel-managed primary).
     Redis(String),
+}
+
+/// What the governor does with a rate limit when the store cannot be reached
+/// (`spec.state_options.rate_limits_on_store_error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreErrorMode {
+    /// Refuse the call with `store_unavailable` (default).
+    Closed,
+    /// Skip the rate limit and go on (budgets, labels and approvals still
+    /// fail closed).
+    Open,
+}
+
+/// `spec.state_options`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateOptions {
+    /// `rate_limits_on_store_error`: `closed` (default) or `open`.
+    pub rate_limits_on_store_error: StoreErrorMode,
+    /// `run_ttl`: how long a run's labels and budgets are kept after its last
+    /// change, in ms (default 24h; Redis expires them, SQLite prunes them).
+    pub run_ttl_ms: u64,
+    /// `busy_timeout`: how long a SQLite writer waits for the lock, and a
+    /// Redis command for its reply, before the store counts as unavailable,
+    /// in ms (default 5s).
+    pub timeout_ms: u64,
+}
+
+impl Default for StateOptions {
+    fn default() -> Self {
+        Self { rate_limits_on_store_error: StoreErrorMode::Closed, run_ttl_ms: 86_400_000, timeout_ms: 5_000 }
+    }
+}
+
+/// `url` with any password replaced by `***` (for describe, errors and logs).
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let (authority, tail) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            if userinfo.contains(':') {
+                format!("{scheme}://{user}:***@{host}{tail}")
+            } else {
+                // `redis://secret@host` carries the password alone.
+                format!("{scheme}://***@{host}{tail}")
+            }
+        }
+        None => url.to_string(),
+    }
 }
 
 /// One MCP server of `spec.mcp.servers`.
@@ -142,7 +269,9 @@ pub struct HarnessSpec {
     pub mode: Mode,
     /// `spec.tools`.
     pub tools: ToolsSettings,
-    /// `spec.policy.rules`.
+    /// The policy layers, highest first; the last is `harness` (the inline `spec.policy.rules`).
+    pub layers: Vec<PolicyLayer>,
+    /// Every layer's rules, in layer order.
     pub rules: Vec<PolicyRule>,
     /// `spec.flow.trifecta`.
     pub trifecta: TrifectaMode,
@@ -152,6 +281,8 @@ pub struct HarnessSpec {
     pub audit_sink: AuditSink,
     /// `spec.state`.
     pub state: StateBackend,
+    /// `spec.state_options`.
+    pub state_options: StateOptions,
     /// `spec.mcp.servers`.
     pub mcp_servers: BTreeMap<String, McpServer>,
     /// `spec.mcp.connect`.
@@ -185,7 +316,7 @@ impl Harness {
             given
         };
         let file_name = path.file_name().map_or_else(|| "harness.yaml".to_string(), |n| n.to_string_lossy().into_owned());
-        let mut cx = Checker::new(Some(file_name));
+        let mut cx = Checker::new(Some(file_name.clone()));
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) => {
@@ -207,11 +338,14 @@ impl Harness {
                 return Err(Error::Load(cx.problems));
             }
         };
-        let spec = parse_harness(&node, &mut cx);
+        let spec = parse_harness(&node, &mut cx, &file_name);
         let mut problems = cx.take_sorted();
-        let Some((spec, globs)) = spec else {
+        let Some((mut spec, globs, layer_files)) = spec else {
             return Err(Error::Load(manifest::nonempty(problems)));
         };
+        for lf in layer_files {
+            problems.append(&mut load_layer_file(&dir, &lf, &file_name, &mut spec));
+        }
         let myself = path.canonicalize().ok();
         let files = expand_globs(&dir, &globs, &mut cx, myself.as_deref());
         problems.append(&mut cx.take_sorted());
@@ -308,7 +442,11 @@ impl Harness {
                     Effect::Deny => "deny",
                     Effect::Approve => "approve",
                 };
-                json!({"name": r.name, "effect": effect, "tools": r.tools, "when": r.when})
+                json!({
+                    "name": r.name, "effect": effect, "tools": r.tools, "when": r.when,
+                    "layer": s.layers.get(r.layer).map(|l| l.name.clone()), "mode": r.mode.as_str(),
+                    "examples": r.examples.len(), "file": r.file,
+                })
             })
             .collect();
         let servers: serde_json::Map<String, serde_json::Value> = s
@@ -331,7 +469,13 @@ impl Harness {
                 "max_output_bytes": s.tools.max_output_bytes,
                 "approval_by_risk": s.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r)).collect::<Vec<_>>(),
             },
-            "policy": {"rules": rules},
+            "policy": {
+                "layers": s.layers.iter().map(|l| json!({
+                    "name": l.name, "mode": l.mode.as_str(),
+                    "default": if l.default_allow { "allow" } else { "deny" }, "file": l.file,
+                })).collect::<Vec<_>>(),
+                "rules": rules,
+            },
             "flow": {"trifecta": match s.trifecta {
                 TrifectaMode::Block => "block",
                 TrifectaMode::Approve => "approve",
@@ -342,11 +486,20 @@ impl Harness {
                 AuditSink::None => "none".to_string(),
                 AuditSink::Callback => "callback".to_string(),
                 AuditSink::Jsonl(path) => path.clone(),
+                AuditSink::Sqlite(path) => format!("sqlite:{path}"),
             }},
             "state": match &s.state {
                 StateBackend::Memory => "memory".to_string(),
                 StateBackend::Sqlite(path) => format!("sqlite:{path}"),
-                StateBackend::Redis(url) => url.clone(),
+                StateBackend::Redis(url) => redact_url(url),
+            },
+            "state_options": {
+                "rate_limits_on_store_error": match s.state_options.rate_limits_on_store_error {
+                    StoreErrorMode::Closed => "closed",
+                    StoreErrorMode::Open => "open",
+                },
+                "run_ttl_ms": s.state_options.run_ttl_ms,
+                "timeout_ms": s.state_options.timeout_ms,
             },
             "mcp": {"connect": match s.mcp_connect { McpConnect::Eager => "eager", McpConnect::Lazy => "lazy" }, "servers": servers},
         })
@@ -438,7 +591,43 @@ fn expand_globs(dir: &Path, globs: &[(String, Pos, String)], cx: &mut Checker, h
 
 type Globs = Vec<(String, Pos, String)>;
 
-fn parse_harness(node: &Node, cx: &mut Checker) -> Option<(HarnessSpec, Globs)> {
+/// Reads one policy layer file into `spec`, returning its problems.
+fn load_layer_file(dir: &Path, lf: &LayerFile, harness_file: &str, spec: &mut HarnessSpec) -> Vec<Problem> {
+    let mut hcx = Checker::new(Some(harness_file.to_string()));
+    let target = dir.join(&lf.file);
+    let escapes = Path::new(&lf.file).is_absolute() || Path::new(&lf.file).components().any(|c| matches!(c, Component::ParentDir));
+    let canonical = target.canonicalize();
+    match (&canonical, escapes) {
+        (_, true) => hcx.report("path_escape", lf.pos, &lf.path, format!("`{}` must stay inside the harness directory", lf.file)),
+        (Ok(c), false) if !c.starts_with(dir) => {
+            hcx.report("path_escape", lf.pos, &lf.path, format!("`{}` leads outside the harness directory", lf.file));
+        }
+        (Err(e), false) => hcx.report("io_error", lf.pos, &lf.path, format!("cannot read `{}`: {}", lf.file, io_reason(e))),
+        (Ok(c), false) => {
+            let rel = relative(dir, c);
+            let mut fcx = Checker::new(Some(rel.clone()));
+            match std::fs::read_to_string(c) {
+                Err(e) => fcx.report("io_error", Pos::default(), "", format!("cannot read `{rel}`: {}", io_reason(&e))),
+                Ok(text) => match parse_text(&text, rel.ends_with(".json")) {
+                    Err(p) => fcx.extend(p),
+                    Ok(node) => {
+                        if let Some(layer) = spec.layers.get_mut(lf.layer) {
+                            let mut rules = Vec::new();
+                            parse_layer_file(&node, &mut fcx, layer, lf.layer, &rel, &mut rules);
+                            // Keep the rules in layer order.
+                            let at = spec.rules.iter().position(|r| r.layer > lf.layer).unwrap_or(spec.rules.len());
+                            spec.rules.splice(at..at, rules);
+                        }
+                    }
+                },
+            }
+            return fcx.take_sorted();
+        }
+    }
+    hcx.take_sorted()
+}
+
+fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -> Option<(HarnessSpec, Globs, Vec<LayerFile>)> {
     let mut doc = cx.map(node, "")?;
     check_header(&mut doc, cx, "Harness");
     let mut name = None;
@@ -515,7 +704,14 @@ fn parse_harness(node: &Node, cx: &mut Checker) -> Option<(HarnessSpec, Globs)> 
         }
     }
 
-    let rules = spec.get("policy").map(|n| parse_policy(n, cx)).unwrap_or_default();
+    let policy = match spec.get("policy") {
+        Some(n) => parse_policy(n, cx, harness_file),
+        None => ParsedPolicy {
+            layers: vec![PolicyLayer { name: "harness".into(), mode: EnforceMode::Enforce, default_allow: true, file: None }],
+            ..ParsedPolicy::default()
+        },
+    };
+    let (layers, rules, layer_files) = (policy.layers, policy.rules, policy.files);
     let mut trifecta = TrifectaMode::Block;
     if let Some(n) = spec.get("flow") {
         if let Some(mut f) = cx.map(n, "spec.flow") {
@@ -562,7 +758,14 @@ fn parse_harness(node: &Node, cx: &mut Checker) -> Option<(HarnessSpec, Globs)> 
                             cx.report("invalid_value", s.pos, "spec.audit.sink", "`spec.audit.sink` is empty".to_string());
                             AuditSink::None
                         }
-                        path => AuditSink::Jsonl(path.to_string()),
+                        text => match text.strip_prefix("sqlite:") {
+                            Some("") => {
+                                cx.report("invalid_value", s.pos, "spec.audit.sink", "`spec.audit.sink` is `sqlite:` without a path".to_string());
+                                AuditSink::None
+                            }
+                            Some(path) => AuditSink::Sqlite(path.to_string()),
+                            None => AuditSink::Jsonl(text.to_string()),
+                        },
                     };
                 }
             }
@@ -576,79 +779,223 @@ fn parse_harness(node: &Node, cx: &mut Checker) -> Option<(HarnessSpec, Globs)> 
                 StateBackend::Memory
             } else if let Some(p) = text.strip_prefix("sqlite:").filter(|p| !p.is_empty()) {
                 StateBackend::Sqlite(p.to_string())
-            } else if text.starts_with("redis://") || text.starts_with("rediss://") {
+            } else if ["redis://", "rediss://", "redis+cluster://", "redis+sentinel://"].iter().any(|p| text.starts_with(p)) {
                 StateBackend::Redis(text)
             } else {
                 cx.report(
                     "invalid_value",
                     n.pos,
                     "spec.state",
-                    format!("`spec.state` is `{text}`; expected `memory`, `sqlite:<path>` or `redis://…`"),
+                    format!("`spec.state` is `{}`; expected `memory`, `sqlite:<path>` or `redis://…`", redact_url(&text)),
                 );
                 StateBackend::Memory
             };
         }
     }
+    let state_options = spec.get("state_options").map(|n| parse_state_options(n, cx)).unwrap_or_default();
     let (mcp_servers, mcp_connect) = spec.get("mcp").map(|n| parse_mcp(n, cx)).unwrap_or_default();
     spec.finish(cx);
-    let spec = HarnessSpec { name, mode, tools, rules, trifecta, budgets, audit_sink, state, mcp_servers, mcp_connect };
-    Some((spec, globs))
+    let spec = HarnessSpec { name, mode, tools, layers, rules, trifecta, budgets, audit_sink, state, state_options, mcp_servers, mcp_connect };
+    Some((spec, globs, layer_files))
 }
 
-fn parse_policy(node: &Node, cx: &mut Checker) -> Vec<PolicyRule> {
-    let mut rules = Vec::new();
-    let Some(mut p) = cx.map(node, "spec.policy") else { return rules };
-    if let Some(n) = p.get("rules") {
-        match &n.value {
-            NodeValue::Seq(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    let path = format!("spec.policy.rules[{i}]");
-                    let Some(mut r) = cx.map(item, &path) else { continue };
-                    let name = r.require(cx, "name").and_then(|n| cx.string(n, &format!("{path}.name")));
-                    let effect = r.require(cx, "effect").and_then(|n| {
-                        cx.choice(
-                            n,
-                            &format!("{path}.effect"),
-                            &[("allow", Effect::Allow), ("deny", Effect::Deny), ("approve", Effect::Approve)],
-                        )
-                    });
-                    let tools = r
-                        .get("tools")
-                        .and_then(|n| cx.strings(n, &format!("{path}.tools")))
-                        .unwrap_or_else(|| vec!["*".to_string()]);
-                    for t in &tools {
-                        if glob::Pattern::new(t).is_err() {
-                            let pos = r.get("tools").map_or(item.pos, |n| n.pos);
-                            cx.report("invalid_value", pos, &format!("{path}.tools"), format!("`{t}` is not a valid glob"));
-                        }
-                    }
-                    let (when, loc) = match r.get("when") {
-                        None => (Some("true".to_string()), item.pos),
-                        Some(n) => match n.value {
-                            NodeValue::Bool(b) => (Some(b.to_string()), n.pos),
-                            _ => (cx.string(n, &format!("{path}.when")), n.pos),
-                        },
-                    };
-                    r.finish(cx);
-                    if let Some(text) = &when {
-                        manifest::check_condition(cx, text, loc.into(), &format!("{path}.when"));
-                    }
-                    let when = when.unwrap_or_default();
-                    if let (Some(name), Some(effect)) = (name, effect) {
-                        rules.push(PolicyRule { name, effect, tools, when, when_location: loc.into() });
-                    }
-                }
+fn parse_state_options(node: &Node, cx: &mut Checker) -> StateOptions {
+    let mut options = StateOptions::default();
+    let Some(mut m) = cx.map(node, "spec.state_options") else { return options };
+    if let Some(n) = m.get("rate_limits_on_store_error") {
+        options.rate_limits_on_store_error = cx
+            .choice(n, "spec.state_options.rate_limits_on_store_error", &[("closed", StoreErrorMode::Closed), ("open", StoreErrorMode::Open)])
+            .unwrap_or(StoreErrorMode::Closed);
+    }
+    for (key, slot) in [("run_ttl", &mut options.run_ttl_ms), ("timeout", &mut options.timeout_ms)] {
+        let Some(n) = m.get(key) else { continue };
+        let path = format!("spec.state_options.{key}");
+        let text = match &n.value {
+            NodeValue::Str(s) => s.clone(),
+            _ => {
+                cx.report("wrong_type", n.pos, &path, format!("`{path}` must be a duration like `30s`, not {}", n.kind()));
+                continue;
             }
-            _ => cx.report(
-                "wrong_type",
+        };
+        match manifest::Duration::parse(&text) {
+            Some(d) => *slot = d.ms,
+            None => cx.report(
+                "invalid_duration",
                 n.pos,
-                "spec.policy.rules",
-                format!("`spec.policy.rules` must be a list, not {}", n.kind()),
+                &path,
+                format!("`{path}` is `{text}`; write a whole number greater than 0 and a unit: `500ms`, `30s`, `2m` or `1h`"),
             ),
         }
     }
+    m.finish(cx);
+    options
+}
+
+/// A policy layer whose rules live in another file, read after harness.yaml.
+pub(crate) struct LayerFile {
+    layer: usize,
+    file: String,
+    pos: Pos,
+    path: String,
+}
+
+/// What `spec.policy` holds: the layers, the inline rules, and layer files to read.
+#[derive(Default)]
+pub(crate) struct ParsedPolicy {
+    layers: Vec<PolicyLayer>,
+    rules: Vec<PolicyRule>,
+    files: Vec<LayerFile>,
+}
+
+const MODES: &[(&str, EnforceMode)] = &[("enforce", EnforceMode::Enforce), ("shadow", EnforceMode::Shadow)];
+const DEFAULTS: &[(&str, bool)] = &[("allow", true), ("deny", false)];
+
+fn parse_policy(node: &Node, cx: &mut Checker, harness_file: &str) -> ParsedPolicy {
+    let mut out = ParsedPolicy::default();
+    let Some(mut p) = cx.map(node, "spec.policy") else {
+        out.layers.push(PolicyLayer { name: "harness".into(), mode: EnforceMode::Enforce, default_allow: true, file: None });
+        return out;
+    };
+    let mode = p.get("mode").and_then(|n| cx.choice(n, "spec.policy.mode", MODES)).unwrap_or(EnforceMode::Enforce);
+    let default_allow = p.get("default").and_then(|n| cx.choice(n, "spec.policy.default", DEFAULTS)).unwrap_or(true);
+    if let Some(n) = p.get("layers") {
+        match &n.value {
+            NodeValue::Seq(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let path = format!("spec.policy.layers[{i}]");
+                    let Some(mut l) = cx.map(item, &path) else { continue };
+                    let name = l.require(cx, "name").and_then(|n| cx.string(n, &format!("{path}.name")));
+                    let lmode = l.get("mode").and_then(|n| cx.choice(n, &format!("{path}.mode"), MODES)).unwrap_or(mode);
+                    let ldefault = l.get("default").and_then(|n| cx.choice(n, &format!("{path}.default"), DEFAULTS)).unwrap_or(true);
+                    let file = l.get("file").and_then(|n| cx.string(n, &format!("{path}.file")).map(|f| (f, n.pos)));
+                    let rules_node = l.get("rules");
+                    l.finish(cx);
+                    let Some(name) = name else { continue };
+                    if name == "harness" || out.layers.iter().any(|x| x.name == name) {
+                        cx.report("invalid_value", item.pos, &format!("{path}.name"), format!("policy layer `{name}` is named twice (`harness` is the inline rules)"));
+                        continue;
+                    }
+                    let index = out.layers.len();
+                    out.layers.push(PolicyLayer { name, mode: lmode, default_allow: ldefault, file: file.as_ref().map(|(f, _)| f.clone()) });
+                    match (file, rules_node) {
+                        (Some(_), Some(r)) => cx.report("forbidden_field", r.pos, &format!("{path}.rules"), format!("`{path}` names a `file`; its rules go there")),
+                        (Some((file, pos)), None) => out.files.push(LayerFile { layer: index, file, pos, path: format!("{path}.file") }),
+                        (None, Some(r)) => parse_rules(r, cx, &format!("{path}.rules"), index, lmode, harness_file, &mut out.rules),
+                        (None, None) => {}
+                    }
+                }
+            }
+            _ => cx.report("wrong_type", n.pos, "spec.policy.layers", format!("`spec.policy.layers` must be a list, not {}", n.kind())),
+        }
+    }
+    let harness_layer = out.layers.len();
+    out.layers.push(PolicyLayer { name: "harness".into(), mode, default_allow, file: None });
+    if let Some(n) = p.get("rules") {
+        parse_rules(n, cx, "spec.policy.rules", harness_layer, mode, harness_file, &mut out.rules);
+    }
     p.finish(cx);
-    rules
+    out
+}
+
+/// Reads a layer file (`kind: Policy`, `spec: {mode, default, rules}`);
+/// its problems are reported against that file.
+fn parse_layer_file(node: &Node, cx: &mut Checker, layer: &mut PolicyLayer, index: usize, file: &str, rules: &mut Vec<PolicyRule>) {
+    let Some(mut doc) = cx.map(node, "") else { return };
+    check_header(&mut doc, cx, "Policy");
+    if let Some(meta) = doc.get("metadata") {
+        if let Some(mut m) = cx.map(meta, "metadata") {
+            let _ = cx.opt_string(m.get("name"), "metadata.name");
+            m.finish(cx);
+        }
+    }
+    let spec = doc.require(cx, "spec");
+    doc.finish(cx);
+    let Some(mut sp) = spec.and_then(|n| cx.map(n, "spec")) else { return };
+    if let Some(m) = sp.get("mode").and_then(|n| cx.choice(n, "spec.mode", MODES)) {
+        layer.mode = m;
+    }
+    if let Some(d) = sp.get("default").and_then(|n| cx.choice(n, "spec.default", DEFAULTS)) {
+        layer.default_allow = d;
+    }
+    if let Some(r) = sp.get("rules") {
+        parse_rules(r, cx, "spec.rules", index, layer.mode, file, rules);
+    }
+    sp.finish(cx);
+}
+
+fn parse_rules(n: &Node, cx: &mut Checker, base: &str, layer: usize, layer_mode: EnforceMode, file: &str, rules: &mut Vec<PolicyRule>) {
+    let NodeValue::Seq(items) = &n.value else {
+        cx.report("wrong_type", n.pos, base, format!("`{base}` must be a list, not {}", n.kind()));
+        return;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let path = format!("{base}[{i}]");
+        let Some(mut r) = cx.map(item, &path) else { continue };
+        let name = r.require(cx, "name").and_then(|n| cx.string(n, &format!("{path}.name")));
+        let effect = r.require(cx, "effect").and_then(|n| {
+            cx.choice(n, &format!("{path}.effect"), &[("allow", Effect::Allow), ("deny", Effect::Deny), ("approve", Effect::Approve)])
+        });
+        let tools = r.get("tools").and_then(|n| cx.strings(n, &format!("{path}.tools"))).unwrap_or_else(|| vec!["*".to_string()]);
+        for t in &tools {
+            if glob::Pattern::new(t).is_err() {
+                let pos = r.get("tools").map_or(item.pos, |n| n.pos);
+                cx.report("invalid_value", pos, &format!("{path}.tools"), format!("`{t}` is not a valid glob"));
+            }
+        }
+        let (when, loc) = match r.get("when") {
+            None => (Some("true".to_string()), item.pos),
+            Some(n) => match n.value {
+                NodeValue::Bool(b) => (Some(b.to_string()), n.pos),
+                _ => (cx.string(n, &format!("{path}.when")), n.pos),
+            },
+        };
+        let mode = r.get("mode").and_then(|n| cx.choice(n, &format!("{path}.mode"), MODES)).unwrap_or(layer_mode);
+        let examples = r.get("examples").map(|n| parse_examples(n, cx, &format!("{path}.examples"))).unwrap_or_default();
+        r.finish(cx);
+        if let Some(text) = &when {
+            manifest::check_condition(cx, text, loc.into(), &format!("{path}.when"));
+        }
+        let when = when.unwrap_or_default();
+        if let (Some(name), Some(effect)) = (name, effect) {
+            rules.push(PolicyRule { name, effect, tools, when, when_location: loc.into(), layer, mode, examples, file: file.to_string() });
+        }
+    }
+}
+
+fn parse_examples(node: &Node, cx: &mut Checker, base: &str) -> Vec<PolicyExample> {
+    let mut out = Vec::new();
+    let Some(mut m) = cx.map(node, base) else { return out };
+    for (key, expect) in [("refuse", ExampleExpect::Refuse), ("allow", ExampleExpect::Allow)] {
+        let Some(list) = m.get(key) else { continue };
+        let NodeValue::Seq(items) = &list.value else {
+            cx.report("wrong_type", list.pos, &format!("{base}.{key}"), format!("`{base}.{key}` must be a list of calls"));
+            continue;
+        };
+        for (i, item) in items.iter().enumerate() {
+            let path = format!("{base}.{key}[{i}]");
+            let Some(mut c) = cx.map(item, &path) else { continue };
+            let tool = c.require(cx, "tool").and_then(|n| cx.string(n, &format!("{path}.tool")));
+            let mut json_of = |field: &str, default: serde_json::Value, cx: &mut Checker| match c.get(field) {
+                None => Some(default),
+                Some(n) => match n.to_json() {
+                    Ok(v) => Some(v),
+                    Err((pos, message)) => {
+                        cx.report("invalid_value", pos, &format!("{path}.{field}"), message);
+                        None
+                    }
+                },
+            };
+            let args = json_of("args", serde_json::json!({}), cx);
+            let principal = json_of("principal", serde_json::json!({"id": "example"}), cx);
+            let tenant = c.get("tenant").and_then(|n| cx.string(n, &format!("{path}.tenant")));
+            c.finish(cx);
+            if let (Some(tool), Some(args), Some(principal)) = (tool, args, principal) {
+                out.push(PolicyExample { expect, tool, args, principal, tenant, location: item.pos.into(), path: path.clone() });
+            }
+        }
+    }
+    m.finish(cx);
+    out
 }
 
 fn env_map(cx: &mut Checker, node: Option<&Node>, path: &str) -> BTreeMap<String, String> {

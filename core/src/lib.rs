@@ -18,6 +18,7 @@ pub mod harness;
 pub mod manifest;
 pub mod pin;
 pub mod runtime;
+pub mod sanitize;
 pub mod store;
 pub mod transport;
 pub mod validate;

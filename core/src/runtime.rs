@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{Error, Problem};
-use crate::governor::{ApprovalCallback, Begin, CallContext, CallResult, Governor, GovernorOptions, Handler, InvokeOutcome, Principal, Ticket};
+use crate::governor::{ApprovalCallback, Begin, Explanation, CallContext, CallResult, Governor, GovernorOptions, Handler, InvokeOutcome, Principal, Ticket};
 use crate::harness::Harness;
 use crate::manifest::{Tool, Transport};
 use crate::store::PendingApproval;
@@ -179,6 +179,19 @@ impl Runtime {
         Ok(self.call(&tool, args, &ctx))
     }
 
+    /// Grants approval `id` with arguments the approver edited, then runs
+    /// the edited call from step 1 (its audit event shows both digests).
+    pub fn approve_edited(&self, id: &str, approver: &Principal, args: Value) -> Result<CallResult, Error> {
+        let approval = self.governor.approve_edited(id, approver, Some(args))?;
+        let (tool, args, ctx) = resume(&approval)?;
+        Ok(self.call(&tool, args, &ctx))
+    }
+
+    /// Each step's verdict for this call, without running anything.
+    pub fn explain(&self, tool: &str, args: Value, ctx: &CallContext) -> Explanation {
+        self.governor.explain(tool, args, ctx)
+    }
+
     /// Denies approval `id`.
     pub fn deny(&self, id: &str, by: &Principal, reason: &str) -> Result<PendingApproval, Error> {
         self.governor.deny(id, &by.id, reason)
@@ -187,7 +200,8 @@ impl Runtime {
     /// The tools as model APIs take them, from the pinned definitions, leaving
     /// out tools this principal and tenant can never call.
     pub fn tool_specs(&self, format: SpecFormat, principal: Option<&Principal>, tenant: Option<&str>) -> Value {
-        tool_specs(self.tools(), format, principal, tenant)
+        let callable = self.tools().filter(|t| self.governor.can_ever_call(t.name(), principal, tenant));
+        tool_specs(callable, format, principal, tenant)
     }
 }
 
@@ -201,6 +215,7 @@ pub fn resume(approval: &PendingApproval) -> Result<(String, Value, CallContext)
         run_id: Some(approval.run_id.clone()),
         approval_id: Some(approval.id.clone()),
         idempotency_key: None,
+        original_args_digest: approval.original_args_digest.clone(),
     };
     Ok((approval.tool.clone(), approval.args.clone(), ctx))
 }

@@ -2,7 +2,7 @@
 //! and pinning that edits only the digest line.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -171,4 +171,31 @@ fn the_binary_exits_with_the_same_codes() {
     assert_eq!(Command::new(bin).arg("nope").status().unwrap().code(), Some(2));
     let empty = dir_with(&[("x", "")]);
     assert_eq!(Command::new(bin).arg("doctor").current_dir(&empty).output().unwrap().status.code(), Some(1));
+}
+
+#[test]
+fn explain_prints_each_step_and_exits_by_decision() {
+    let shop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop");
+    let shop = shop.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = harnessweaver_core::cli::run_with(&args, &mut out, &mut err);
+        (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    };
+    let args = r#"{"order_id": "A-1234", "amount_usd": 250}"#;
+    let (code, out, _) = run(&["explain", "refund_payment", "--harness", shop, "--args", args, "--principal", r#"{"id": "s", "roles": ["support"], "scopes": ["payments:refund"]}"#]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("4. policy    refuse [policy_denied]") && out.contains("policy rule `support-may-not-refund`"), "{out}");
+    let (code, out, _) = run(&["explain", "refund_payment", "--harness", shop, "--args", args, "--principal", r#"{"id": "f", "roles": ["finance"], "scopes": ["payments:refund"]}"#, "--json"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((v["decision"].as_str(), v["step"].as_str()), (Some("pending"), Some("approval")));
+    assert_eq!(v["steps"].as_array().unwrap().len(), 7);
+    let (code, out, _) = run(&["explain", "search_catalog", "--harness", shop, "--args", r#"{"query": "shoes"}"#]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("8. invoke    skip"), "{out}");
+    let (code, _, err) = run(&["explain", "x", "--args", "{nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("`--args` is not JSON"), "{err}");
 }

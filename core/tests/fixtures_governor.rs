@@ -2,7 +2,7 @@
 //! handlers the way a binding does (begin, invoke, finish). Python and Node
 //! run the same scenarios and must agree byte for byte.
 
-mod support;
+mod transport_support;
 
 use std::collections::HashMap;
 use std::fs;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use harnessweaver_core::audit::MemorySink;
 use harnessweaver_core::clock::ManualClock;
 use harnessweaver_core::governor::{run_with_timeout, Begin, GovernorOptions, Handler, InvokeOutcome, Ticket};
-use harnessweaver_core::runtime::resume;
+use harnessweaver_core::runtime::{resume, SpecFormat};
 use harnessweaver_core::transport::TransportOptions;
 use harnessweaver_core::{CallContext, CallResult, LoadOptions, Principal, Runtime};
 use serde_json::{json, Value};
@@ -88,7 +88,7 @@ fn run_scenario(path: &Path) {
     let dir = std::env::temp_dir().join(format!("hw-gov-{}-{}", std::process::id(), path.file_stem().unwrap().to_string_lossy()));
     let _ = fs::remove_dir_all(&dir);
     // `servers: {"http": "fixture-http"}`: the shared test server, its base URL for `{{http}}`.
-    let http = case.get("servers").and_then(|s| s.get("http")).map(|_| support::HttpServer::start());
+    let http = case.get("servers").and_then(|s| s.get("http")).map(|_| transport_support::HttpServer::start());
     for (rel, text) in case["files"].as_object().unwrap() {
         let p = dir.join(rel);
         fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -99,7 +99,7 @@ fn run_scenario(path: &Path) {
         fs::write(p, text).unwrap();
     }
     let transports = TransportOptions {
-        sandbox_worker: case.get("sandbox").and_then(Value::as_bool).unwrap_or(false).then(support::sandbox_worker),
+        sandbox_worker: case.get("sandbox").and_then(Value::as_bool).unwrap_or(false).then(transport_support::sandbox_worker),
         ..TransportOptions::default()
     };
     let clock = ManualClock::new(case["start_ms"].as_u64().unwrap());
@@ -117,7 +117,19 @@ fn run_scenario(path: &Path) {
         },
         ..LoadOptions::default()
     };
-    let runtime = Runtime::load(dir.join("harness.yaml"), options).unwrap_or_else(|e| panic!("{}: load failed: {e}", path.display()));
+    let loaded = Runtime::load(dir.join("harness.yaml"), options);
+    if let Some(want) = case.get("load_problems") {
+        let err = loaded.err().unwrap_or_else(|| panic!("{}: expected the load to fail", path.display()));
+        let got: Vec<Value> = err.problems().iter().map(|p| serde_json::to_value(p).unwrap()).collect();
+        let want = want.as_array().unwrap();
+        assert_eq!(got.len(), want.len(), "{}: problems {got:?}", path.display());
+        for (w, g) in want.iter().zip(&got) {
+            check_subset(w, g, &format!("{} load problem", path.display()));
+        }
+        let _ = fs::remove_dir_all(&dir);
+        return;
+    }
+    let runtime = loaded.unwrap_or_else(|e| panic!("{}: load failed: {e}", path.display()));
     let cx = Ctx { runtime, behaviours, handlers };
     let principals = &case["principals"];
     let principal = |name: &Value| Principal::from_value(&principals[name.as_str().unwrap()]).unwrap();
@@ -147,15 +159,32 @@ fn run_scenario(path: &Path) {
                 task: step.get("task").and_then(Value::as_str).map(str::to_string),
                 run_id: step.get("run").and_then(Value::as_str).map(|r| runs[r].clone()),
                 approval_id: step.get("approval").map(approval_ref),
-                idempotency_key: None,
+                ..CallContext::default()
             };
             Ok(cx.invoke(cx.runtime.governor().begin(tool, step["args"].clone(), &ctx)))
+        } else if let Some(tool) = step.get("explain").and_then(Value::as_str) {
+            let ctx = CallContext {
+                principal: principal(&step["principal"]),
+                tenant: step.get("tenant").and_then(Value::as_str).map(str::to_string),
+                run_id: step.get("run").and_then(Value::as_str).map(|r| runs[r].clone()),
+                ..CallContext::default()
+            };
+            Err((String::new(), cx.runtime.explain(tool, step["args"].clone(), &ctx).to_value()))
+        } else if let Some(format) = step.get("tool_specs").and_then(Value::as_str) {
+            let p = step.get("principal").map(|n| principal(n));
+            let specs = cx.runtime.tool_specs(SpecFormat::parse(format).unwrap(), p.as_ref(), step.get("tenant").and_then(Value::as_str));
+            Err((String::new(), json!({ "specs": specs })))
         } else if let Some(id) = step.get("approve") {
-            match cx.runtime.governor().approve(&approval_ref(id), &principal(&step["approver"])) {
+            match cx.runtime.governor().approve_edited(&approval_ref(id), &principal(&step["approver"]), step.get("args").cloned()) {
                 Ok(approval) => {
                     let (tool, args, ctx) = resume(&approval).unwrap();
                     Ok(cx.invoke(cx.runtime.governor().begin(&tool, args, &ctx)))
                 }
+                Err(e) => Err((e.code().to_string(), Value::Null)),
+            }
+        } else if let Some(id) = step.get("approve_only") {
+            match cx.runtime.governor().approve(&approval_ref(id), &principal(&step["approver"])) {
+                Ok(a) => Err((String::new(), json!({ "state": a.state.as_str() }))),
                 Err(e) => Err((e.code().to_string(), Value::Null)),
             }
         } else if let Some(id) = step.get("deny") {

@@ -339,14 +339,20 @@ fn harness_describe_shows_every_section() {
             "name": "full",
             "mode": "test",
             "tools": {"manifests": ["tools/*.yaml"], "require_manifest": false, "max_output_bytes": 1234, "approval_by_risk": ["high", "critical"]},
-            "policy": {"rules": [
-                {"name": "no-support-refunds", "effect": "deny", "tools": ["refund_*"], "when": "'support' in principal.roles"},
-                {"name": "everything-else", "effect": "allow", "tools": ["*"], "when": "true"}
-            ]},
+            "policy": {
+                "layers": [{"name": "harness", "mode": "enforce", "default": "allow", "file": null}],
+                "rules": [
+                    {"name": "no-support-refunds", "effect": "deny", "tools": ["refund_*"], "when": "'support' in principal.roles",
+                     "layer": "harness", "mode": "enforce", "examples": 0, "file": "harness.yaml"},
+                    {"name": "everything-else", "effect": "allow", "tools": ["*"], "when": "true",
+                     "layer": "harness", "mode": "enforce", "examples": 0, "file": "harness.yaml"}
+                ]
+            },
             "flow": {"trifecta": "approve"},
             "budgets": {"max_tool_calls": 50, "per_tool": {"t": 3}},
             "audit": {"sink": "audit/events.jsonl"},
             "state": "sqlite:state.db",
+            "state_options": {"rate_limits_on_store_error": "open", "run_ttl_ms": 7_200_000, "timeout_ms": 2_000},
             "mcp": {"connect": "eager", "servers": {
                 "docs": {"url": "https://docs.internal/mcp", "headers_env": {"Authorization": "DOCS_TOKEN"}},
                 "payments": {"command": "payments-mcp", "args": ["--stdio"], "env": {"TOKEN": "PAYMENTS_TOKEN"}}

@@ -1,7 +1,7 @@
 //! The code transport: Monty in the `harnessweaver-sandbox` worker, with its
 //! limits enforced by Monty and by the OS, through the governor.
 
-mod support;
+mod transport_support;
 
 use std::time::Instant;
 
@@ -9,7 +9,7 @@ use harnessweaver_core::governor::GovernorOptions;
 use harnessweaver_core::transport::TransportOptions;
 use harnessweaver_core::{CallContext, CallResult, LoadOptions, Principal, Runtime};
 use serde_json::{json, Value};
-use support::{harness_yaml, sandbox_worker, tool_yaml, Dir};
+use transport_support::{harness_yaml, sandbox_worker, tool_yaml, Dir};
 
 fn load(name: &str, tools: &[(&str, &str)]) -> (Dir, Runtime) {
     let mut files = vec![("harness.yaml".to_string(), harness_yaml("test", ""))];

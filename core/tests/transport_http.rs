@@ -3,13 +3,13 @@
 //! the idempotency key, timeouts, capped bodies, redirects, statuses,
 //! connection failures and test mode.
 
-mod support;
+mod transport_support;
 
 use std::time::Instant;
 
 use harnessweaver_core::{CallContext, CallResult, LoadOptions, Principal, Runtime};
 use serde_json::{json, Value};
-use support::{harness_yaml, tool_yaml, Dir, HttpServer};
+use transport_support::{harness_yaml, tool_yaml, Dir, HttpServer};
 
 fn load(name: &str, mode: &str, tools: &[(&str, String)]) -> (Dir, Runtime) {
     let mut files = vec![("harness.yaml".to_string(), harness_yaml(mode, ""))];

@@ -3,7 +3,7 @@
 //! tests/mcp/py_server.py (the official Python SDK, tests/mcp/requirements.txt).
 //! `make mcp-servers` installs both; these tests install them when missing.
 
-mod support;
+mod transport_support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,7 +14,7 @@ use harnessweaver_core::harness::McpServer;
 use harnessweaver_core::transport::mcp::list_served;
 use harnessweaver_core::{definition_digest, CallContext, CallResult, LoadOptions, Principal, Runtime};
 use serde_json::{json, Value};
-use support::{root, Dir};
+use transport_support::{root, Dir};
 
 /// node + server-everything's entry point (npm ci in tests/mcp when missing).
 fn everything() -> (String, Vec<String>) {

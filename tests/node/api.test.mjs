@@ -30,7 +30,7 @@ function referenceDigest(name, description, schema) {
 }
 
 test('load describes every tool', () => {
-  const harness = hw.load(SHOP)
+  const harness = hw.inspect(SHOP)
   assert.ok(harness.tools.length > 0)
   for (const tool of harness.tools) {
     assert.ok(tool instanceof hw.ToolDescription)
@@ -46,8 +46,10 @@ test('load describes every tool', () => {
 })
 
 test('load keeps native handlers and checks them', () => {
-  const harness = hw.load(SHOP, { tools: { refund_payment: () => 'ok', lookup_order: async () => 1 } })
-  assert.deepEqual(harness.handlerNames, ['lookup_order', 'refund_payment'])
+  const harness = hw.load(SHOP, { tools: { refund_payment: () => 'ok', lookup_order: async () => 1, search_catalog: () => [] } })
+  assert.deepEqual(harness.handlerNames, ['lookup_order', 'refund_payment', 'search_catalog'])
+  // A native tool without a handler is a load error.
+  assert.throws(() => hw.load(SHOP, { tools: { refund_payment: () => 'ok' } }), (e) => e instanceof hw.LoadError && e.problems.some((p) => p.code === 'handler_not_registered'))
   for (const bad of [3, 'x', [], null]) {
     assert.throws(() => hw.load(SHOP, { tools: bad }), (e) => e instanceof hw.InvalidArgumentError && e.code === 'invalid_tools')
   }
@@ -56,7 +58,7 @@ test('load keeps native handlers and checks them', () => {
 })
 
 test('ToolDescription.fromManifest agrees with load', () => {
-  const loaded = hw.load(SHOP).tool('refund_payment')
+  const loaded = hw.inspect(SHOP).tool('refund_payment')
   const fromText = hw.ToolDescription.fromManifest(readFileSync(REFUND, 'utf8'))
   assert.equal(fromText.digest, loaded.digest)
   assert.equal(fromText.pin, loaded.pin)
@@ -174,7 +176,7 @@ test('the bin runs the core CLI', () => {
 
 test('index.d.ts declares every export of index.js', () => {
   const dts = readFileSync(join(NODE_DIR, 'index.d.ts'), 'utf8')
-  const declared = new Set([...dts.matchAll(/^export declare (?:function|class|const) (\w+)/gm)].map((m) => m[1]))
+  const declared = new Set([...dts.matchAll(/^export declare (?:function|class|const|namespace) (\w+)/gm)].map((m) => m[1]))
   assert.deepEqual([...declared].sort(), Object.keys(hw).sort())
 })
 

@@ -72,7 +72,7 @@ for (const caseDir of loadCaseDirs()) {
       if ('problems' in expected) {
         let err
         try {
-          hw.load(harnessPath)
+          hw.inspect(harnessPath)
         } catch (e) {
           err = e
         }
@@ -87,7 +87,7 @@ for (const caseDir of loadCaseDirs()) {
       } else {
         const keys = Object.keys(expected).filter((k) => k !== 'description' && k !== 'harness')
         assert.deepEqual(keys, ['tools'], `unknown expectation ${JSON.stringify(expected)}`)
-        const harness = hw.load(harnessPath)
+        const harness = hw.inspect(harnessPath)
         assert.deepEqual(
           harness.tools.map((t) => ({ ...t })),
           expected.tools,

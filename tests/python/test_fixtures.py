@@ -62,7 +62,7 @@ def test_load(case_dir: Path) -> None:
         assert "tools" in expected or "problems" in expected, "expected.json has neither `tools` nor `problems`"
         if "problems" in expected:
             with pytest.raises(hw.LoadError) as info:
-                hw.load(harness_path)
+                hw.inspect(harness_path)
             got = []
             for want, problem in zip(expected["problems"], info.value.problems):
                 d = problem.to_dict()
@@ -72,7 +72,7 @@ def test_load(case_dir: Path) -> None:
             assert got == expected["problems"], str(info.value)
         else:
             assert set(expected) - {"description", "harness"} == {"tools"}, f"unknown expectation {expected!r}"
-            harness = hw.load(harness_path)
+            harness = hw.inspect(harness_path)
             assert [t.describe() for t in harness.tools] == expected["tools"]
 
     if f"load/{case_dir.name}" in EXPECTED_FAILURES:

@@ -12,9 +12,27 @@ core's JSON values and back, and maps the core's errors to exceptions.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
-from . import _native
+from . import _native, cel_lite
+from ._governor import (
+    ApprovalDenied,
+    ApprovalRequired,
+    CallResult,
+    DigestMismatch,
+    FlowBlocked,
+    GovernedHarness,
+    _NotForCalls,
+    InvalidArguments,
+    LimitExceeded,
+    OutputRejected,
+    PolicyDenied,
+    Principal,
+    Run,
+    ToolBlocked,
+    ToolFailed,
+    ToolNotFound,
+)
 from ._native import (
     HarnessweaverError,
     InvalidArgumentError,
@@ -24,6 +42,21 @@ from ._native import (
 )
 
 __all__ = [
+    "ApprovalDenied",
+    "ApprovalRequired",
+    "CallResult",
+    "DigestMismatch",
+    "FlowBlocked",
+    "InvalidArguments",
+    "LimitExceeded",
+    "OutputRejected",
+    "PolicyDenied",
+    "Principal",
+    "Run",
+    "ToolBlocked",
+    "ToolFailed",
+    "ToolNotFound",
+    "inspect",
     "Harness",
     "HarnessweaverError",
     "InvalidArgumentError",
@@ -33,6 +66,7 @@ __all__ = [
     "Tool",
     "ToolDescription",
     "canonical_json",
+    "cel_lite",
     "definition_digest",
     "load",
 ]
@@ -45,10 +79,11 @@ class ToolDescription:
     digest, pin (``"pinned"``, ``"mismatched"`` or ``"unpinned"``) and every spec
     field with its default filled in, each readable as an attribute or by key."""
 
-    __slots__ = ("_fields",)
+    __slots__ = ("_fields", "_source")
 
     def __init__(self, fields: Mapping[str, JSONValue]) -> None:
         object.__setattr__(self, "_fields", dict(fields))
+        object.__setattr__(self, "_source", None)
 
     @classmethod
     def from_manifest(
@@ -56,7 +91,16 @@ class ToolDescription:
     ) -> "ToolDescription":
         """Parses one ``kind: Tool`` manifest, given as a dict or as YAML/JSON text,
         and returns its description. Raises :class:`LoadError` listing every problem."""
-        return cls(_native.describe_manifest(manifest, origin))
+        tool = cls(_native.describe_manifest(manifest, origin))
+        # Kept to register the tool in code: load(path, tools=[(tool, function)]).
+        source = manifest if isinstance(manifest, str) else dict(manifest)
+        object.__setattr__(tool, "_source", (source, origin or "<code>"))
+        return tool
+
+    def _source_manifest(self) -> "tuple[Any, str]":
+        if self._source is None:
+            raise TypeError(f"tool `{self.name}` was not made by ToolDescription.from_manifest(); only those can be registered")
+        return self._source
 
     def __getattr__(self, name: str) -> JSONValue:
         try:
@@ -99,10 +143,12 @@ class ToolDescription:
 Tool = ToolDescription
 
 
-class Harness:
-    """A loaded harness: its tools, in the order their manifests were found."""
+class Harness(GovernedHarness):
+    """A loaded harness: its tools, in the order their manifests were found,
+    and (from :func:`load`) the governor: ``call``, ``acall``, ``run``,
+    ``approve``, ``deny``, ``approvals``, ``tool_specs``."""
 
-    __slots__ = ("_native", "path", "tools")
+    __slots__ = ("_native", "path", "tools", "_rt", "_handlers", "_workers")
 
     def __init__(self, native: "_native.Harness", path: str) -> None:
         self._native = native
@@ -120,10 +166,46 @@ class Harness:
         return f"Harness(path={self.path!r}, tools={[t.name for t in self.tools]!r})"
 
 
-def load(path: Union[str, "os.PathLike[str]"]) -> Harness:
-    """Loads ``harness.yaml`` and every manifest it names. Raises :class:`LoadError`
-    whose ``.problems`` lists every problem found (file, line, column, path, code)."""
-    return Harness(_native.load(os.fspath(path)), os.fspath(path))
+def load(
+    path: Union[str, "os.PathLike[str]"],
+    handlers: Optional[Mapping[str, Callable[..., Any]]] = None,
+    audit: Optional[Callable[[Dict[str, Any]], Any]] = None,
+    on_approval: Optional[Callable[[Dict[str, Any], Dict[str, Any]], Optional[bool]]] = None,
+    *,
+    tools: Sequence[Any] = (),
+) -> Harness:
+    """Loads ``harness.yaml`` and every manifest it names, ready for calls.
+
+    Each native tool's ``handler`` (``module:function``) is imported now, with the
+    harness directory first on ``sys.path``, unless ``handlers`` maps the tool's
+    name to a function. ``tools`` registers tools in code: ``(ToolDescription.from_manifest(...),
+    function)`` pairs (``tools.require_manifest`` covers them). ``audit`` receives
+    every audit event as a dict; ``on_approval(request, approval)`` may answer an
+    approval inline (True approves, False denies, None leaves it pending).
+
+    Raises :class:`LoadError` whose ``.problems`` lists every problem found (file,
+    line, column, path, code), including handlers that cannot be imported and
+    native tools without one (``handler_not_registered``). To read manifests
+    without handlers, use :func:`inspect`."""
+    return _load(path, handlers, audit, on_approval, tools)
+
+
+def _load(path: Any, handlers: Any, audit: Any, on_approval: Any, tools: Sequence[Any],
+          clock_ms: Optional[int] = None, sequential_ids: bool = False) -> Harness:
+    text = os.fspath(path)
+    harness = Harness(_native.load(text), text)
+    harness._init_governor(text, [t.describe() for t in harness.tools], handlers, tools, audit, on_approval,
+                           clock_ms, sequential_ids)
+    return harness
+
+
+def inspect(path: Union[str, "os.PathLike[str]"]) -> Harness:
+    """Loads ``harness.yaml`` and its manifests only to read them (no handlers are
+    imported; the harness cannot take calls). Raises :class:`LoadError`."""
+    text = os.fspath(path)
+    harness = Harness(_native.load(text), text)
+    harness._rt = _NotForCalls()  # type: ignore[assignment]
+    return harness
 
 
 def definition_digest(name: str, description: str, input_schema: JSONValue) -> str:

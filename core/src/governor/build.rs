@@ -4,14 +4,14 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Governor, OutputPolicy, Rule, Settings, ToolRuntime, Transport};
+use super::{Governor, LayerSettings, OutputPolicy, Rule, Settings, ToolRuntime, Transport};
 use crate::cel_lite::{self, Program};
 use crate::audit::{AuditSink, JsonlSink, MemorySink, NullSink};
 use crate::clock::{Clock, IdSource, SystemClock};
 use crate::error::{Error, Problem};
-use crate::harness::{self, Harness, StateBackend};
+use crate::harness::{self, EnforceMode, ExampleExpect, Harness, StateBackend};
 use crate::manifest::{self, PinState, Tool, TrustLabel};
-use crate::store::{MemoryStore, Rate, Store};
+use crate::store::{MemoryStore, Rate, RedisClock, RedisOptions, RedisStore, SqliteAuditSink, SqliteOptions, SqliteStore, Store};
 use crate::transport::{TransportOptions, Transports};
 use crate::validate::{Constraints, SchemaValidator};
 
@@ -109,6 +109,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         input_constraints,
         output_constraints,
         pin_mismatch: tool.pin() == PinState::Mismatched,
+        pinned: tool.pin() == PinState::Pinned,
         digest: tool.digest().to_string(),
         scopes: m.scopes.clone(),
         per_principal: rate(m.rate_limit.as_ref().and_then(|r| r.per_principal)),
@@ -127,6 +128,23 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         transport,
         tool_value: tool_value(tool),
     })
+}
+
+/// The Redis namespace of a harness: its `metadata.name`, or else a digest
+/// of its settings (identical harness files on several hosts share state).
+fn state_namespace(harness: &Harness) -> String {
+    use sha2::{Digest, Sha256};
+    if let Some(name) = harness.spec().name.as_deref().filter(|n| !n.is_empty()) {
+        return name.to_string();
+    }
+    // Without where the state lives: hosts may reach one Redis by several names.
+    let mut settings = harness.describe();
+    if let Some(map) = settings.as_object_mut() {
+        map.remove("state");
+        map.remove("state_options");
+    }
+    let digest = Sha256::digest(settings.to_string().as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 impl Governor {
@@ -156,22 +174,41 @@ impl Governor {
                 effect: r.effect,
                 tools: r.tools.clone(),
                 when: compile_condition(&r.when, "spec.policy.rules.when", &mut problems),
+                layer: r.layer,
+                shadow: r.mode == EnforceMode::Shadow,
             })
-            .collect();
+            .collect::<Vec<Rule>>();
+        check_examples(&spec.rules, &rules, &tools, harness, &mut problems);
+        let state_options = spec.state_options;
+        let timeout = std::time::Duration::from_millis(state_options.timeout_ms);
+        let sqlite_options = SqliteOptions { busy_timeout: timeout, run_ttl_ms: state_options.run_ttl_ms };
         let store: Arc<dyn Store> = match (options.store, &spec.state) {
             (Some(store), _) => store,
             (None, StateBackend::Memory) => Arc::new(MemoryStore::new()),
-            (None, other) => {
-                let which = match other {
-                    StateBackend::Sqlite(_) => "sqlite",
-                    _ => "redis",
+            // Opened on first use: a file that cannot be written now refuses
+            // calls with `store_unavailable` until it can, like a Redis that
+            // is down.
+            (None, StateBackend::Sqlite(path)) => Arc::new(SqliteStore::open_lazy(harness.dir().join(path), sqlite_options)),
+            (None, StateBackend::Redis(url)) => {
+                let redis_options = RedisOptions {
+                    namespace: state_namespace(harness),
+                    // An injected clock (fixtures, simulations) decides;
+                    // otherwise the server's clock, shared by every host.
+                    clock: if options.clock.is_some() { RedisClock::Caller } else { RedisClock::Server },
+                    timeout,
+                    run_ttl_ms: state_options.run_ttl_ms,
                 };
-                problems.push(Problem {
-                    path: "spec.state".into(),
-                    file: Some("harness.yaml".into()),
-                    ..Problem::new("state_unavailable", format!("the `{which}` state backend is not available in this build"))
-                });
-                Arc::new(MemoryStore::new())
+                match RedisStore::open(url, redis_options) {
+                    Ok(store) => Arc::new(store),
+                    Err(e) => {
+                        problems.push(Problem {
+                            path: "spec.state".into(),
+                            file: Some("harness.yaml".into()),
+                            ..Problem::new("state_unavailable", e.message)
+                        });
+                        Arc::new(MemoryStore::new())
+                    }
+                }
             }
         };
         let audit: Arc<dyn AuditSink> = match (options.audit, &spec.audit_sink) {
@@ -179,6 +216,13 @@ impl Governor {
             (None, harness::AuditSink::None) => Arc::new(NullSink),
             (None, harness::AuditSink::Callback) => Arc::new(MemorySink::new()),
             (None, harness::AuditSink::Jsonl(path)) => match JsonlSink::open(harness.dir().join(path)) {
+                Ok(sink) => Arc::new(sink),
+                Err(e) => {
+                    problems.push(Problem { path: "spec.audit.sink".into(), ..Problem::new("io_error", e.to_string()) });
+                    Arc::new(NullSink)
+                }
+            },
+            (None, harness::AuditSink::Sqlite(path)) => match SqliteAuditSink::open(harness.dir().join(path), sqlite_options) {
                 Ok(sink) => Arc::new(sink),
                 Err(e) => {
                     problems.push(Problem { path: "spec.audit.sink".into(), ..Problem::new("io_error", e.to_string()) });
@@ -200,12 +244,79 @@ impl Governor {
             approval_by_risk: spec.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r).to_string()).collect(),
             max_tool_calls: spec.budgets.max_tool_calls,
             per_tool: spec.budgets.per_tool.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            rate_limits_fail_open: state_options.rate_limits_on_store_error == harness::StoreErrorMode::Open,
+            layers: spec
+                .layers
+                .iter()
+                .map(|l| LayerSettings { name: l.name.clone(), default_allow: l.default_allow, shadow: l.mode == EnforceMode::Shadow })
+                .collect(),
             ..Settings::default()
         };
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let ids = if options.sequential_ids { IdSource::sequential() } else { IdSource::random() };
         let mut governor = Governor::new(tools, rules, settings, store, clock, ids, audit);
+        governor.set_policy_version(policy_version(harness, &options.extra_tools));
         governor.set_transports(transports);
         Ok(governor)
+    }
+}
+
+/// A digest of everything that decides: the harness settings and every
+/// tool's full description. Approvals are bound to it.
+pub fn policy_version(harness: &Harness, extra: &[Tool]) -> String {
+    let tools: Vec<Value> = harness.tools().iter().chain(extra.iter()).map(Tool::describe).collect();
+    let whole = json!({"harness": harness.describe(), "tools": tools});
+    let text = crate::canonical::to_string(&whole).unwrap_or_default();
+    crate::digest::sha256_tagged(text.as_bytes())
+}
+
+/// Checks every rule's examples: a rule whose examples it does not decide
+/// as stated does not load. Evaluated on the example call alone (tool glob
+/// and `when`), with empty run labels.
+fn check_examples(specs: &[harness::PolicyRule], rules: &[Rule], tools: &[ToolRuntime], harness: &Harness, problems: &mut Vec<Problem>) {
+    for (spec, rule) in specs.iter().zip(rules) {
+        for ex in &spec.examples {
+            let located = |code: &str, message: String| Problem {
+                file: Some(spec.file.clone()),
+                line: Some(ex.location.line).filter(|l| *l > 0),
+                column: Some(ex.location.column).filter(|c| *c > 0),
+                path: ex.path.clone(),
+                ..Problem::new(code, message)
+            };
+            let tool_value = tools.iter().find(|t| t.name == ex.tool).map(|t| t.tool_value.clone()).unwrap_or_else(|| json!({"name": ex.tool}));
+            if !harness.tools().iter().any(|t| t.name() == ex.tool) {
+                problems.push(located("policy_example_failed", format!("example of rule `{}` calls `{}`, which no manifest declares", spec.name, ex.tool)));
+                continue;
+            }
+            let tenant = ex.tenant.clone().map_or(Value::Null, Value::String);
+            let labels = json!({"private": false, "untrusted": false});
+            let vars = cel_lite::Vars {
+                principal: Some(&ex.principal),
+                tenant: Some(&tenant),
+                task: Some(&Value::Null),
+                tool: Some(&tool_value),
+                args: Some(&ex.args),
+                labels: Some(&labels),
+            };
+            let covers = rule.tools.is_empty() || rule.tools.iter().any(|g| super::glob_match(g, &ex.tool));
+            let matched = covers
+                && match &rule.when {
+                    None => true,
+                    // Unevaluable counts as a match for deny and approve (fail closed), not for allow.
+                    Some(p) => super::condition(p, &vars).unwrap_or(rule.effect != harness::Effect::Allow),
+                };
+            let refuses = match rule.effect {
+                harness::Effect::Allow => !matched,
+                harness::Effect::Deny | harness::Effect::Approve => matched,
+            };
+            let want_refuse = ex.expect == ExampleExpect::Refuse;
+            if refuses != want_refuse {
+                let (want, got) = if want_refuse { ("refuse", "lets it through") } else { ("allow", "refuses it") };
+                problems.push(located(
+                    "policy_example_failed",
+                    format!("rule `{}` should {want} its example call of `{}`, but it {got}", spec.name, ex.tool),
+                ));
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@ mod build;
 mod output;
 mod types;
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -41,6 +42,14 @@ mod sanitize {
         PiiRedact,
         StripInstructions,
     }
+    impl Sanitizer {
+        pub fn as_str(self) -> &'static str {
+            match self {
+                Self::PiiRedact => "pii_redact",
+                Self::StripInstructions => "strip_instructions",
+            }
+        }
+    }
     pub fn apply(value: &Value, _s: &[Sanitizer]) -> (Value, BTreeMap<String, u64>) {
         (value.clone(), BTreeMap::new())
     }
@@ -67,6 +76,21 @@ pub struct Rule {
     pub tools: Vec<String>,
     /// Extra condition; none matches always.
     pub when: Option<Program>,
+    /// Index of its layer in [`Settings::layers`].
+    pub layer: usize,
+    /// Shadow mode: it records what it would refuse and refuses nothing.
+    pub shadow: bool,
+}
+
+/// A policy layer as the steps read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerSettings {
+    /// The layer's name.
+    pub name: String,
+    /// A call no allow rule of this layer matches is allowed.
+    pub default_allow: bool,
+    /// The layer's default deny only records (shadow mode).
+    pub shadow: bool,
 }
 
 /// How a tool is reached.
@@ -110,6 +134,8 @@ pub struct ToolRuntime {
     pub output_constraints: Constraints,
     /// The pin does not match the current definition.
     pub pin_mismatch: bool,
+    /// The manifest carries a pin that matches.
+    pub pinned: bool,
     /// The digest of the current definition.
     pub digest: String,
     /// Scopes the principal must hold.
@@ -153,9 +179,11 @@ pub struct Settings {
     pub approval_ttl_ms: u64,
     /// The approver role when a tool names none.
     pub default_approver_role: Option<String>,
-    /// `policy.default`: whether a call no allow rule matches is allowed
-    /// (true unless the harness says `deny`).
-    pub default_allow: bool,
+    /// The policy layers, highest first.
+    pub layers: Vec<LayerSettings>,
+    /// `state_options.rate_limits_on_store_error: open`: when the store
+    /// cannot be reached, rate limits are skipped instead of refusing.
+    pub rate_limits_fail_open: bool,
 }
 
 impl Default for Settings {
@@ -167,7 +195,8 @@ impl Default for Settings {
             per_tool: HashMap::new(),
             approval_ttl_ms: 3_600_000,
             default_approver_role: None,
-            default_allow: true,
+            layers: vec![LayerSettings { name: "harness".into(), default_allow: true, shadow: false }],
+            rate_limits_fail_open: false,
         }
     }
 }
@@ -194,6 +223,10 @@ pub struct Ticket {
     tenant: Option<String>,
     args_digest: Option<String>,
     approval_id: Option<String>,
+    original_args_digest: Option<String>,
+    would_refuse: Vec<WouldRefuse>,
+    /// The run's labels as known when the call was decided.
+    labels: Option<Labels>,
     ts_ms: u64,
     started: Instant,
     decide_us: u64,
@@ -245,6 +278,7 @@ pub struct Governor {
     approval_callback: Option<ApprovalCallback>,
     unmanifested: Vec<String>,
     transports: Arc<Transports>,
+    policy_version: String,
 }
 
 impl fmt::Debug for Governor {
@@ -297,6 +331,7 @@ impl Governor {
             approval_callback: None,
             unmanifested: Vec::new(),
             transports: Arc::new(Transports::default()),
+            policy_version: String::new(),
         }
     }
 
@@ -304,6 +339,17 @@ impl Governor {
     /// with `no_manifest` (S2) rather than `unknown_tool`.
     pub fn set_unmanifested(&mut self, names: Vec<String>) {
         self.unmanifested = names;
+    }
+
+    /// Sets the policy version: a digest of the loaded harness and manifests.
+    /// Approvals remember it; one granted under another version is void.
+    pub fn set_policy_version(&mut self, version: String) {
+        self.policy_version = version;
+    }
+
+    /// The policy version approvals are bound to.
+    pub fn policy_version(&self) -> &str {
+        &self.policy_version
     }
 
     /// Sets the host callback that may decide approvals inline.
@@ -358,22 +404,29 @@ impl Governor {
         let run_id = ctx.run_id.clone().unwrap_or_else(|| self.ids.next("run"));
         let args_digest = canonical::to_string(&args).ok().map(|text| sha256_tagged(text.as_bytes()));
         let mut approval_used = None;
-        let decided = self.decide(tool, &args, ctx, &run_id, args_digest.as_deref(), ts_ms, &mut approval_used);
+        let mut trace = Trace::default();
+        let decided = self.decide(tool, &args, ctx, &run_id, args_digest.as_deref(), ts_ms, &mut approval_used, &mut trace);
+        let shadow = trace.shadow;
+        let mut known_labels = trace.labels;
         let decide_us = micros(started);
         match decided {
             Ok(index) => {
                 let Some(rt) = self.tools.get(index) else {
                     return Begin::Done(self.end_refused(
                         Refusal::new("unknown_tool", Step::Resolve, format!("no tool named `{tool}`")),
-                        tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us,
+                        tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow, known_labels,
                     ));
                 };
                 // S3: running a tool that reads personal data makes the run private.
                 if rt.private {
-                    if let Err(e) = self.store.add_labels(&run_id, Labels { private: true, untrusted: false }) {
-                        return Begin::Done(self.end_refused(
-                            store_down(Step::Invoke, &e), tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us,
-                        ));
+                    match self.store.add_labels(&run_id, Labels { private: true, untrusted: false }) {
+                        Ok(labels) => known_labels = Some(labels),
+                        Err(e) => {
+                            return Begin::Done(self.end_refused(
+                                store_down(Step::Invoke, &e), tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow,
+                                known_labels,
+                            ));
+                        }
                     }
                 }
                 let idempotency_key = ctx.idempotency_key.clone().unwrap_or_else(|| match &approval_used {
@@ -393,16 +446,19 @@ impl Governor {
                     tenant: ctx.tenant.clone(),
                     args_digest,
                     approval_id: approval_used,
+                    original_args_digest: ctx.original_args_digest.clone(),
+                    would_refuse: shadow,
+                    labels: known_labels,
                     ts_ms,
                     started,
                     decide_us,
                 })
             }
             Err(Stop::Refused(refusal)) => Begin::Done(self.end_refused(
-                refusal, tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us,
+                refusal, tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow, known_labels,
             )),
             Err(Stop::Pending(request)) => {
-                let labels = self.store.labels(&run_id).unwrap_or_default();
+                let labels = known_labels.unwrap_or_else(|| self.store.labels(&run_id).unwrap_or_default());
                 let result = CallResult {
                     decision: Decision::Pending,
                     code: Some("approval_required".into()),
@@ -417,6 +473,7 @@ impl Governor {
                     approval: Some(*request),
                     retry_after_ms: None,
                     labels,
+                    would_refuse: shadow,
                 };
                 self.audit_result(&result, ctx, args_digest, ts_ms, Timings { decide_us, ..Timings::default() });
                 Begin::Done(result)
@@ -436,8 +493,10 @@ impl Governor {
         approval_id: Option<String>,
         ts_ms: u64,
         decide_us: u64,
+        would_refuse: Vec<WouldRefuse>,
+        known_labels: Option<Labels>,
     ) -> CallResult {
-        let labels = self.store.labels(run_id).unwrap_or_default();
+        let labels = known_labels.unwrap_or_else(|| self.store.labels(run_id).unwrap_or_default());
         let result = CallResult {
             decision: Decision::Refused,
             code: Some(refusal.code.to_string()),
@@ -452,13 +511,9 @@ impl Governor {
             retry_after_ms: refusal.retry_after_ms,
             reasons: refusal.reasons,
             labels,
+            would_refuse,
         };
-        let mut event_digest = args_digest;
-        if result.step == Some(Step::Resolve) && result.code.as_deref() == Some("unknown_tool") {
-            // Nothing was validated; still a digest, never the args.
-            event_digest = event_digest.or(None);
-        }
-        self.audit_result_with_approval(&result, ctx, event_digest, approval_id, ts_ms, Timings { decide_us, ..Timings::default() });
+        self.audit_result_with_approval(&result, ctx, args_digest, approval_id, ts_ms, Timings { decide_us, ..Timings::default() });
         result
     }
 
@@ -472,6 +527,7 @@ impl Governor {
         args_digest: Option<&str>,
         now_ms: u64,
         approval_used: &mut Option<String>,
+        trace: &mut Trace,
     ) -> Result<usize, Stop> {
         // 1 resolve
         let Some(&index) = self.index.get(tool) else {
@@ -491,6 +547,11 @@ impl Governor {
             return Err(Stop::Refused(Refusal::new("tenant_not_enabled", Step::Resolve, format!("`{tool}` is not enabled for {which}"))));
         }
 
+        trace.pass(Step::Resolve, || {
+            let tenants = if rt.tenants.is_empty() { "all tenants".to_string() } else { format!("tenants `{}`", rt.tenants.join("`, `")) };
+            vec![format!("`{tool}` has a manifest, is enabled, and is enabled for {tenants}")]
+        });
+
         // 2 validate
         let Some(args_digest) = args_digest else {
             return Err(Stop::Refused(Refusal::new("invalid_args", Step::Validate, "arguments have no portable JSON form")));
@@ -503,6 +564,13 @@ impl Governor {
             r.reasons.push(format!("{} {}", v.pointer, v.keyword));
             return Err(Stop::Refused(r));
         }
+
+        trace.pass(Step::Validate, || {
+            vec![format!(
+                "arguments match the input schema and {} payload constraint(s)",
+                rt.input_constraints.items.len()
+            )]
+        });
 
         // 3 pin
         if rt.pin_mismatch {
@@ -525,6 +593,14 @@ impl Governor {
             }
         }
 
+        trace.pass(Step::Pin, || {
+            if rt.pinned {
+                vec![format!("definition digest `{}` matches its pin", rt.digest)]
+            } else {
+                vec![format!("definition digest `{}` is not pinned (doctor warns)", rt.digest)]
+            }
+        });
+
         // 4 policy
         let missing: Vec<&str> = rt.scopes.iter().filter(|s| !ctx.principal.scopes.contains(s)).map(String::as_str).collect();
         if !missing.is_empty() {
@@ -532,10 +608,24 @@ impl Governor {
             r.reasons = missing.iter().map(|s| format!("scope {s}")).collect();
             return Err(Stop::Refused(r));
         }
-        let labels = self.store.labels(run_id).map_err(|e| Stop::Refused(store_down(Step::Policy, &e)))?;
         let applies = |r: &&Rule| r.tools.is_empty() || r.tools.iter().any(|g| glob_match(g, tool));
         // The variables cost allocations; build them only for a condition.
         let uses_conditions = rt.approval_when.is_some() || self.rules.iter().filter(applies).any(|r| r.when.is_some());
+        // Labels decide only through a condition or the trifecta (egress);
+        // otherwise they are read later with the rate limit, in the same
+        // round trip where the store allows it.
+        let labels_decide = uses_conditions || !rt.egress.is_empty() || trace.dry;
+        let labels = if labels_decide {
+            match self.store.labels(run_id) {
+                Ok(labels) => {
+                    trace.labels = Some(labels);
+                    labels
+                }
+                Err(e) => return Err(Stop::Refused(store_down(Step::Policy, &e))),
+            }
+        } else {
+            Labels::default()
+        };
         let (principal_value, tenant_value, task_value, labels_value) = if uses_conditions {
             (
                 ctx.principal.to_value(),
@@ -555,40 +645,98 @@ impl Governor {
             labels: Some(&labels_value),
         };
         let mut approval_reasons = Vec::new();
-        let mut allowed_by_rule = false;
-        let mut deny: Option<String> = None;
-        for rule in self.rules.iter().filter(applies) {
-            let matched = match &rule.when {
-                None => Ok(true),
-                Some(program) => condition(program, &vars),
+        let mut policy_notes = Vec::new();
+        if !rt.scopes.is_empty() {
+            policy_notes.push(format!("principal holds scope `{}`", rt.scopes.join("`, `")));
+        }
+        for (li, layer) in self.settings.layers.iter().enumerate() {
+            let named = |rule: &str| {
+                if layer.name == "harness" {
+                    format!("policy rule `{rule}`")
+                } else {
+                    format!("layer `{}`: policy rule `{rule}`", layer.name)
+                }
             };
-            match (rule.effect, matched) {
-                // Fail closed: a deny whose condition cannot be evaluated denies.
-                (Effect::Deny, Ok(true)) => deny = Some(format!("policy rule `{}`", rule.name)),
-                (Effect::Deny, Err(why)) => deny = Some(format!("policy rule `{}` (unevaluable: {why})", rule.name)),
-                (Effect::Allow, Ok(true)) => allowed_by_rule = true,
-                (Effect::Approve, Ok(true)) => approval_reasons.push(format!("policy rule `{}`", rule.name)),
-                (Effect::Approve, Err(why)) => approval_reasons.push(format!("policy rule `{}` (unevaluable: {why})", rule.name)),
-                _ => {}
+            let mut allowed = false;
+            for rule in self.rules.iter().filter(|r| r.layer == li).filter(applies) {
+                let matched = match &rule.when {
+                    None => Ok(true),
+                    Some(program) => condition(program, &vars),
+                };
+                let label = match &matched {
+                    Ok(_) => named(&rule.name),
+                    Err(why) => format!("{} (unevaluable: {why})", named(&rule.name)),
+                };
+                match (rule.effect, matched) {
+                    // Fail closed: a deny whose condition cannot be evaluated denies.
+                    (Effect::Deny, Ok(true) | Err(_)) => {
+                        if rule.shadow {
+                            trace.would_refuse("policy_denied", Step::Policy, &layer.name, Some(&rule.name));
+                            policy_notes.push(format!("{label} (deny, shadow) would refuse"));
+                        } else {
+                            let mut r = Refusal::new("policy_denied", Step::Policy, format!("policy does not allow `{tool}` here"));
+                            r.reasons.push(label);
+                            return Err(Stop::Refused(r));
+                        }
+                    }
+                    (Effect::Allow, Ok(true)) => {
+                        // In a shadow layer its allow rules count toward what
+                        // the layer would do; a lone shadow allow rule in an
+                        // enforced layer allows nothing yet.
+                        if rule.shadow && !layer.shadow {
+                            policy_notes.push(format!("{label} (allow, shadow) matches"));
+                        } else {
+                            allowed = true;
+                            policy_notes.push(format!("{label} allows"));
+                        }
+                    }
+                    (Effect::Approve, Ok(true) | Err(_)) => {
+                        if rule.shadow {
+                            trace.would_refuse("approval_required", Step::Approval, &layer.name, Some(&rule.name));
+                            policy_notes.push(format!("{label} (approve, shadow) would ask for approval"));
+                        } else {
+                            approval_reasons.push(label);
+                        }
+                    }
+                    (_, Ok(false)) => policy_notes.push(format!("{label} does not match")),
+                    (Effect::Allow, Err(_)) => policy_notes.push(format!("{label} does not match")),
+                }
             }
-            if deny.is_some() {
-                break;
+            if !allowed && !layer.default_allow {
+                if layer.shadow {
+                    trace.would_refuse("policy_denied", Step::Policy, &layer.name, None);
+                    policy_notes.push(format!("layer `{}` (shadow): no rule allows `{tool}`, would refuse", layer.name));
+                } else {
+                    let mut r = Refusal::new("policy_denied", Step::Policy, format!("no policy rule allows `{tool}`"));
+                    r.reasons.push(format!("layer `{}`: default deny", layer.name));
+                    return Err(Stop::Refused(r));
+                }
             }
         }
-        if let Some(reason) = deny {
-            let mut r = Refusal::new("policy_denied", Step::Policy, format!("policy does not allow `{tool}` here"));
-            r.reasons.push(reason);
-            return Err(Stop::Refused(r));
-        }
-        if !allowed_by_rule && !self.settings.default_allow {
-            let mut r = Refusal::new("policy_denied", Step::Policy, format!("no policy rule allows `{tool}`"));
-            r.reasons.push("policy.default deny".into());
-            return Err(Stop::Refused(r));
-        }
+        trace.pass(Step::Policy, || policy_notes);
 
         // 5 limits
         let max_tool = self.settings.per_tool.get(tool).copied();
-        let budget_counted = self.settings.max_tool_calls.is_some() || max_tool.is_some();
+        if trace.dry {
+            trace.pass(Step::Limits, || {
+                let mut notes = Vec::new();
+                if let Some(n) = self.settings.max_tool_calls {
+                    notes.push(format!("budgets.max_tool_calls {n} per run"));
+                }
+                if let Some(n) = max_tool {
+                    notes.push(format!("budgets.per_tool `{tool}` {n} per run"));
+                }
+                if let Some(r) = rt.per_principal {
+                    notes.push(format!("rate_limit.per_principal {} per {} ms", r.count, r.period_ms));
+                }
+                if let Some(r) = rt.per_tenant {
+                    notes.push(format!("rate_limit.per_tenant {} per {} ms", r.count, r.period_ms));
+                }
+                notes.push("explain counts nothing against budgets or rate limits".into());
+                notes
+            });
+        }
+        let budget_counted = !trace.dry && (self.settings.max_tool_calls.is_some() || max_tool.is_some());
         if budget_counted {
             match self.store.take_budget(run_id, tool, self.settings.max_tool_calls, max_tool) {
                 Ok(Budget::Taken) => {}
@@ -614,8 +762,12 @@ impl Governor {
         if let (Some(rate), Some(tenant)) = (rt.per_tenant, &ctx.tenant) {
             keys.push(RateKey { key: format!("rl/{tool}/tenant/{tenant}"), rate });
         }
-        if !keys.is_empty() {
-            match self.store.acquire(&keys, now_ms) {
+        if !keys.is_empty() && !trace.dry {
+            let acquired = self.store.acquire_with_labels(&keys, now_ms, run_id).map(|(acquire, labels)| {
+                trace.labels = trace.labels.or(labels);
+                acquire
+            });
+            match acquired {
                 Ok(Acquire::Allowed) => {}
                 Ok(Acquire::Limited { index, retry_after_ms }) => {
                     let per = if keys.get(index).is_some_and(|k| k.key.contains("/tenant/")) { "tenant" } else { "principal" };
@@ -624,11 +776,17 @@ impl Governor {
                     r.reasons.push(format!("rate_limit.per_{per}"));
                     return Err(release(Stop::Refused(r)));
                 }
+                // The harness chose availability over the limit.
+                Err(_) if self.settings.rate_limits_fail_open => {}
                 Err(e) => return Err(release(Stop::Refused(store_down(Step::Limits, &e)))),
             }
         }
 
         // 6 flow
+        trace.pass(Step::Flow, || {
+            let egress = if rt.egress.is_empty() { "no egress".to_string() } else { format!("egress to `{}`", rt.egress.join("`, `")) };
+            vec![format!("run labels: private={}, untrusted={}; the tool has {egress}", labels.private, labels.untrusted)]
+        });
         if !rt.egress.is_empty() && labels.private && labels.untrusted {
             match self.settings.trifecta {
                 TrifectaMode::Block => {
@@ -657,18 +815,30 @@ impl Governor {
             approval_reasons.push(format!("risk `{}` requires approval", rt.risk));
         }
         if approval_reasons.is_empty() {
+            trace.pass(Step::Approval, || vec!["no approval needed".into()]);
             return Ok(index);
         }
         let approver_role = rt.approver_role.clone().or_else(|| self.settings.default_approver_role.clone());
         if let Some(id) = &ctx.approval_id {
-            match self.consume_approval(id, tool, args_digest, ctx, now_ms) {
-                Ok(()) => {
+            match self.consume_approval(id, tool, args_digest, ctx, now_ms, trace.dry) {
+                Consume::Granted => {
                     *approval_used = Some(id.clone());
+                    trace.pass(Step::Approval, || vec![format!("approval `{id}` covers this exact call")]);
                     return Ok(index);
                 }
-                Err(Some(refusal)) => return Err(release(Stop::Refused(refusal))),
-                Err(None) => approval_reasons.push(format!("approval `{id}` does not cover this exact call")),
+                Consume::Refuse(refusal) => return Err(release(Stop::Refused(refusal))),
+                Consume::Ask(reason) => approval_reasons.push(reason),
             }
+        }
+        if trace.dry {
+            return Err(Stop::Pending(Box::new(ApprovalRequest {
+                id: String::new(),
+                tool: tool.to_string(),
+                args_digest: args_digest.to_string(),
+                approver_role,
+                reasons: approval_reasons,
+                expires_ms: now_ms.saturating_add(self.settings.approval_ttl_ms),
+            })));
         }
         let pending = PendingApproval {
             id: self.ids.next("apr"),
@@ -686,6 +856,8 @@ impl Governor {
             state: ApprovalState::Pending,
             decided_by: None,
             note: None,
+            policy_version: self.policy_version.clone(),
+            original_args_digest: None,
         };
         if let Err(e) = self.store.put_approval(&pending) {
             return Err(release(Stop::Refused(store_down(Step::Approval, &e))));
@@ -720,36 +892,47 @@ impl Governor {
         Err(release(Stop::Pending(Box::new(request))))
     }
 
-    /// Consumes an approval for this exact call. `Err(None)`: the approval
-    /// does not cover the call (ask again); `Err(Some)`: refuse outright.
-    fn consume_approval(&self, id: &str, tool: &str, args_digest: &str, ctx: &CallContext, now_ms: u64) -> Result<(), Option<Refusal>> {
+    /// Consumes an approval for this exact call (in a dry run, only checks it).
+    fn consume_approval(&self, id: &str, tool: &str, args_digest: &str, ctx: &CallContext, now_ms: u64, dry: bool) -> Consume {
         let approval = match self.store.approval(id) {
             Ok(Some(a)) => a,
-            Ok(None) => return Err(None),
-            Err(e) => return Err(Some(store_down(Step::Approval, &e))),
+            Ok(None) => return Consume::Ask(format!("approval `{id}` does not exist")),
+            Err(e) => return Consume::Refuse(store_down(Step::Approval, &e)),
         };
         let same_call = approval.tool == tool
             && approval.args_digest == args_digest
             && approval.principal.get("id").and_then(Value::as_str) == Some(ctx.principal.id.as_str())
             && approval.tenant == ctx.tenant;
         if !same_call {
-            return Err(None);
+            return Consume::Ask(format!("approval `{id}` does not cover this exact call"));
         }
         match approval.state {
             ApprovalState::Denied => {
                 let mut r = Refusal::new("approval_denied", Step::Approval, format!("a reviewer denied this call of `{tool}`"));
                 r.reasons.extend(approval.note.map(|n| format!("note: {n}")));
-                Err(Some(r))
+                Consume::Refuse(r)
             }
-            ApprovalState::Used => Err(None),
+            ApprovalState::Used => Consume::Ask(format!("approval `{id}` does not cover this exact call")),
+            ApprovalState::Pending if now_ms >= approval.expires_ms => Consume::Refuse(expired(id, tool)),
             ApprovalState::Pending => {
-                Err(Some(Refusal::new("approval_required", Step::Approval, format!("approval `{id}` has not been granted yet"))))
+                Consume::Refuse(Refusal::new("approval_required", Step::Approval, format!("approval `{id}` has not been granted yet")))
             }
-            ApprovalState::Approved if now_ms >= approval.expires_ms => Err(None),
+            // A change of harness or manifests since the grant voids it.
+            ApprovalState::Approved if approval.policy_version != self.policy_version => {
+                Consume::Ask(format!("approval `{id}` was granted under another policy version"))
+            }
+            // Approvals time out to deny.
+            ApprovalState::Approved if now_ms >= approval.expires_ms => {
+                if !dry {
+                    let _ = self.store.transition(id, ApprovalState::Approved, ApprovalState::Denied, None, Some("expired"));
+                }
+                Consume::Refuse(expired(id, tool))
+            }
+            ApprovalState::Approved if dry => Consume::Granted,
             ApprovalState::Approved => match self.store.transition(id, ApprovalState::Approved, ApprovalState::Used, None, None) {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(None),
-                Err(e) => Err(Some(store_down(Step::Approval, &e))),
+                Ok(true) => Consume::Granted,
+                Ok(false) => Consume::Ask(format!("approval `{id}` does not cover this exact call")),
+                Err(e) => Consume::Refuse(store_down(Step::Approval, &e)),
             },
         }
     }
@@ -758,6 +941,14 @@ impl Governor {
     /// an expired or already decided approval cannot be granted. Returns the
     /// approval, whose `tool`, `args` and context re-issue the call.
     pub fn approve(&self, id: &str, approver: &Principal) -> Result<PendingApproval, Error> {
+        self.approve_edited(id, approver, None)
+    }
+
+    /// Grants a pending approval, optionally with arguments the approver
+    /// edited. An edited grant becomes a new approval bound to the edited
+    /// arguments (the original is used up); the call it re-issues is checked
+    /// again from the start, and its audit event carries both digests.
+    pub fn approve_edited(&self, id: &str, approver: &Principal, edited_args: Option<Value>) -> Result<PendingApproval, Error> {
         let approval = self.open_approval(id)?;
         if let Some(role) = &approval.approver_role {
             if !approver.has_role(role) {
@@ -767,11 +958,107 @@ impl Governor {
                 });
             }
         }
-        match self.store.transition(id, ApprovalState::Pending, ApprovalState::Approved, Some(&approver.id), None) {
-            Ok(true) => Ok(PendingApproval { state: ApprovalState::Approved, decided_by: Some(approver.id.clone()), ..approval }),
-            Ok(false) => Err(not_pending(id)),
-            Err(e) => Err(Error::InvalidArgument { code: "store_unavailable", message: e.message }),
+        let store_err = |e: crate::store::StoreError| Error::InvalidArgument { code: "store_unavailable", message: e.message };
+        let Some(args) = edited_args else {
+            return match self.store.transition(id, ApprovalState::Pending, ApprovalState::Approved, Some(&approver.id), None) {
+                Ok(true) => Ok(PendingApproval { state: ApprovalState::Approved, decided_by: Some(approver.id.clone()), ..approval }),
+                Ok(false) => Err(not_pending(id)),
+                Err(e) => Err(store_err(e)),
+            };
+        };
+        let text = canonical::to_string(&args)
+            .map_err(|e| Error::InvalidArgument { code: "invalid_args", message: format!("edited arguments: {e}") })?;
+        let edited = PendingApproval {
+            id: self.ids.next("apr"),
+            args_digest: sha256_tagged(text.as_bytes()),
+            args,
+            state: ApprovalState::Approved,
+            decided_by: Some(approver.id.clone()),
+            note: Some(format!("arguments edited by the approver of `{id}`")),
+            original_args_digest: Some(approval.args_digest.clone()),
+            ..approval
+        };
+        let replaced = format!("replaced by `{}` with edited arguments", edited.id);
+        match self.store.transition(id, ApprovalState::Pending, ApprovalState::Used, Some(&approver.id), Some(&replaced)) {
+            Ok(true) => {}
+            Ok(false) => return Err(not_pending(id)),
+            Err(e) => return Err(store_err(e)),
         }
+        self.store.put_approval(&edited).map_err(store_err)?;
+        Ok(edited)
+    }
+
+    /// Runs steps 1–9 without invoking anything and without counting,
+    /// labelling, asking or consuming: each step's verdict and the rule, field
+    /// or expression behind it.
+    pub fn explain(&self, tool: &str, args: Value, ctx: &CallContext) -> Explanation {
+        let now_ms = self.clock.now_ms();
+        let run_id = ctx.run_id.clone().unwrap_or_default();
+        let args_digest = canonical::to_string(&args).ok().map(|text| sha256_tagged(text.as_bytes()));
+        let mut trace = Trace { dry: true, ..Trace::default() };
+        let mut used = None;
+        let decided = self.decide(tool, &args, ctx, &run_id, args_digest.as_deref(), now_ms, &mut used, &mut trace);
+        let (decision, code, step, message, reasons) = match decided {
+            Ok(index) => {
+                trace.steps.push(StepTrace { step: Step::Invoke, verdict: "skip", code: None, details: vec!["explain does not invoke the tool".into()] });
+                if let Some(rt) = self.tools.get(index) {
+                    let sanitize: Vec<&str> = rt.output.sanitize.iter().map(|s| s.as_str()).collect();
+                    let label = if rt.output.untrusted { "untrusted" } else { "trusted" };
+                    trace.steps.push(StepTrace {
+                        step: Step::Output,
+                        verdict: "pass",
+                        code: None,
+                        details: vec![format!("sanitize [{}], max_bytes {}, label {label}", sanitize.join(", "), rt.output.max_bytes)],
+                    });
+                }
+                (Decision::Allowed, None, None, format!("`{tool}` would run"), Vec::new())
+            }
+            Err(Stop::Refused(r)) => {
+                let mut details = vec![r.message.clone()];
+                details.extend(r.reasons.iter().cloned());
+                trace.steps.push(StepTrace { step: r.step, verdict: "refuse", code: Some(r.code.to_string()), details });
+                (Decision::Refused, Some(r.code.to_string()), Some(r.step), r.message, r.reasons)
+            }
+            Err(Stop::Pending(request)) => {
+                trace.steps.push(StepTrace {
+                    step: Step::Approval,
+                    verdict: "pending",
+                    code: Some("approval_required".into()),
+                    details: request.reasons.clone(),
+                });
+                let message = format!("`{tool}` would wait for approval by a human");
+                (Decision::Pending, Some("approval_required".into()), Some(Step::Approval), message, request.reasons)
+            }
+        };
+        Explanation { tool: tool.to_string(), decision, code, step, message, reasons, steps: trace.steps, would_refuse: trace.shadow }
+    }
+
+    /// Whether `principal` in `tenant` could ever call `tool`: it exists, is
+    /// enabled for the tenant, the principal holds its scopes, and no
+    /// unconditional enforced deny (or a layer's default deny with no allow
+    /// rule for it) stands in the way. Tools that fail are hidden from models.
+    pub fn can_ever_call(&self, tool: &str, principal: Option<&Principal>, tenant: Option<&str>) -> bool {
+        let Some(rt) = self.tool(tool) else { return false };
+        if !rt.enabled || (!rt.tenants.is_empty() && !tenant.is_some_and(|t| rt.tenants.iter().any(|x| x == t))) {
+            return false;
+        }
+        if let Some(p) = principal {
+            if !rt.scopes.iter().all(|s| p.scopes.contains(s)) {
+                return false;
+            }
+        }
+        let covers = |r: &Rule| r.tools.is_empty() || r.tools.iter().any(|g| glob_match(g, tool));
+        let unconditional = |r: &Rule| r.when.as_ref().is_none_or(|p| p.source().trim() == "true");
+        for (li, layer) in self.settings.layers.iter().enumerate() {
+            let in_layer = || self.rules.iter().filter(move |r| r.layer == li && !r.shadow && covers(r));
+            if in_layer().any(|r| r.effect == Effect::Deny && unconditional(r)) {
+                return false;
+            }
+            if !layer.default_allow && !layer.shadow && !in_layer().any(|r| r.effect == Effect::Allow) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Denies a pending approval with a reason for the record.
@@ -844,7 +1131,7 @@ impl Governor {
         }
         let (value, redactions) = sanitize::apply(&value, &rt.output.sanitize);
         let (value, truncated) = cut(value, rt.output.max_bytes);
-        let mut labels = self.store.labels(&ticket.run_id).unwrap_or_default();
+        let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         if rt.output.untrusted {
             match self.store.add_labels(&ticket.run_id, Labels { private: false, untrusted: true }) {
                 Ok(l) => labels = l,
@@ -874,6 +1161,7 @@ impl Governor {
             retry_after_ms: None,
             reasons: Vec::new(),
             labels,
+            would_refuse: ticket.would_refuse.clone(),
         };
         let timings = Timings { decide_us: ticket.decide_us, invoke_us, output_us: micros(output_started) };
         self.record(AuditEvent {
@@ -887,16 +1175,18 @@ impl Governor {
             code: None,
             step: None,
             args_digest: ticket.args_digest,
+            original_args_digest: ticket.original_args_digest,
             approval_id: ticket.approval_id,
             redactions: Some(redactions),
             truncated: Some(truncated),
+            would_refuse: ticket.would_refuse,
             timings,
         });
         result
     }
 
     fn finish_refused(&self, ticket: Ticket, refusal: Refusal, invoke_us: u64, output_us: u64) -> CallResult {
-        let labels = self.store.labels(&ticket.run_id).unwrap_or_default();
+        let labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         let result = CallResult {
             decision: Decision::Refused,
             code: Some(refusal.code.to_string()),
@@ -911,6 +1201,7 @@ impl Governor {
             retry_after_ms: None,
             reasons: refusal.reasons,
             labels,
+            would_refuse: ticket.would_refuse.clone(),
         };
         self.record(AuditEvent {
             ts_ms: ticket.ts_ms,
@@ -923,9 +1214,11 @@ impl Governor {
             code: result.code.clone(),
             step: result.step,
             args_digest: ticket.args_digest,
+            original_args_digest: ticket.original_args_digest,
             approval_id: ticket.approval_id,
             redactions: None,
             truncated: None,
+            would_refuse: ticket.would_refuse,
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
         });
         result
@@ -956,9 +1249,11 @@ impl Governor {
             code: result.code.clone(),
             step: result.step,
             args_digest,
+            original_args_digest: ctx.original_args_digest.clone(),
             approval_id,
             redactions: None,
             truncated: None,
+            would_refuse: result.would_refuse.clone(),
             timings,
         });
     }
@@ -993,6 +1288,118 @@ impl Governor {
 enum Stop {
     Refused(Refusal),
     Pending(Box<ApprovalRequest>),
+}
+
+enum Consume {
+    Granted,
+    Ask(String),
+    Refuse(Refusal),
+}
+
+fn expired(id: &str, tool: &str) -> Refusal {
+    Refusal::new("approval_expired", Step::Approval, format!("approval `{id}` for `{tool}` expired before the call ran"))
+}
+
+/// What one step found, as `explain` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepTrace {
+    /// The step.
+    pub step: Step,
+    /// `pass`, `refuse`, `pending` or `skip`.
+    pub verdict: &'static str,
+    /// The code of a refusal or pending approval.
+    pub code: Option<String>,
+    /// The rules, fields and expressions behind the verdict.
+    pub details: Vec<String>,
+}
+
+/// A refusal that a rule or layer in shadow mode would have made.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WouldRefuse {
+    /// The code it would have refused with.
+    pub code: String,
+    /// The step.
+    pub step: Step,
+    /// The policy layer.
+    pub layer: String,
+    /// The rule (none: the layer's default deny).
+    pub rule: Option<String>,
+}
+
+/// Collects explain's per-step verdicts and shadow-mode would-refusals.
+#[derive(Debug, Default)]
+struct Trace {
+    dry: bool,
+    steps: Vec<StepTrace>,
+    shadow: Vec<WouldRefuse>,
+    /// The run's labels once read (at the policy step, or with the rate
+    /// limit in the same round trip); results reuse them instead of asking
+    /// the store again.
+    labels: Option<Labels>,
+}
+
+impl Trace {
+    fn pass(&mut self, step: Step, details: impl FnOnce() -> Vec<String>) {
+        if self.dry {
+            self.steps.push(StepTrace { step, verdict: "pass", code: None, details: details() });
+        }
+    }
+
+    fn would_refuse(&mut self, code: &str, step: Step, layer: &str, rule: Option<&str>) {
+        self.shadow.push(WouldRefuse { code: code.to_string(), step, layer: layer.to_string(), rule: rule.map(str::to_string) });
+    }
+}
+
+/// What `explain` found: each step's verdict and the decision a call would get.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// The tool.
+    pub tool: String,
+    /// What the call would get.
+    pub decision: Decision,
+    /// The code of a refusal or pending approval.
+    pub code: Option<String>,
+    /// The step that would decide.
+    pub step: Option<Step>,
+    /// The message the call would carry.
+    pub message: String,
+    /// Why.
+    pub reasons: Vec<String>,
+    /// Each step in order, up to the one that decides.
+    pub steps: Vec<StepTrace>,
+    /// What shadow-mode rules would refuse.
+    pub would_refuse: Vec<WouldRefuse>,
+}
+
+impl Explanation {
+    /// The explanation as one JSON object.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// A readable text, one line per step.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("explain `{}`: {}", self.tool, self.decision.as_str());
+        if let (Some(code), Some(step)) = (&self.code, self.step) {
+            out.push_str(&format!(" ({code} at step {} {})", step.number(), step.as_str()));
+        }
+        out.push('\n');
+        for s in &self.steps {
+            out.push_str(&format!("  {}. {:<9} {}", s.step.number(), s.step.as_str(), s.verdict));
+            if let Some(code) = &s.code {
+                out.push_str(&format!(" [{code}]"));
+            }
+            out.push('\n');
+            for d in &s.details {
+                out.push_str(&format!("       - {d}\n"));
+            }
+        }
+        for w in &self.would_refuse {
+            let rule = w.rule.as_deref().map_or_else(|| "default deny".to_string(), |r| format!("rule `{r}`"));
+            out.push_str(&format!("  shadow: layer `{}` {rule} would refuse with {}\n", w.layer, w.code));
+        }
+        out
+    }
 }
 
 fn not_pending(id: &str) -> Error {

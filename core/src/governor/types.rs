@@ -93,6 +93,8 @@ pub struct CallContext {
     pub approval_id: Option<String>,
     /// The idempotency key to use (a retry of an earlier call passes its key).
     pub idempotency_key: Option<String>,
+    /// When an approver edited the args: the digest of the args first asked for.
+    pub original_args_digest: Option<String>,
 }
 
 /// The nine steps, in order.
@@ -222,6 +224,9 @@ pub struct CallResult {
     pub reasons: Vec<String>,
     /// The run's labels after the call.
     pub labels: Labels,
+    /// What policy rules in shadow mode would have refused (the call went on).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub would_refuse: Vec<super::WouldRefuse>,
 }
 
 impl CallResult {

@@ -8,12 +8,17 @@
 //! conformance tests.
 
 mod memory;
+mod redis;
+mod sqlite;
+pub mod stress;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 
 pub use memory::MemoryStore;
+pub use redis::{RedisClock, RedisOptions, RedisStore};
+pub use sqlite::{SqliteAuditSink, SqliteOptions, SqliteStore};
 
 /// `count` calls per `period_ms`, enforced with GCRA (a burst of `count`, then
 /// one call every `period_ms / count`).
@@ -162,6 +167,13 @@ pub struct PendingApproval {
     pub decided_by: Option<String>,
     /// Why it was denied.
     pub note: Option<String>,
+    /// The policy version (harness and manifests digest) it was asked under;
+    /// a grant is void under another.
+    #[serde(default)]
+    pub policy_version: String,
+    /// When an approver edited the args: the digest of the args first asked for.
+    #[serde(default)]
+    pub original_args_digest: Option<String>,
 }
 
 /// The store could not be reached or refused the operation.
@@ -208,4 +220,24 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Every approval still pending or approved.
     fn open_approvals(&self) -> Result<Vec<PendingApproval>, StoreError>;
+
+    /// [`Store::acquire`], also returning the run's labels when the backend
+    /// reads them in the same round trip (Redis); `None` when it does not.
+    fn acquire_with_labels(&self, keys: &[RateKey], now_ms: u64, run_id: &str) -> Result<(Acquire, Option<Labels>), StoreError> {
+        let _ = run_id;
+        Ok((self.acquire(keys, now_ms)?, None))
+    }
+
+    /// Network round trips made so far (Redis); `None` for stores without a
+    /// network (memory, SQLite). Benchmarks divide it by the decisions made.
+    fn round_trips(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl StoreError {
+    /// A store error with `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into() }
+    }
 }

@@ -1,119 +1,115 @@
-//! Helpers the transport tests share: the test HTTP server (the same script
-//! every language's runner starts), the sandbox worker binary, and harnesses
-//! written to temporary directories.
-#![allow(dead_code)]
+//! Test helpers shared by the store tests: a real `redis-server` on a free
+//! port of 127.0.0.1 (stopped when dropped), scratch directories, and a
+//! harness with one rate-limited tool.
 
-use std::io::{BufRead, BufReader};
+#![allow(dead_code, reason = "each test file uses a part of the helpers")]
+#![expect(clippy::unwrap_used, clippy::expect_used, reason = "test helpers fail the test loudly")]
+
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-/// The repository root.
-pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-/// The Python that runs the test servers: the project venv's when there is one.
-pub fn python() -> PathBuf {
-    let venv = root().join(".venv/bin/python");
-    if venv.is_file() { venv } else { PathBuf::from("python3") }
-}
-
-/// tests/servers/http_fixture_server.py, started on a free port; killed on drop.
-pub struct HttpServer {
-    child: Child,
+/// A `redis-server` started by a test.
+pub struct RedisServer {
     pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
 }
 
-impl HttpServer {
-    pub fn start() -> HttpServer {
-        let mut child = Command::new("python3")
-            .arg(root().join("tests/servers/http_fixture_server.py"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 starts the test HTTP server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let port = line.trim().parse().expect("the server prints its port");
-        HttpServer { child, port }
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl RedisServer {
+    /// Starts a server on a free port (panics when `redis-server` is missing:
+    /// `make test` installs it).
+    pub fn start() -> Self {
+        let mut server = Self { port: free_port(), dir: scratch_dir("redis"), child: None };
+        server.restart();
+        server
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("redis://127.0.0.1:{}/", self.port)
     }
-}
 
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The `harnessweaver-sandbox` worker: `HARNESSWEAVER_SANDBOX_WORKER` when
-/// set, else built once from sandbox/ (its own workspace) into
-/// target/sandbox-worker/.
-pub fn sandbox_worker() -> PathBuf {
-    static WORKER: OnceLock<PathBuf> = OnceLock::new();
-    WORKER
-        .get_or_init(|| {
-            if let Some(p) = std::env::var_os("HARNESSWEAVER_SANDBOX_WORKER").filter(|p| !p.is_empty()) {
-                return PathBuf::from(p);
+    /// Starts it again on the same port (after [`RedisServer::stop`]).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server is not installed (run `make test`, which installs it)");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(client) = redis::Client::open(self.url()) {
+                if let Ok(mut c) = client.get_connection_with_timeout(Duration::from_millis(200)) {
+                    if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                        return;
+                    }
+                }
             }
-            let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"));
-            let target = target.join("sandbox-worker");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let status = Command::new(cargo)
-                .args(["build", "--quiet", "--manifest-path"])
-                .arg(root().join("sandbox/Cargo.toml"))
-                .arg("--target-dir")
-                .arg(&target)
-                .status()
-                .expect("cargo builds the sandbox worker");
-            assert!(status.success(), "building sandbox/ failed");
-            let name = "harnessweaver-sandbox";
-            let mut candidates = vec![target.join("debug").join(name)];
-            if let Some(triple) = std::env::var_os("CARGO_BUILD_TARGET") {
-                candidates.insert(0, target.join(triple).join("debug").join(name));
-            }
-            candidates.into_iter().find(|p| p.is_file()).expect("the sandbox worker binary after the build")
-        })
-        .clone()
-}
-
-/// A temporary directory with `files` written in it; removed on drop.
-pub struct Dir(pub PathBuf);
-
-impl Dir {
-    pub fn new(name: &str, files: Vec<(String, String)>) -> Dir {
-        let dir = std::env::temp_dir().join(format!("hw-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for (rel, text) in &files {
-            let p = dir.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
+            assert!(Instant::now() < deadline, "redis-server did not start on port {}", self.port);
+            std::thread::sleep(Duration::from_millis(20));
         }
-        Dir(dir)
     }
 
-    pub fn harness(&self) -> PathBuf {
-        self.0.join("harness.yaml")
+    /// Kills the server (its data is gone: it keeps nothing on disk).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// A raw connection, for looking at keys.
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url()).unwrap().get_connection().unwrap()
     }
 }
 
-impl Drop for Dir {
+impl Drop for RedisServer {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
-/// A harness.yaml reading `tools/*.yaml`, with `extra` appended under `spec:`.
-pub fn harness_yaml(mode: &str, extra: &str) -> String {
-    format!("apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: {mode}\n  tools:\n    manifests: [\"tools/*.yaml\"]\n{extra}")
+static SCRATCH: AtomicU64 = AtomicU64::new(0);
+
+/// A new empty directory under the system's temp dir.
+pub fn scratch_dir(what: &str) -> PathBuf {
+    let n = SCRATCH.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let dir = std::env::temp_dir().join(format!("hw-{what}-{}-{n}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
-/// A tool manifest with `spec` lines (indented two spaces) after the transport.
-pub fn tool_yaml(name: &str, spec: &str) -> (String, String) {
-    (format!("tools/{name}.yaml"), format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata:\n  name: {name}\nspec:\n{spec}"))
+/// Writes a harness named `name` with one native tool `ping` limited to
+/// `per_tenant` (like `50/h`), with `state` and extra `spec` lines.
+pub fn write_harness(dir: &Path, name: &str, state: &str, per_tenant: &str, extra_spec: &str) -> PathBuf {
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(
+        dir.join("harness.yaml"),
+        format!(
+            "apiVersion: harnessweaver/v1\nkind: Harness\nmetadata: {{ name: {name} }}\nspec:\n  tools:\n    manifests: [\"tools/*.yaml\"]\n  state: \"{state}\"\n{extra_spec}"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tools/ping.yaml"),
+        format!(
+            "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{ name: ping }}\nspec:\n  transport: native\n  handler: \"test:ping\"\n  description: Answers pong.\n  input_schema: {{ type: object }}\n  side_effect: read\n  output: {{ label: trusted }}\n  rate_limit: {{ per_tenant: \"{per_tenant}\" }}\n"
+        ),
+    )
+    .unwrap();
+    dir.join("harness.yaml")
 }

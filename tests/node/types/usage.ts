@@ -2,12 +2,14 @@
 // the package must compile against index.d.ts under `strict`.
 import {
   canonicalJson,
+  celLite,
   definitionDigest,
   HarnessweaverError,
   InvalidValueError,
   load,
   LoadError,
   type Harness,
+  type JsonValue,
   type PinState,
   type Problem,
   ToolDescription,
@@ -47,3 +49,53 @@ try {
 definitionDigest('t', 'd', () => 1)
 // @ts-expect-error: tools maps names to functions
 load('h.yaml', { tools: { x: 1 } })
+
+// cel-lite: compile once, evaluate with typed vars; errors narrow by class.
+const program: celLite.Program = celLite.compile("args.amount_usd > 100 && !('finance' in principal.roles)")
+const value: JsonValue = program.evaluate({ args: { amount_usd: 250 }, principal: { roles: ['engineer'] } })
+const orNull: JsonValue | null = program.evaluate({ args: {} }, { default: null })
+const verdict: celLite.ApprovalVerdict = program.approvalRequired({ args: { amount_usd: 5n } })
+const required: boolean = verdict.required
+const why: string | null = verdict.reason
+const used: celLite.Name[] = program.names
+const source: string = program.source
+void [value, orNull, required, why, used, source, celLite.NAMES]
+try {
+  program.evaluate()
+} catch (err) {
+  if (err instanceof celLite.Unevaluable) {
+    const reason: string = err.reason
+    void reason
+  } else if (err instanceof celLite.CompileError) {
+    const at: [celLite.CompileErrorCode, number, number] = [err.code, err.line, err.column]
+    void at
+  }
+}
+// @ts-expect-error: only the six names are variables
+program.evaluate({ request: {} })
+// @ts-expect-error: a Program is made by compile
+new celLite.Program()
+
+// The governor: calls, runs, refusals, approvals, tool specs.
+import { ApprovalRequired, type CallResult, inspect, ToolBlocked } from '../../../bindings-node/index.js'
+async function governed(): Promise<void> {
+  const h = load('examples/shop/harness.yaml', {
+    tools: { lookup_order: async (args: { order_id: string }) => ({ id: args.order_id }), refund_payment: (_a, ctx) => ctx.idempotencyKey, search_catalog: () => [] },
+    audit: (event) => void event.code,
+    onApproval: (request) => request.tool === 'refund_payment' ? undefined : false,
+  })
+  const alice = { id: 'alice', roles: ['support'], scopes: ['orders:read'] }
+  const r: CallResult = await h.call('lookup_order', { order_id: 'A-1001' }, { principal: alice })
+  const text: string = r.toModel()
+  const run = h.run({ principal: alice, tenant: 'acme' })
+  const again: CallResult = await run.call('search_catalog', { query: 'x' })
+  try {
+    await h.call('refund_payment', { order_id: 'A-1001', amount_usd: 500 }, { principal: alice })
+  } catch (e) {
+    if (e instanceof ApprovalRequired) await h.approve(e.approval.id, { approver: { id: 'bob', roles: ['finance'] } })
+    else if (e instanceof ToolBlocked) void [e.code, e.step, e.result.toModel()]
+  }
+  const specs = h.toolSpecs('openai', { principal: alice })
+  void [text, again, run.labels.private, specs, inspect('examples/shop/harness.yaml').tools]
+}
+void governed

@@ -1,0 +1,107 @@
+//! `harnessweaver _stress-limit`: a worker for the multi-process tests and
+//! the store benchmark (hidden from the usage text). It loads a harness,
+//! calls one tool `--calls` times through the full governor (every tool gets
+//! a handler answering `"pong"`), and prints one JSON line with what was
+//! decided and the store's round trips.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::clock::{Clock, SystemClock};
+use crate::governor::{CallContext, Decision, Handler, Principal};
+use crate::harness::Harness;
+use crate::runtime::{LoadOptions, Runtime};
+
+const HELP: &str = "usage: harnessweaver _stress-limit --harness FILE --tool T --calls N [--tenant T] [--principal ID] [--start-at-ms MS]
+
+Calls T N times through the governor (a handler answering \"pong\" for every
+tool), starting at MS (ms since the epoch) when given, and prints
+{\"allowed\", \"rate_limited\", \"store_unavailable\", \"other\", \"round_trips\", \"elapsed_us\"}.";
+
+/// Runs the worker; exit 0 after printing the counts, 2 on a usage error,
+/// 1 when the harness does not load.
+pub fn run(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
+    let mut opts: HashMap<&str, &str> = HashMap::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match *a {
+            "--help" | "-h" => {
+                let _ = writeln!(out, "{HELP}");
+                return 0;
+            }
+            "--harness" | "--tool" | "--calls" | "--tenant" | "--principal" | "--start-at-ms" => match it.next() {
+                Some(v) => {
+                    opts.insert(a, v);
+                }
+                None => {
+                    let _ = writeln!(err, "harnessweaver _stress-limit: `{a}` needs a value\n\n{HELP}");
+                    return 2;
+                }
+            },
+            other => {
+                let _ = writeln!(err, "harnessweaver _stress-limit: unknown argument `{other}`\n\n{HELP}");
+                return 2;
+            }
+        }
+    }
+    let (Some(path), Some(tool), Some(calls)) = (opts.get("--harness"), opts.get("--tool"), opts.get("--calls").and_then(|c| c.parse::<u64>().ok()))
+    else {
+        let _ = writeln!(err, "harnessweaver _stress-limit: `--harness`, `--tool` and `--calls` are required\n\n{HELP}");
+        return 2;
+    };
+    let harness = match Harness::load(path) {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = writeln!(err, "harnessweaver _stress-limit: {e}");
+            return 1;
+        }
+    };
+    let pong: Handler = Arc::new(|_: &Value, _: &str| Ok(json!("pong")));
+    let handlers: HashMap<String, Handler> = harness.tools().iter().map(|t| (t.name().to_string(), pong.clone())).collect();
+    let runtime = match Runtime::load(path, LoadOptions { handlers: handlers.clone(), ..LoadOptions::default() }) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(err, "harnessweaver _stress-limit: {e}");
+            return 1;
+        }
+    };
+    if let Some(at) = opts.get("--start-at-ms").and_then(|s| s.parse::<u64>().ok()) {
+        let now = SystemClock.now_ms();
+        if at > now {
+            std::thread::sleep(Duration::from_millis(at - now));
+        }
+    }
+    let ctx = CallContext {
+        principal: Principal::new(opts.get("--principal").copied().unwrap_or("stress")),
+        tenant: opts.get("--tenant").map(|t| (*t).to_string()),
+        ..CallContext::default()
+    };
+    let governor = runtime.governor();
+    let before = governor.store().round_trips().unwrap_or(0);
+    let (mut allowed, mut limited, mut unavailable, mut other) = (0u64, 0u64, 0u64, 0u64);
+    let started = Instant::now();
+    for _ in 0..calls {
+        let result = governor.call(tool, json!({}), &ctx, &handlers);
+        match (result.decision, result.code.as_deref()) {
+            (Decision::Allowed, _) => allowed += 1,
+            (_, Some("rate_limited")) => limited += 1,
+            (_, Some("store_unavailable")) => unavailable += 1,
+            _ => other += 1,
+        }
+    }
+    let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let round_trips = governor.store().round_trips().map(|n| n.saturating_sub(before));
+    let line = json!({
+        "allowed": allowed,
+        "rate_limited": limited,
+        "store_unavailable": unavailable,
+        "other": other,
+        "round_trips": round_trips,
+        "elapsed_us": elapsed_us,
+    });
+    let _ = writeln!(out, "{line}");
+    0
+}

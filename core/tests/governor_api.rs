@@ -1,0 +1,153 @@
+//! The governor through its Rust API: what fixtures cannot show in one
+//! scenario (two harness versions over one store, explain's lack of side
+//! effects, the JSONL audit trail, Rust closures with timeouts).
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use harnessweaver_core::governor::{GovernorOptions, Handler};
+use harnessweaver_core::store::{MemoryStore, Store};
+use harnessweaver_core::{CallContext, Decision, LoadOptions, Principal, Runtime};
+use serde_json::{json, Value};
+
+fn dir(name: &str, files: &[(&str, String)]) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hw-api-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    for (rel, text) in files {
+        let p = d.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+    d
+}
+
+fn harness(policy: &str) -> String {
+    format!("apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.yaml\"]\n    approval_by_risk: [high]\n{policy}")
+}
+
+fn tool(name: &str, extra: &str) -> String {
+    format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: {name}}}\nspec:\n  handler: \"x:{name}\"\n  description: d\n{extra}")
+}
+
+fn echo() -> Handler {
+    Arc::new(|args: &Value, _key: &str| Ok(json!({ "args": args })))
+}
+
+fn load(path: &Path, store: Option<Arc<dyn Store>>, handlers: &[(&str, Handler)]) -> Runtime {
+    let options = LoadOptions {
+        handlers: handlers.iter().map(|(n, h)| (n.to_string(), h.clone())).collect::<HashMap<_, _>>(),
+        governor: GovernorOptions { store, ..GovernorOptions::default() },
+        ..LoadOptions::default()
+    };
+    Runtime::load(path.join("harness.yaml"), options).unwrap()
+}
+
+fn bob() -> Principal {
+    Principal::from_value(&json!({"id": "bob", "roles": ["finance"]})).unwrap()
+}
+
+#[test]
+fn an_approval_is_void_under_another_policy_version() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let v1 = dir("v1", &[("harness.yaml", harness("")), ("tools/pay.yaml", tool("pay", "  risk: high\n"))]);
+    let rt1 = load(&v1, Some(store.clone()), &[("pay", echo())]);
+    let ctx = CallContext { principal: Principal::new("alice"), ..CallContext::default() };
+    let pending = rt1.call("pay", json!({"usd": 5}), &ctx);
+    assert_eq!(pending.decision, Decision::Pending);
+    let id = pending.approval.unwrap().id;
+    rt1.governor().approve(&id, &bob()).unwrap();
+
+    // The harness changes (a new rule) before the approved call runs.
+    let v2 = dir("v2", &[
+        ("harness.yaml", harness("  policy:\n    rules:\n      - {name: extra, effect: allow, tools: [\"*\"]}\n")),
+        ("tools/pay.yaml", tool("pay", "  risk: high\n")),
+    ]);
+    let rt2 = load(&v2, Some(store.clone()), &[("pay", echo())]);
+    assert_ne!(rt1.governor().policy_version(), rt2.governor().policy_version());
+    let replay = CallContext { approval_id: Some(id.clone()), ..ctx.clone() };
+    let r = rt2.call("pay", json!({"usd": 5}), &replay);
+    assert_eq!(r.decision, Decision::Pending, "{r:?}");
+    assert!(r.reasons.iter().any(|x| x.contains("another policy version")), "{:?}", r.reasons);
+    // Under the version it was granted in, it still runs, once.
+    assert_eq!(rt1.call("pay", json!({"usd": 5}), &replay).decision, Decision::Allowed);
+    assert_eq!(rt1.call("pay", json!({"usd": 5}), &replay).decision, Decision::Pending);
+}
+
+#[test]
+fn explain_counts_nothing_and_asks_nothing() {
+    let d = dir("explain", &[
+        ("harness.yaml", harness("  budgets: {max_tool_calls: 1}\n")),
+        ("tools/q.yaml", tool("q", "  rate_limit: {per_principal: 1/h}\n")),
+        ("tools/pay.yaml", tool("pay", "  risk: high\n")),
+    ]);
+    let store = Arc::new(MemoryStore::new());
+    let rt = load(&d, Some(store.clone()), &[("q", echo()), ("pay", echo())]);
+    let ctx = rt.run(Principal::new("alice"), None, None);
+    for _ in 0..5 {
+        let e = rt.explain("q", json!({}), &ctx);
+        assert_eq!(e.decision, Decision::Allowed, "{}", e.to_text());
+        assert_eq!(rt.explain("pay", json!({}), &ctx).decision, Decision::Pending);
+    }
+    assert!(store.open_approvals().unwrap().is_empty(), "explain created an approval");
+    assert_eq!(rt.call("q", json!({}), &ctx).decision, Decision::Allowed, "explain used up the budget or the rate");
+    let text = rt.explain("q", json!({}), &ctx).to_text();
+    assert!(text.contains("budgets.max_tool_calls 1 per run"), "{text}");
+    assert_eq!(rt.call("q", json!({}), &ctx).code.as_deref(), Some("budget_exhausted"));
+}
+
+#[test]
+fn jsonl_audit_trail_holds_no_args_or_outputs() {
+    let d = dir("audit", &[
+        ("harness.yaml", harness("  audit: {sink: audit/events.jsonl}\n")),
+        ("tools/lookup.yaml", tool("lookup", "  input_schema: {type: object, properties: {q: {type: string, maxLength: 40}}}\n")),
+    ]);
+    let leak: Handler = Arc::new(|_a: &Value, _k: &str| Ok(json!({"email": "ann.secret@example.com", "key": "sk_live_OUTPUT_SECRET"})));
+    let rt = load(&d, None, &[("lookup", leak)]);
+    let ctx = CallContext { principal: Principal::new("alice"), tenant: Some("acme".into()), ..CallContext::default() };
+    assert!(rt.call("lookup", json!({"q": "password=hunter2-ARG-SECRET"}), &ctx).is_allowed());
+    let long = "x".repeat(50) + "TOO-LONG-SECRET";
+    assert_eq!(rt.call("lookup", json!({"q": long}), &ctx).code.as_deref(), Some("invalid_args"));
+    assert_eq!(rt.call("nope", json!({"token": "NOPE-SECRET"}), &ctx).code.as_deref(), Some("unknown_tool"));
+    let trail = fs::read_to_string(d.join("audit/events.jsonl")).unwrap();
+    assert_eq!(trail.lines().count(), 3);
+    for secret in ["hunter2", "ARG-SECRET", "OUTPUT_SECRET", "ann.secret", "TOO-LONG-SECRET", "NOPE-SECRET"] {
+        assert!(!trail.contains(secret), "`{secret}` leaked into the audit trail");
+    }
+    for line in trail.lines() {
+        let event: Value = serde_json::from_str(line).unwrap();
+        assert!(event["args_digest"].as_str().unwrap().starts_with("sha256:"));
+        assert_eq!(event["principal"], "alice");
+    }
+}
+
+#[test]
+fn rust_closures_with_timeouts_and_failures() {
+    let d = dir("closures", &[
+        ("harness.yaml", harness("")),
+        ("tools/slow.yaml", tool("slow", "  timeout: 50ms\n")),
+        ("tools/fail.yaml", tool("fail", "")),
+        ("tools/ok.yaml", tool("ok", "")),
+    ]);
+    let slow: Handler = Arc::new(|_a: &Value, _k: &str| {
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        Ok(json!(1))
+    });
+    let fail: Handler = Arc::new(|_a: &Value, _k: &str| Err("IoError".into()));
+    let rt = load(&d, None, &[("slow", slow), ("fail", fail), ("ok", echo())]);
+    let ctx = rt.run(Principal::new("alice"), None, None);
+    assert_eq!(rt.call("slow", json!({}), &ctx).code.as_deref(), Some("timeout"));
+    let failed = rt.call("fail", json!({}), &ctx);
+    assert_eq!((failed.code.as_deref(), failed.message.as_str()), (Some("handler_error"), "`fail` failed (IoError)"));
+    assert!(failed.to_model().starts_with("[tool call refused: handler_error]"));
+    let ok = rt.call("ok", json!({"a": 1}), &ctx);
+    assert_eq!(ok.to_model(), r#"{"args":{"a":1}}"#);
+}
+
+#[test]
+fn a_native_tool_without_a_handler_does_not_load() {
+    let d = dir("nohandler", &[("harness.yaml", harness("")), ("tools/a.yaml", tool("a", ""))]);
+    let err = Runtime::load(d.join("harness.yaml"), LoadOptions::default()).unwrap_err();
+    assert_eq!(err.code(), "handler_not_registered");
+}

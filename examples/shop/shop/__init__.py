@@ -1,0 +1,1 @@
+"""The shop example's handlers (named `shop.tools:<function>` in its manifests)."""

@@ -1,0 +1,181 @@
+// Runs every scenario of fixtures/governor/ through the Node binding, as
+// core/tests/fixtures_governor.rs does through the core: the same handler
+// behaviours (async handlers with timers for `sleeps_ms`), a manual clock,
+// deterministic ids, and subset compares of each expectation against the
+// result's JSON and of the audit events. A scenario this runner cannot run fails.
+import assert from 'node:assert/strict'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, dirname, join } from 'node:path'
+import { test } from 'node:test'
+
+import { FIXTURES, hw, read } from './fixture_support.mjs'
+
+const DIR = join(FIXTURES, 'governor')
+const SCENARIOS = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort().map((f) => join(DIR, f))
+
+// Scenarios that fail today, by name, each with the reason. Keep empty.
+const EXPECTED_FAILURES = new Map()
+
+function namedError(kind) {
+  const err = new Error('fixture failure')
+  err.name = kind
+  return err
+}
+
+function handlerFor(b) {
+  const body = (args, ctx) => {
+    if ('raises' in b) throw namedError(b.raises)
+    if ('unserializable' in b) return () => 'a function has no JSON form'
+    if ('echo' in b) return { args }
+    if ('returns_key' in b) return { idempotency_key: ctx.idempotencyKey }
+    if ('returns_repeat' in b) return b.returns_repeat.text.repeat(b.returns_repeat.times)
+    return b.returns ?? null
+  }
+  if ('sleeps_ms' in b) {
+    return async (args, ctx) => {
+      await new Promise((resolve) => setTimeout(resolve, b.sleeps_ms))
+      return body(args, ctx)
+    }
+  }
+  return body
+}
+
+function checkSubset(want, got, what) {
+  for (const [k, v] of Object.entries(want)) {
+    assert.deepEqual(got?.[k] ?? null, v, `${what}: \`${k}\` differs; got ${JSON.stringify(got)}`)
+  }
+}
+
+async function runScenario(path) {
+  const name = basename(path, '.json')
+  const c = read(path)
+  const dir = mkdtempSync(join(tmpdir(), `hw-gov-node-${name}-`))
+  try {
+    for (const [rel, text] of Object.entries(c.files)) {
+      mkdirSync(dirname(join(dir, rel)), { recursive: true })
+      writeFileSync(join(dir, rel), text)
+    }
+    const events = []
+    const tools = Object.fromEntries(Object.entries(c.handlers).map(([k, b]) => [k, handlerFor(b)]))
+    const load = () => hw._testing.load(join(dir, 'harness.yaml'), { tools, audit: (e) => events.push(e) }, { clockMs: c.start_ms })
+    if ('load_problems' in c) {
+      let err
+      try {
+        load()
+      } catch (e) {
+        err = e
+      }
+      assert.ok(err instanceof hw.LoadError, `${name}: expected the load to fail, got ${err}`)
+      assert.equal(err.problems.length, c.load_problems.length, `${name}: problems ${JSON.stringify(err.problems)}`)
+      c.load_problems.forEach((w, i) => checkSubset(w, err.problems[i], `${name} load problem`))
+      return
+    }
+    const h = load()
+    const principals = c.principals
+    const runs = new Map()
+    let lastApproval = null
+    const approvalRef = (r) => {
+      if (r !== 'last') return r
+      assert.ok(lastApproval, 'no approval yet')
+      return lastApproval
+    }
+    for (const [i, step] of c.steps.entries()) {
+      const what = `${name} step ${i}`
+      if ('advance_ms' in step) {
+        hw._testing.advanceMs(h, step.advance_ms)
+        continue
+      }
+      if ('run' in step && !('call' in step)) {
+        runs.set(step.run, h.run({ principal: principals[step.principal] }).id)
+        continue
+      }
+      const expect = step.expect
+      let result = null
+      let error = null
+      let other = null
+      const codeOf = (fn) => {
+        try {
+          return fn()
+        } catch (e) {
+          if (!(e instanceof hw.HarnessweaverError)) throw e
+          error = e.code
+          return null
+        }
+      }
+      if ('call' in step) {
+        result = await h.call(step.call, step.args, {
+          principal: principals[step.principal],
+          tenant: step.tenant,
+          task: step.task,
+          run: 'run' in step ? runs.get(step.run) : undefined,
+          approval: 'approval' in step ? approvalRef(step.approval) : undefined,
+          raiseOnRefusal: false,
+        })
+      } else if ('explain' in step) {
+        other = h.explain(step.explain, step.args, {
+          principal: principals[step.principal],
+          tenant: step.tenant,
+          run: 'run' in step ? runs.get(step.run) : undefined,
+        })
+      } else if ('tool_specs' in step) {
+        other = { specs: h.toolSpecs(step.tool_specs, { principal: step.principal ? principals[step.principal] : null, tenant: step.tenant }) }
+      } else if ('approve' in step) {
+        try {
+          result = await h.approve(approvalRef(step.approve), { approver: principals[step.approver], args: step.args, raiseOnRefusal: false })
+        } catch (e) {
+          if (!(e instanceof hw.HarnessweaverError)) throw e
+          error = e.code
+        }
+      } else if ('approve_only' in step) {
+        const a = codeOf(() => h.grant(approvalRef(step.approve_only), { approver: principals[step.approver] }))
+        if (a) other = { state: a.state }
+      } else if ('deny' in step) {
+        const by = principals[step.by] ?? { id: step.by }
+        const a = codeOf(() => h.deny(approvalRef(step.deny), { by, reason: step.reason }))
+        if (a) other = { state: a.state }
+      } else {
+        assert.fail(`${what}: unknown step ${JSON.stringify(step)}`)
+      }
+      if (result) {
+        assert.ok(!('error' in expect), `${what}: expected error ${JSON.stringify(expect)}, got ${JSON.stringify(result)}`)
+        const got = JSON.parse(result._call.json())
+        assert.deepEqual(JSON.parse(JSON.stringify(result)), got, `${what}: toJSON and the core's JSON disagree`)
+        if (result.approval) lastApproval = result.approval.id
+        const { approval: wantApproval, ...want } = expect
+        checkSubset(want, got, what)
+        if (wantApproval !== undefined) checkSubset(wantApproval, got.approval, what)
+      } else if (other) {
+        checkSubset(expect, other, what)
+      } else {
+        assert.equal(error, expect.error ?? null, `${what}: expected ${JSON.stringify(expect)}, got error ${error}`)
+      }
+    }
+    if ('audit' in c) {
+      assert.equal(events.length, c.audit.length, `${name}: audit event count`)
+      c.audit.forEach((w, i) => checkSubset(w, events[i], `${name} audit`))
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+test('there are governor scenarios', () => {
+  assert.ok(SCENARIOS.length > 0)
+})
+
+for (const path of SCENARIOS) {
+  const name = basename(path, '.json')
+  test(`governor/${name}`, async () => {
+    if (EXPECTED_FAILURES.has(name)) {
+      await assert.rejects(runScenario(path), assert.AssertionError, `${name} is listed as an expected failure but passes`)
+    } else {
+      await runScenario(path)
+    }
+  })
+}
+
+test('expected failures name real scenarios', () => {
+  const names = new Set(SCENARIOS.map((p) => basename(p, '.json')))
+  for (const name of EXPECTED_FAILURES.keys()) assert.ok(names.has(name), name)
+})

@@ -1,0 +1,157 @@
+"""Runs every scenario of fixtures/governor/ through the Python binding, as
+core/tests/fixtures_governor.rs does through the core: the same handler
+behaviours, a manual clock, deterministic ids, and subset compares of each
+step's expectation against the result's JSON and of the audit events."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+
+import harnessweaver as hw
+from harnessweaver import _testing
+from fixture_support import FIXTURES
+
+SCENARIOS = sorted((FIXTURES / "governor").glob("*.json"))
+
+# Scenarios that fail today, each with the reason. Kept empty when possible.
+EXPECTED_FAILURES: Dict[str, str] = {}
+
+
+def handler_for(behaviour: Dict[str, Any]) -> Callable[..., Any]:
+    def handler(idempotency_key: str = "", **args: Any) -> Any:
+        if "sleeps_ms" in behaviour:
+            time.sleep(behaviour["sleeps_ms"] / 1000.0)
+        if "raises" in behaviour:
+            raise type(behaviour["raises"], (Exception,), {})("fixture failure")
+        if "unserializable" in behaviour:
+            return object()
+        if "echo" in behaviour:
+            return {"args": args}
+        if "returns_key" in behaviour:
+            return {"idempotency_key": idempotency_key}
+        if "returns_repeat" in behaviour:
+            r = behaviour["returns_repeat"]
+            return r["text"] * r["times"]
+        return behaviour.get("returns")
+
+    return handler
+
+
+def check_subset(want: Dict[str, Any], got: Dict[str, Any], what: str) -> None:
+    for key, value in want.items():
+        assert got.get(key) == value, f"{what}: `{key}` differs; got {json.dumps(got)}"
+
+
+def run_scenario(path: Path, tmp: Path) -> None:
+    case = json.loads(path.read_text(encoding="utf-8"))
+    for rel, text in case["files"].items():
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    events: List[Dict[str, Any]] = []
+    handlers = {name: handler_for(b) for name, b in case["handlers"].items()}
+    if "load_problems" in case:
+        with pytest.raises(hw.LoadError) as info:
+            _testing.load(tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"])
+        got = [p.to_dict() for p in info.value.problems]
+        assert len(got) == len(case["load_problems"]), f"{path.name}: problems {got}"
+        for want, problem in zip(case["load_problems"], got):
+            check_subset(want, problem, f"{path.name} load problem")
+        return
+    h = _testing.load(tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"])
+    principals = case["principals"]
+    runs: Dict[str, str] = {}
+    last_approval: Optional[str] = None
+
+    def approval_ref(ref: str) -> str:
+        if ref == "last":
+            assert last_approval is not None, "no approval yet"
+            return last_approval
+        return ref
+
+    for i, step in enumerate(case["steps"]):
+        what = f"{path.name} step {i}"
+        if "advance_ms" in step:
+            _testing.advance_ms(h, step["advance_ms"])
+            continue
+        if "run" in step and "call" not in step:
+            runs[step["run"]] = h.run(principal=principals[step["principal"]]).id
+            continue
+        expect = step["expect"]
+        result: Optional[hw.CallResult] = None
+        error: Optional[str] = None
+        other: Optional[Dict[str, Any]] = None
+        if "call" in step:
+            result = h.call(
+                step["call"], step["args"], principal=principals[step["principal"]], tenant=step.get("tenant"),
+                task=step.get("task"), run=runs[step["run"]] if "run" in step else None,
+                approval=approval_ref(step["approval"]) if "approval" in step else None, raise_on_refusal=False,
+            )
+        elif "explain" in step:
+            other = h.explain(step["explain"], step["args"], principal=principals[step["principal"]],
+                              tenant=step.get("tenant"), run=runs[step["run"]] if "run" in step else None)
+        elif "tool_specs" in step:
+            principal = principals[step["principal"]] if "principal" in step else None
+            other = {"specs": h.tool_specs(step["tool_specs"], principal=principal, tenant=step.get("tenant"))}
+        elif "approve" in step:
+            try:
+                result = h.approve(approval_ref(step["approve"]), approver=principals[step["approver"]],
+                                   args=step.get("args"), raise_on_refusal=False)
+            except hw.HarnessweaverError as err:
+                error = err.code
+        elif "approve_only" in step:
+            try:
+                other = {"state": h.grant(approval_ref(step["approve_only"]), approver=principals[step["approver"]])["state"]}
+            except hw.HarnessweaverError as err:
+                error = err.code
+        elif "deny" in step:
+            by = principals.get(step["by"], {"id": step["by"]})
+            try:
+                other = {"state": h.deny(approval_ref(step["deny"]), step["reason"], by=by)["state"]}
+            except hw.HarnessweaverError as err:
+                error = err.code
+        else:
+            raise AssertionError(f"{what}: unknown step {step}")
+        if result is not None:
+            assert "error" not in expect, f"{what}: expected error {expect}, got {result!r}"
+            got = json.loads(result.to_json())
+            assert got == result.to_dict(), f"{what}: to_dict and to_json disagree"
+            if result.approval:
+                last_approval = result.approval["id"]
+            want = dict(expect)
+            want_approval = want.pop("approval", None)
+            check_subset(want, got, what)
+            if want_approval is not None:
+                check_subset(want_approval, got["approval"] or {}, what)
+        elif other is not None:
+            check_subset(expect, other, what)
+        else:
+            assert expect.get("error") == error, f"{what}: expected {expect}, got error {error}"
+    if "audit" in case:
+        assert len(events) == len(case["audit"]), f"{path.name}: audit event count {len(events)}"
+        for want, event in zip(case["audit"], events):
+            check_subset(want, event, f"{path.name} audit")
+
+
+def test_there_are_scenarios() -> None:
+    assert SCENARIOS, "no fixtures in fixtures/governor"
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_governor_scenario(path: Path, tmp_path: Path) -> None:
+    if path.stem in EXPECTED_FAILURES:
+        with pytest.raises(AssertionError):
+            run_scenario(path, tmp_path)
+        return
+    run_scenario(path, tmp_path)
+
+
+def test_expected_failures_name_real_scenarios() -> None:
+    names = {p.stem for p in SCENARIOS}
+    for name in EXPECTED_FAILURES:
+        assert name in names, name
