@@ -39,3 +39,13 @@ test-transports: build-sandbox mcp-servers ## run the transport tests (http serv
 test-rust: build-sandbox mcp-servers
 
 .PHONY: build-sandbox mcp-servers test-transports
+
+# Release builds (worker and core) for the per-call figures in docs/transports.md.
+BENCH_TARGETS += bench-transports
+SANDBOX_WORKER_RELEASE := $(SANDBOX_TARGET)/$(HOST_TRIPLE)/release/harnessweaver-sandbox
+
+bench-transports: mcp-servers ## benchmark http, code (warm/cold) and mcp calls through the governor
+	cargo build --release --manifest-path sandbox/Cargo.toml --target-dir $(SANDBOX_TARGET)
+	HARNESSWEAVER_SANDBOX_WORKER=$(SANDBOX_WORKER_RELEASE) cargo bench -p harnessweaver-core --bench transports
+
+.PHONY: bench-transports

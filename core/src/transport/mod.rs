@@ -135,6 +135,30 @@ impl Transports {
             }
         }
         let code = wants_code.then(|| Arc::new(code::CodePool::new(options.sandbox_worker.clone(), options.sandbox_pool_size)));
+        if let Some(pool) = &code {
+            // Start one worker per memory limit in the background, so the
+            // first call finds it warm (a missing worker is reported by the call).
+            let mut limits: Vec<u64> = compiled
+                .values()
+                .filter_map(|t| match t {
+                    ToolTransport::Code(c) => Some(c.limits.max_memory_mb),
+                    _ => None,
+                })
+                .collect();
+            limits.sort_unstable();
+            limits.dedup();
+            let weak = Arc::downgrade(pool);
+            let _ = std::thread::Builder::new().name("harnessweaver-sandbox-warm".into()).spawn(move || {
+                for mb in limits {
+                    match weak.upgrade() {
+                        Some(pool) => {
+                            let _ = pool.warm(mb);
+                        }
+                        None => return,
+                    }
+                }
+            });
+        }
         let mcp = if mcp_tools.is_empty() {
             None
         } else {
@@ -189,5 +213,17 @@ impl Transports {
             (Some(ToolTransport::Mcp(t)), Some(hub)) => hub.mismatch(t),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Bindings move the runtime across threads and call `invoke` from many.
+    #[test]
+    fn the_runtime_and_tickets_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<super::Transports>();
+        send_sync::<crate::runtime::Runtime>();
+        send_sync::<crate::governor::Ticket>();
     }
 }
