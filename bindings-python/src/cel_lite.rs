@@ -73,6 +73,8 @@ pub(crate) struct Program {
     inner: core_cel::Program,
     /// The names the expression uses, as Python strings (looked up in `vars` on every call).
     keys: Vec<Py<PyString>>,
+    /// The six names, interned, to check the keys of `vars` by identity first.
+    all: Vec<Py<PyString>>,
 }
 
 impl Program {
@@ -101,8 +103,10 @@ impl Program {
             ));
         };
         for key in dict.keys().iter() {
-            let known = key.cast::<PyString>().ok().and_then(|k| k.to_cow().ok().map(|k| NAMES.contains(&&*k)));
-            if known != Some(true) {
+            // Keys written as literals are interned, so identity usually decides without reading the text.
+            let known = self.all.iter().any(|n| key.is(n))
+                || key.cast::<PyString>().ok().and_then(|k| k.to_cow().ok().map(|k| NAMES.contains(&&*k))) == Some(true);
+            if !known {
                 let shown = key.repr().map_or_else(|_| "?".to_string(), |r| r.to_string());
                 return Err(invalid_argument(
                     py,
@@ -195,7 +199,8 @@ fn cel_compile(py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<Program> 
     let text = text.to_cow()?;
     let inner = core_cel::compile(&text).map_err(|e| compile_error(py, &e))?;
     let keys = inner.names().iter().map(|n| PyString::intern(py, n).unbind()).collect();
-    Ok(Program { inner, keys })
+    let all = NAMES.iter().map(|n| PyString::intern(py, n).unbind()).collect();
+    Ok(Program { inner, keys, all })
 }
 
 /// Adds the cel-lite names to the native module.
