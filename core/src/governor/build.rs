@@ -12,6 +12,7 @@ use crate::error::{Error, Problem};
 use crate::harness::{self, EnforceMode, ExampleExpect, Harness, StateBackend};
 use crate::manifest::{self, PinState, Tool, TrustLabel};
 use crate::store::{MemoryStore, Rate, RedisClock, RedisOptions, RedisStore, SqliteAuditSink, SqliteOptions, SqliteStore, Store};
+use crate::transport::{TransportOptions, Transports};
 use crate::validate::{Constraints, SchemaValidator};
 
 /// What a host may choose when it builds a governor.
@@ -27,6 +28,8 @@ pub struct GovernorOptions {
     pub sequential_ids: bool,
     /// Tools registered in code, each with its manifest.
     pub extra_tools: Vec<Tool>,
+    /// The sandbox worker and pool settings of the transports.
+    pub transports: TransportOptions,
 }
 
 /// Compiles a condition; the loader has already reported compile errors
@@ -241,6 +244,12 @@ impl Governor {
         if !problems.is_empty() {
             return Err(Error::Load(problems));
         }
+        // Last, so a harness with other problems does not start MCP servers.
+        let (transports, transport_problems) =
+            Transports::build(spec, harness.tools().iter().chain(options.extra_tools.iter()), &options.transports);
+        if !transport_problems.is_empty() {
+            return Err(Error::Load(transport_problems));
+        }
         let settings = Settings {
             trifecta: spec.trifecta,
             approval_by_risk: spec.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r).to_string()).collect(),
@@ -258,6 +267,7 @@ impl Governor {
         let ids = if options.sequential_ids { IdSource::sequential() } else { IdSource::random() };
         let mut governor = Governor::new(tools, rules, settings, store, clock, ids, audit);
         governor.set_policy_version(policy_version(harness, &options.extra_tools));
+        governor.set_transports(transports);
         Ok(governor)
     }
 }
