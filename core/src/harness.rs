@@ -249,6 +249,17 @@ pub enum McpServer {
     },
 }
 
+/// `spec.mcp.connect`: when the MCP servers of mcp tools are connected and
+/// their served definitions checked against the manifests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum McpConnect {
+    /// When the harness loads (default): an unreachable server is a load error.
+    #[default]
+    Eager,
+    /// At the first call of one of the server's tools.
+    Lazy,
+}
+
 /// The harness file's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HarnessSpec {
@@ -274,6 +285,8 @@ pub struct HarnessSpec {
     pub state_options: StateOptions,
     /// `spec.mcp.servers`.
     pub mcp_servers: BTreeMap<String, McpServer>,
+    /// `spec.mcp.connect`.
+    pub mcp_connect: McpConnect,
 }
 
 /// A loaded harness: its settings and every tool's manifest.
@@ -368,6 +381,7 @@ impl Harness {
                                 }
                             }
                             if let Some((m, schema_pos)) = parse_manifest(&node, &mut mcx) {
+                                check_mcp_server(&m, &node, &spec, &mut mcx);
                                 let clean = mcx.problems.is_empty() && !duplicate;
                                 if let Some(t) = Tool::build(
                                     m,
@@ -487,8 +501,23 @@ impl Harness {
                 "run_ttl_ms": s.state_options.run_ttl_ms,
                 "timeout_ms": s.state_options.timeout_ms,
             },
-            "mcp": {"servers": servers},
+            "mcp": {"connect": match s.mcp_connect { McpConnect::Eager => "eager", McpConnect::Lazy => "lazy" }, "servers": servers},
         })
+    }
+}
+
+/// An mcp tool's `server: mcp://NAME` must name a server of `spec.mcp.servers`.
+fn check_mcp_server(m: &manifest::Manifest, node: &Node, spec: &HarnessSpec, cx: &mut Checker) {
+    if m.transport != manifest::Transport::Mcp {
+        return;
+    }
+    let Some(server) = &m.server else { return };
+    let known = crate::transport::mcp::server_name(server).is_some_and(|n| spec.mcp_servers.contains_key(n));
+    if !known {
+        let pos = node.get("spec").and_then(|s| s.get("server")).map_or(node.pos, |n| n.pos);
+        let declared: Vec<&str> = spec.mcp_servers.keys().map(String::as_str).collect();
+        let hint = if declared.is_empty() { "none is declared".to_string() } else { format!("declared: `{}`", declared.join("`, `")) };
+        cx.report("unknown_mcp_server", pos, "spec.server", format!("`{server}` names no server of `spec.mcp.servers` in harness.yaml ({hint})"));
     }
 }
 
@@ -764,9 +793,9 @@ fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -> Option<(H
         }
     }
     let state_options = spec.get("state_options").map(|n| parse_state_options(n, cx)).unwrap_or_default();
-    let mcp_servers = spec.get("mcp").map(|n| parse_mcp(n, cx)).unwrap_or_default();
+    let (mcp_servers, mcp_connect) = spec.get("mcp").map(|n| parse_mcp(n, cx)).unwrap_or_default();
     spec.finish(cx);
-    let spec = HarnessSpec { name, mode, tools, layers, rules, trifecta, budgets, audit_sink, state, state_options, mcp_servers };
+    let spec = HarnessSpec { name, mode, tools, layers, rules, trifecta, budgets, audit_sink, state, state_options, mcp_servers, mcp_connect };
     Some((spec, globs, layer_files))
 }
 
@@ -982,9 +1011,13 @@ fn env_map(cx: &mut Checker, node: Option<&Node>, path: &str) -> BTreeMap<String
     out
 }
 
-fn parse_mcp(node: &Node, cx: &mut Checker) -> BTreeMap<String, McpServer> {
+fn parse_mcp(node: &Node, cx: &mut Checker) -> (BTreeMap<String, McpServer>, McpConnect) {
     let mut servers = BTreeMap::new();
-    let Some(mut m) = cx.map(node, "spec.mcp") else { return servers };
+    let Some(mut m) = cx.map(node, "spec.mcp") else { return (servers, McpConnect::Eager) };
+    let connect = m
+        .get("connect")
+        .and_then(|n| cx.choice(n, "spec.mcp.connect", &[("eager", McpConnect::Eager), ("lazy", McpConnect::Lazy)]))
+        .unwrap_or_default();
     if let Some(s) = m.get("servers") {
         if let Some(mut list) = cx.map(s, "spec.mcp.servers") {
             for (k, v) in list.all() {
@@ -1000,7 +1033,7 @@ fn parse_mcp(node: &Node, cx: &mut Checker) -> BTreeMap<String, McpServer> {
         }
     }
     m.finish(cx);
-    servers
+    (servers, connect)
 }
 
 fn parse_mcp_server(r: &mut MapReader<'_>, cx: &mut Checker, path: &str) -> Option<McpServer> {

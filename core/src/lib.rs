@@ -1,8 +1,8 @@
 //! harnessweaver-core: everything that decides.
 //!
 //! Manifests and the harness, canonical JSON and the definition digest,
-//! cel-lite, the nine-step governor, the sanitizers and the state store live
-//! here. The Python, Node and Swift bindings only convert types and call host
+//! cel-lite, the nine-step governor, the sanitizers, the state store and the
+//! http, code and mcp transports live here. The Python, Node and Swift bindings only convert types and call host
 //! handlers.
 
 pub mod audit;
@@ -20,6 +20,7 @@ pub mod pin;
 pub mod runtime;
 pub mod sanitize;
 pub mod store;
+pub mod transport;
 pub mod validate;
 pub mod yaml;
 

@@ -22,6 +22,9 @@ pub const API_VERSION: &str = "harnessweaver/v1";
 /// `output.max_bytes` of a tool loaded on its own.
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 100_000;
 
+/// The sandbox names a `code` tool may give (`monty` is short for `monty.sandbox`).
+pub const SANDBOXES: &[&str] = &["monty", "monty.sandbox"];
+
 /// Whether a manifest's `definition_digest` matches its current definition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PinState {
@@ -53,7 +56,7 @@ pub enum Transport {
     Http,
     /// Code run in a sandbox.
     Code,
-    /// An MCP server's tool (refused at load until the transport lands).
+    /// An MCP server's tool, named by `server: mcp://NAME`.
     Mcp,
 }
 
@@ -85,14 +88,8 @@ pub enum Risk {
     Critical,
 }
 
-/// A sanitizer in `output.sanitize`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sanitizer {
-    /// Redact personal data.
-    PiiRedact,
-    /// Strip instructions aimed at the model.
-    StripInstructions,
-}
+/// A sanitizer in `output.sanitize` (the sanitizers' own type).
+pub use crate::sanitize::Sanitizer;
 
 /// Whether a tool's output marks the run as having seen untrusted content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -614,10 +611,7 @@ pub fn risk_name(r: Risk) -> &'static str {
 
 /// The manifest name of a sanitizer.
 pub fn sanitizer_name(s: Sanitizer) -> &'static str {
-    match s {
-        Sanitizer::PiiRedact => "pii_redact",
-        Sanitizer::StripInstructions => "strip_instructions",
-    }
+    s.as_str()
 }
 
 pub(crate) const RISKS: &[(&str, Risk)] =
@@ -762,16 +756,6 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<(Manifest,
     // them without requiring or refusing any.
     let known = chosen.is_some();
     let transport = chosen.unwrap_or(Transport::Native);
-    if transport == Transport::Mcp {
-        if let Some(n) = spec.get("transport") {
-            cx.report(
-                "transport_unavailable",
-                n.pos,
-                "spec.transport",
-                "the `mcp` transport is not available yet; this harness cannot load an mcp tool".to_string(),
-            );
-        }
-    }
     let description = spec.get("description").and_then(|n| cx.string(n, "spec.description")).unwrap_or_default();
     let (input_schema, schema_pos) = match spec.get("input_schema") {
         None => (json!({"type": "object"}), spec_node.pos),
@@ -799,6 +783,21 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<(Manifest,
     let url = field_for(cx, &mut spec, "url", known, transport, &[Transport::Http], Some("missing_url"));
     let server = field_for(cx, &mut spec, "server", known, transport, &[Transport::Mcp], Some("missing_field"));
     let sandbox = field_for(cx, &mut spec, "sandbox", known, transport, &[Transport::Code], Some("missing_field"));
+    if let (Some(srv), Some(n)) = (&server, spec.get("server")) {
+        if crate::transport::mcp::server_name(srv).is_none() {
+            cx.report("invalid_value", n.pos, "spec.server", format!("`spec.server` must be `mcp://NAME`, naming a server of `spec.mcp.servers`, not `{srv}`"));
+        }
+    }
+    if let (Some(sb), Some(n)) = (&sandbox, spec.get("sandbox")) {
+        if !SANDBOXES.contains(&sb.as_str()) {
+            cx.report(
+                "unknown_sandbox",
+                n.pos,
+                "spec.sandbox",
+                format!("`spec.sandbox` is `{sb}`; the sandboxes are `monty` (short for `monty.sandbox`)"),
+            );
+        }
+    }
     if let (Some(u), Some(n)) = (&url, spec.get("url")) {
         if !(u.starts_with("http://") || u.starts_with("https://")) || u.len() <= "https://".len() {
             cx.report("invalid_value", n.pos, "spec.url", format!("`spec.url` must be an http:// or https:// URL, not `{u}`"));
@@ -958,7 +957,7 @@ fn field_for(
         }
         Some(n) => cx.string(n, &path),
         None => {
-            if wanted && transport != Transport::Mcp {
+            if wanted {
                 if let Some(code) = missing_code {
                     cx.report(
                         code,

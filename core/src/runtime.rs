@@ -139,6 +139,14 @@ impl Runtime {
         self.governor.begin(tool, args, ctx)
     }
 
+    /// Step 8 for http, code and mcp tools: runs the ticket's tool through
+    /// its transport (blocking; see [`crate::transport`] for how bindings
+    /// call it off their main thread) and returns the outcome for
+    /// [`Runtime::finish`].
+    pub fn invoke(&self, ticket: &Ticket) -> InvokeOutcome {
+        self.governor.invoke(ticket)
+    }
+
     /// Steps 8 (the outcome) and 9.
     pub fn finish(&self, ticket: Ticket, outcome: InvokeOutcome) -> CallResult {
         self.governor.finish(ticket, outcome)
@@ -157,7 +165,8 @@ impl Runtime {
         self.governor.set_approval_callback(callback);
     }
 
-    /// One governed call.
+    /// One governed call: native tools through their handlers, the others
+    /// through their transports.
     pub fn call(&self, tool: &str, args: Value, ctx: &CallContext) -> CallResult {
         self.governor.call(tool, args, ctx, &self.handlers)
     }

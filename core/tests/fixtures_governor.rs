@@ -2,6 +2,8 @@
 //! handlers the way a binding does (begin, invoke, finish). Python and Node
 //! run the same scenarios and must agree byte for byte.
 
+mod transport_support;
+
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,7 @@ use harnessweaver_core::audit::MemorySink;
 use harnessweaver_core::clock::ManualClock;
 use harnessweaver_core::governor::{run_with_timeout, Begin, GovernorOptions, Handler, InvokeOutcome, Ticket};
 use harnessweaver_core::runtime::{resume, SpecFormat};
+use harnessweaver_core::transport::TransportOptions;
 use harnessweaver_core::{CallContext, CallResult, LoadOptions, Principal, Runtime};
 use serde_json::{json, Value};
 
@@ -59,7 +62,11 @@ impl Ctx {
             Begin::Done(result) => return result,
             Begin::Invoke(t) => t,
         };
-        let behaviour = &self.behaviours[&ticket.tool];
+        // Tools without a behaviour are the core's (http, code, mcp).
+        let Some(behaviour) = self.behaviours.get(&ticket.tool) else {
+            let outcome = self.runtime.invoke(&ticket);
+            return self.runtime.finish(ticket, outcome);
+        };
         let outcome = if behaviour.get("unserializable").is_some() {
             InvokeOutcome::NotJson { reason: "a Rust runner stands in for a host object".into() }
         } else {
@@ -80,18 +87,34 @@ fn run_scenario(path: &Path) {
     let case: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
     let dir = std::env::temp_dir().join(format!("hw-gov-{}-{}", std::process::id(), path.file_stem().unwrap().to_string_lossy()));
     let _ = fs::remove_dir_all(&dir);
+    // `servers: {"http": "fixture-http"}`: the shared test server, its base URL for `{{http}}`.
+    let http = case.get("servers").and_then(|s| s.get("http")).map(|_| transport_support::HttpServer::start());
     for (rel, text) in case["files"].as_object().unwrap() {
         let p = dir.join(rel);
         fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, text.as_str().unwrap()).unwrap();
+        let mut text = text.as_str().unwrap().to_string();
+        if let Some(server) = &http {
+            text = text.replace("{{http}}", &server.url());
+        }
+        fs::write(p, text).unwrap();
     }
+    let transports = TransportOptions {
+        sandbox_worker: case.get("sandbox").and_then(Value::as_bool).unwrap_or(false).then(transport_support::sandbox_worker),
+        ..TransportOptions::default()
+    };
     let clock = ManualClock::new(case["start_ms"].as_u64().unwrap());
     let audit = Arc::new(MemorySink::new());
     let behaviours: HashMap<String, Value> = case["handlers"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let handlers: HashMap<String, Handler> = behaviours.iter().map(|(k, v)| (k.clone(), handler_for(v))).collect();
     let options = LoadOptions {
         handlers: handlers.clone(),
-        governor: GovernorOptions { clock: Some(Arc::new(clock.clone())), audit: Some(audit.clone()), sequential_ids: true, ..GovernorOptions::default() },
+        governor: GovernorOptions {
+            clock: Some(Arc::new(clock.clone())),
+            audit: Some(audit.clone()),
+            sequential_ids: true,
+            transports,
+            ..GovernorOptions::default()
+        },
         ..LoadOptions::default()
     };
     let loaded = Runtime::load(dir.join("harness.yaml"), options);

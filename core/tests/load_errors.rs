@@ -114,10 +114,13 @@ fn forbidden_fields() {
 }
 
 #[test]
-fn mcp_is_refused() {
+fn mcp_needs_a_declared_server() {
     let p = one("  transport: mcp\n  server: mcp://payments\n");
-    at(&p, "transport_unavailable", "tools/t.yaml", 6, 14, "spec.transport");
-    assert!(p.message.contains("mcp"));
+    at(&p, "unknown_mcp_server", "tools/t.yaml", 7, 11, "spec.server");
+    assert!(p.message.contains("`mcp://payments`") && p.message.contains("none is declared"), "{}", p.message);
+    at(&one("  transport: mcp\n  server: payments\n"), "invalid_value", "tools/t.yaml", 7, 11, "spec.server");
+    at(&one("  transport: mcp\n"), "missing_field", "tools/t.yaml", 6, 3, "spec.server");
+    at(&one("  transport: code\n  sandbox: firecracker\n"), "unknown_sandbox", "tools/t.yaml", 7, 12, "spec.sandbox");
 }
 
 #[test]
@@ -350,7 +353,7 @@ fn harness_describe_shows_every_section() {
             "audit": {"sink": "audit/events.jsonl"},
             "state": "sqlite:state.db",
             "state_options": {"rate_limits_on_store_error": "open", "run_ttl_ms": 7_200_000, "timeout_ms": 2_000},
-            "mcp": {"servers": {
+            "mcp": {"connect": "eager", "servers": {
                 "docs": {"url": "https://docs.internal/mcp", "headers_env": {"Authorization": "DOCS_TOKEN"}},
                 "payments": {"command": "payments-mcp", "args": ["--stdio"], "env": {"TOKEN": "PAYMENTS_TOKEN"}}
             }}

@@ -193,6 +193,13 @@ class _Workers:
             return True
 
 
+# asyncio.timeout (Python 3.11+) bounds an await without wrapping it in a task.
+_timeout = getattr(asyncio, "timeout", None)
+
+# One pool for every harness in the process: idle workers are shared.
+_WORKERS = _Workers()
+
+
 def _takes_key(fn: Callable[..., Any]) -> bool:
     try:
         params = inspect.signature(fn).parameters
@@ -219,12 +226,33 @@ def _import_handler(ref: str, base: str) -> Callable[..., Any]:
     if base not in sys.path:
         sys.path.insert(0, base)
     module = importlib.import_module(module_name)
+    _check_handler_origin(ref, module, base)
     fn: Any = module
     for part in attr.split("."):
         fn = getattr(fn, part)
     if not callable(fn):
         raise ImportError(f"`{ref}` is not callable")
     return fn
+
+
+def _check_handler_origin(ref: str, module: Any, base: str) -> None:
+    """A manifest's ``handler`` names code in the project: a module under the
+    harness directory, or an installed package (site-packages). Anything else
+    (the standard library, ``os:system``, ``subprocess:run``, builtins, or a
+    module of the same name imported earlier from another harness directory)
+    is refused: a manifest must not turn any importable callable into a tool.
+    Hosts that need another function pass it in ``handlers=``."""
+    origin = getattr(module, "__file__", None)
+    if origin:
+        real = os.path.realpath(origin)
+        root = os.path.realpath(base)
+        if os.path.commonpath([real, root]) == root:
+            return
+        if any(part in ("site-packages", "dist-packages") for part in real.split(os.sep)):
+            return
+    where = f"`{origin}`" if origin else "a built-in module"
+    raise ImportError(f"handler `{ref}` resolves to {where}, outside the harness directory and installed packages;"
+                      f" pass the function in handlers= instead")
 
 
 def _load_error(problems: List[Dict[str, Any]]) -> LoadError:
@@ -317,7 +345,7 @@ class GovernedHarness:
             raise _load_error(problems)
         self._handlers = {name: _Handler(fn) for name, fn in given.items()}
         self._rt = _native.Runtime(path, sorted(self._handlers), code_tools, audit, on_approval, clock_ms, sequential_ids)
-        self._workers = _Workers()
+        self._workers = _WORKERS
 
     # -- calls --
 
@@ -359,7 +387,12 @@ class GovernedHarness:
         timeout = ticket.timeout_ms / 1000.0
         try:
             if handler.is_async:
-                value = await asyncio.wait_for(handler.fn(**kwargs), timeout)
+                if _timeout is not None:
+                    # No extra task (cheaper than wait_for); the handler is cancelled on overrun.
+                    async with _timeout(timeout):
+                        value = await handler.fn(**kwargs)
+                else:
+                    value = await asyncio.wait_for(handler.fn(**kwargs), timeout)
             else:
                 future, worker = self._workers.submit(handler.fn, kwargs)
                 try:

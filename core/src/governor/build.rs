@@ -12,6 +12,7 @@ use crate::error::{Error, Problem};
 use crate::harness::{self, EnforceMode, ExampleExpect, Harness, StateBackend};
 use crate::manifest::{self, PinState, Tool, TrustLabel};
 use crate::store::{MemoryStore, Rate, RedisClock, RedisOptions, RedisStore, SqliteAuditSink, SqliteOptions, SqliteStore, Store};
+use crate::transport::{TransportOptions, Transports};
 use crate::validate::{Constraints, SchemaValidator};
 
 /// What a host may choose when it builds a governor.
@@ -27,6 +28,8 @@ pub struct GovernorOptions {
     pub sequential_ids: bool,
     /// Tools registered in code, each with its manifest.
     pub extra_tools: Vec<Tool>,
+    /// The sandbox worker and pool settings of the transports.
+    pub transports: TransportOptions,
 }
 
 /// Compiles a condition; the loader has already reported compile errors
@@ -89,15 +92,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         manifest::Transport::Code => Transport::Code { sandbox: m.sandbox.clone().unwrap_or_default() },
         manifest::Transport::Mcp => Transport::Mcp { server: m.server.clone().unwrap_or_default() },
     };
-    let sanitize = m
-        .output
-        .sanitize
-        .iter()
-        .map(|s| match s {
-            manifest::Sanitizer::PiiRedact => super::sanitize::Sanitizer::PiiRedact,
-            manifest::Sanitizer::StripInstructions => super::sanitize::Sanitizer::StripInstructions,
-        })
-        .collect();
+    let sanitize = m.output.sanitize.clone();
     Some(ToolRuntime {
         name: m.name.clone(),
         enabled: m.enabled,
@@ -112,7 +107,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         per_principal: rate(m.rate_limit.as_ref().and_then(|r| r.per_principal)),
         per_tenant: rate(m.rate_limit.as_ref().and_then(|r| r.per_tenant)),
         private: m.data_access.iter().any(|d| d.starts_with("pii:")),
-        egress: m.egress.clone(),
+        egress: effective_egress(m),
         approval_when: m.approval.as_ref().and_then(|a| compile_condition(&a.when, "spec.approval.when", problems)),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
         risk: manifest::risk_name(m.risk).to_string(),
@@ -125,6 +120,25 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         transport,
         tool_value: tool_value(tool),
     })
+}
+
+/// The hosts a call may send data to: `egress`, plus the host of an http
+/// tool's `url` (its arguments go there whether or not `egress` says so, so
+/// the trifecta rule must see it; issue 10, trifecta evasions).
+fn effective_egress(m: &manifest::Manifest) -> Vec<String> {
+    let mut egress = m.egress.clone();
+    if m.transport == manifest::Transport::Http {
+        if let Some(url) = &m.url {
+            let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            let host = if host.is_empty() { url.as_str() } else { host };
+            if !egress.iter().any(|e| e == host) {
+                egress.push(host.to_string());
+            }
+        }
+    }
+    egress
 }
 
 /// The Redis namespace of a harness: its `metadata.name`, or else a digest
@@ -230,6 +244,12 @@ impl Governor {
         if !problems.is_empty() {
             return Err(Error::Load(problems));
         }
+        // Last, so a harness with other problems does not start MCP servers.
+        let (transports, transport_problems) =
+            Transports::build(spec, harness.tools().iter().chain(options.extra_tools.iter()), &options.transports);
+        if !transport_problems.is_empty() {
+            return Err(Error::Load(transport_problems));
+        }
         let settings = Settings {
             trifecta: spec.trifecta,
             approval_by_risk: spec.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r).to_string()).collect(),
@@ -247,6 +267,7 @@ impl Governor {
         let ids = if options.sequential_ids { IdSource::sequential() } else { IdSource::random() };
         let mut governor = Governor::new(tools, rules, settings, store, clock, ids, audit);
         governor.set_policy_version(policy_version(harness, &options.extra_tools));
+        governor.set_transports(transports);
         Ok(governor)
     }
 }

@@ -29,30 +29,10 @@ use crate::digest::sha256_tagged;
 use crate::error::Error;
 use crate::store::{Acquire, ApprovalState, Budget, Labels, PendingApproval, Rate, RateKey, Store};
 use crate::validate::{Constraints, SchemaValidator};
-use crate::canonical;
+use crate::{canonical, sanitize};
 use crate::cel_lite::{Program, Vars};
+use crate::transport::Transports;
 
-/// TODO(merge): replaced by crate::sanitize when the sanitizers land.
-mod sanitize {
-    use serde_json::Value;
-    use std::collections::BTreeMap;
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Sanitizer {
-        PiiRedact,
-        StripInstructions,
-    }
-    impl Sanitizer {
-        pub fn as_str(self) -> &'static str {
-            match self {
-                Self::PiiRedact => "pii_redact",
-                Self::StripInstructions => "strip_instructions",
-            }
-        }
-    }
-    pub fn apply(value: &Value, _s: &[Sanitizer]) -> (Value, BTreeMap<String, u64>) {
-        (value.clone(), BTreeMap::new())
-    }
-}
 
 /// Evaluates a compiled cel-lite condition: `Ok(bool)`, or `Err(reason)`
 /// when it is unevaluable (a runtime error, or a value that is not a bool).
@@ -276,6 +256,7 @@ pub struct Governor {
     audit: Arc<dyn AuditSink>,
     approval_callback: Option<ApprovalCallback>,
     unmanifested: Vec<String>,
+    transports: Arc<Transports>,
     policy_version: String,
 }
 
@@ -317,7 +298,20 @@ impl Governor {
         audit: Arc<dyn AuditSink>,
     ) -> Self {
         let index = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
-        Self { tools, index, rules, settings, store, clock, ids, audit, approval_callback: None, unmanifested: Vec::new(), policy_version: String::new() }
+        Self {
+            tools,
+            index,
+            rules,
+            settings,
+            store,
+            clock,
+            ids,
+            audit,
+            approval_callback: None,
+            unmanifested: Vec::new(),
+            transports: Arc::new(Transports::default()),
+            policy_version: String::new(),
+        }
     }
 
     /// Names that have a handler but no manifest: calling one is refused
@@ -340,6 +334,20 @@ impl Governor {
     /// Sets the host callback that may decide approvals inline.
     pub fn set_approval_callback(&mut self, callback: Option<ApprovalCallback>) {
         self.approval_callback = callback;
+    }
+
+    /// Sets the transports (http, code, mcp) the core invokes itself.
+    pub fn set_transports(&mut self, transports: Transports) {
+        self.transports = Arc::new(transports);
+    }
+
+    /// Step 8 for the transports the core owns (http, code, mcp): runs the
+    /// ticket's tool and returns the outcome for [`Governor::finish`].
+    /// Blocking, bounded by the ticket's timeout, callable from any thread
+    /// and many at once (see [`crate::transport`]). A native ticket comes back
+    /// as a failure: its handler lives with the host.
+    pub fn invoke(&self, ticket: &Ticket) -> InvokeOutcome {
+        self.transports.invoke(ticket)
     }
 
     /// Replaces the audit sink.
@@ -550,6 +558,18 @@ impl Governor {
                 Step::Pin,
                 format!("`{tool}` changed since it was pinned; it is blocked until the change is reviewed and re-pinned"),
             )));
+        }
+        // An MCP tool is also checked against what its server serves now.
+        if matches!(rt.transport, Transport::Mcp { .. }) {
+            if let Some(why) = self.transports.live_pin_mismatch(tool) {
+                let mut r = Refusal::new(
+                    "digest_mismatch",
+                    Step::Pin,
+                    format!("`{tool}` as its MCP server serves it differs from its manifest; it is blocked until the change is reviewed and re-pinned"),
+                );
+                r.reasons.push(why);
+                return Err(Stop::Refused(r));
+            }
         }
 
         trace.pass(Step::Pin, || {
@@ -1088,7 +1108,8 @@ impl Governor {
             let r = Refusal::new("invalid_output", Step::Output, format!("the output of `{}` at `{at}` fails `{}`", ticket.tool, v.keyword));
             return self.finish_refused(ticket, r, invoke_us, micros(output_started));
         }
-        let (value, redactions) = sanitize::apply(&value, &rt.output.sanitize);
+        let (value, report) = sanitize::apply(&value, &rt.output.sanitize);
+        let redactions = report.counts.as_map().clone();
         let (value, truncated) = cut(value, rt.output.max_bytes);
         let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         if rt.output.untrusted {
@@ -1224,17 +1245,21 @@ impl Governor {
         }
     }
 
-    /// A whole call with Rust handlers: steps 1–7, the handler on a worker
-    /// thread bounded by the tool's timeout (an overrunning handler is
-    /// abandoned), then step 9.
+    /// A whole call with Rust handlers: steps 1–7, then a native tool's
+    /// handler on a worker thread bounded by the tool's timeout (an
+    /// overrunning handler is abandoned) or [`Governor::invoke`] for the
+    /// other transports, then step 9.
     pub fn call(&self, tool: &str, args: Value, ctx: &CallContext, handlers: &HashMap<String, Handler>) -> CallResult {
         let ticket = match self.begin(tool, args, ctx) {
             Begin::Done(result) => return result,
             Begin::Invoke(ticket) => ticket,
         };
-        let outcome = match handlers.get(&ticket.tool) {
-            None => InvokeOutcome::Failed { kind: "no handler registered".into() },
-            Some(handler) => run_with_timeout(handler.clone(), ticket.args.clone(), ticket.idempotency_key.clone(), ticket.timeout_ms),
+        let outcome = match (&ticket.transport, handlers.get(&ticket.tool)) {
+            (Transport::Native { .. }, None) => InvokeOutcome::Failed { kind: "no handler registered".into() },
+            (Transport::Native { .. }, Some(handler)) => {
+                run_with_timeout(handler.clone(), ticket.args.clone(), ticket.idempotency_key.clone(), ticket.timeout_ms)
+            }
+            _ => self.invoke(&ticket),
         };
         self.finish(ticket, outcome)
     }

@@ -1,0 +1,89 @@
+// Benchmark (not a test): the governor's added cost per call from Node.
+//
+// A full `await h.call` of a trivial native handler (steps 1-9, the audit
+// event, the promise the call returns) beside the same handler called
+// directly (sync, and awaited). Also shown: the core's part alone (begin and
+// finish through the addon, the handler inline), to separate the governor
+// from the promise machinery.
+//
+//   make bench-node-call        (builds the addon first)
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
+const PKG = resolve(process.env.HW_NODE_PACKAGE || join(ROOT, 'bindings-node'))
+const hw = createRequire(import.meta.url)(join(PKG, 'index.js'))
+
+const manifest = {
+  apiVersion: 'harnessweaver/v1',
+  kind: 'Tool',
+  metadata: { name: 'lookup_order' },
+  spec: {
+    transport: 'native',
+    handler: 'bench:lookup_order',
+    description: 'Look up an order by its id.',
+    input_schema: { type: 'object', properties: { order_id: { type: 'string', pattern: '^A-[0-9]{4}$' } }, required: ['order_id'], additionalProperties: false },
+    scopes: ['orders:read'],
+    output: { label: 'trusted' },
+  },
+}
+
+const lookupOrder = ({ order_id }) => ({ order_id, status: 'shipped' })
+
+async function perCallUs(fn, n) {
+  for (let i = 0; i < Math.min(n, 500); i++) await fn()
+  let best = Infinity
+  for (let s = 0; s < 5; s++) {
+    const start = process.hrtime.bigint()
+    for (let i = 0; i < n; i++) await fn()
+    best = Math.min(best, Number(process.hrtime.bigint() - start) / n / 1000)
+  }
+  return best
+}
+
+function perCallUsSync(fn, n) {
+  for (let i = 0; i < Math.min(n, 500); i++) fn()
+  let best = Infinity
+  for (let s = 0; s < 5; s++) {
+    const start = process.hrtime.bigint()
+    for (let i = 0; i < n; i++) fn()
+    best = Math.min(best, Number(process.hrtime.bigint() - start) / n / 1000)
+  }
+  return best
+}
+
+const n = Number(process.argv[2] || 5000)
+const dir = mkdtempSync(join(tmpdir(), 'hw-bench-node-'))
+try {
+  mkdirSync(join(dir, 'tools'))
+  writeFileSync(join(dir, 'tools', 'lookup_order.json'), JSON.stringify(manifest))
+  writeFileSync(join(dir, 'harness.yaml'), JSON.stringify({ apiVersion: 'harnessweaver/v1', kind: 'Harness', metadata: { name: 'bench' }, spec: { mode: 'test', tools: { manifests: ['tools/*.json'] } } }))
+  const h = hw.load(join(dir, 'harness.yaml'), { tools: { lookup_order: lookupOrder } })
+  const principal = { id: 'alice', scopes: ['orders:read'] }
+  const args = { order_id: 'A-1001' }
+  const check = await h.call('lookup_order', args, { principal })
+  if (JSON.stringify(check.output) !== JSON.stringify(lookupOrder(args))) throw new Error('unexpected output')
+
+  const direct = perCallUsSync(() => lookupOrder(args), n)
+  const awaited = await perCallUs(async () => lookupOrder(args), n)
+  const governed = await perCallUs(() => h.call('lookup_order', args, { principal }), n)
+  const rt = h._rt
+  const core = perCallUsSync(() => {
+    const call = rt.begin('lookup_order', args, principal, null, null, null, null)
+    rt.finishReturned(call, lookupOrder(call.ticket().args))
+    return call.value()
+  }, n)
+
+  const f = (x) => x.toFixed(2).padStart(8)
+  console.log(`node: ${n} calls per sample, best of 5`)
+  console.log(`  handler called directly            ${f(direct)} us/call`)
+  console.log(`  handler awaited directly           ${f(awaited)} us/call`)
+  console.log(`  await h.call                       ${f(governed)} us/call   added ${f(governed - awaited)} us`)
+  console.log(`  core only (begin + finish, inline) ${f(core)} us/call   added ${f(core - direct)} us`)
+  console.log('  goal: under 10 us added per call')
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
