@@ -312,7 +312,7 @@ export declare function inspect(path: string): Harness
 
 /** @internal Test-only hooks: a manual clock and deterministic ids. Not API. */
 export declare const _testing: {
-  load(path: string, options?: LoadOptions, testing?: { clockMs: number; sequentialIds?: boolean }): Harness
+  load(path: string, options?: LoadOptions, testing?: { clockMs: number; sequentialIds?: boolean; sandboxWorker?: string }): Harness
   advanceMs(harness: Harness, ms: number): void
 }
 

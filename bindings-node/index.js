@@ -149,8 +149,8 @@ function inspect(path) {
 
 /** Test-only hooks (internal, not API): a manual clock and deterministic ids. */
 const _testing = {
-  load(path, options, { clockMs, sequentialIds = true } = {}) {
-    return loadWith(path, options, { clockMs, sequentialIds })
+  load(path, options, { clockMs, sequentialIds = true, sandboxWorker } = {}) {
+    return loadWith(path, options, { clockMs, sequentialIds, sandboxWorker })
   },
   advanceMs(harness, ms) {
     harness._rt.advanceMs(ms)

@@ -107,10 +107,14 @@ fn rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
-/// Many governed calls (distinct runs, so per-run state is created each
-/// time, and a 1 KB output) grow the resident set by a bounded amount. The
-/// default count keeps `make test` quick in a debug build; HW_ATTACK_CALLS
-/// raises it (the figure: 1,000,000).
+/// Many governed calls (a 1 KB output, sanitized) grow the resident set by
+/// a bounded amount. Two shapes: calls within a few long runs (no per-call
+/// state may stay behind: tight bound), and a fresh run per call (the memory
+/// store keeps each run's labels and budget counters: it does not expire runs
+/// by `run_ttl`, unlike SQLite and Redis; found by this test, about 120
+/// bytes per run; a generous bound). The default count keeps `make test`
+/// quick in a debug build; HW_ATTACK_CALLS raises it (the figure:
+/// 1,000,000, measured in release: see the report printed).
 #[test]
 fn memory_does_not_grow_with_calls() {
     let d = dir("memory", &[
@@ -120,29 +124,38 @@ fn memory_does_not_grow_with_calls() {
     let big: Handler = Arc::new(|args: &Value, _key: &str| Ok(json!({ "n": args["n"], "text": "x".repeat(1000) })));
     let rt = load(&d, &[("echo", big)]);
     let total: u64 = std::env::var("HW_ATTACK_CALLS").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000);
-    let warm = total / 10;
-    let call = |i: u64| {
-        let ctx = CallContext { principal: Principal::new(&format!("p{}", i % 1000)), ..CallContext::default() };
-        let r = rt.call("echo", json!({"n": i}), &ctx);
-        assert_eq!(r.decision, Decision::Allowed, "{r:?}");
+    let runs: Vec<CallContext> = (0..100).map(|i| rt.run(Principal::new(&format!("p{i}")), None, None)).collect();
+    let measure = |label: &str, fresh_runs: bool| -> (u64, f64) {
+        let call = |i: u64| {
+            let ctx = if fresh_runs {
+                CallContext { principal: Principal::new(&format!("p{}", i % 1000)), ..CallContext::default() }
+            } else {
+                runs[(i % 100) as usize].clone()
+            };
+            let r = rt.call("echo", json!({"n": i}), &ctx);
+            assert_eq!(r.decision, Decision::Allowed, "{r:?}");
+        };
+        let warm = total / 10;
+        for i in 0..warm {
+            call(i);
+        }
+        let before = rss_kb();
+        let start = std::time::Instant::now();
+        for i in warm..total {
+            call(i);
+        }
+        let after = rss_kb();
+        let grown = after.saturating_sub(before);
+        let per_call = grown as f64 * 1024.0 / (total - warm) as f64;
+        eprintln!(
+            "memory, {label}: {} calls after {warm} warm-up: RSS {before} kB -> {after} kB, +{grown} kB ({per_call:.1} bytes/call), {:.1} µs/call",
+            total - warm,
+            start.elapsed().as_secs_f64() * 1e6 / (total - warm) as f64
+        );
+        (grown, per_call)
     };
-    for i in 0..warm {
-        call(i);
-    }
-    let before = rss_kb();
-    let start = std::time::Instant::now();
-    for i in warm..total {
-        call(i);
-    }
-    let after = rss_kb();
-    let grown = after.saturating_sub(before);
-    let per_call = grown as f64 * 1024.0 / (total - warm) as f64;
-    eprintln!(
-        "memory over {} calls (after {warm} warm-up): RSS {before} kB -> {after} kB, +{grown} kB ({per_call:.1} bytes/call), {:.1} µs/call",
-        total - warm,
-        start.elapsed().as_secs_f64() * 1e6 / (total - warm) as f64
-    );
-    // Generous: 64 MB, or 256 bytes per call, whichever is larger.
-    let bound = (64 * 1024).max((total - warm) * 256 / 1024);
-    assert!(grown < bound, "RSS grew by {grown} kB over {} calls", total - warm);
+    let (grown, _) = measure("100 long runs", false);
+    assert!(grown < 16 * 1024, "RSS grew by {grown} kB over {total} calls in long runs");
+    let (grown, per_call) = measure("a fresh run per call", true);
+    assert!(grown < 64 * 1024 || per_call < 256.0, "RSS grew by {grown} kB ({per_call:.0} bytes/call)");
 }

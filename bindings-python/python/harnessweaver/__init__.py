@@ -191,11 +191,11 @@ def load(
 
 
 def _load(path: Any, handlers: Any, audit: Any, on_approval: Any, tools: Sequence[Any],
-          clock_ms: Optional[int] = None, sequential_ids: bool = False) -> Harness:
+          clock_ms: Optional[int] = None, sequential_ids: bool = False, sandbox_worker: Optional[str] = None) -> Harness:
     text = os.fspath(path)
     harness = Harness(_native.load(text), text)
     harness._init_governor(text, [t.describe() for t in harness.tools], handlers, tools, audit, on_approval,
-                           clock_ms, sequential_ids)
+                           clock_ms, sequential_ids, sandbox_worker)
     return harness
 
 
