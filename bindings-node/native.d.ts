@@ -94,3 +94,9 @@ export declare function loadHarness(path: string, tools?: Record<string, (...arg
  * `clockMs` and `sequentialIds` are for tests.
  */
 export declare function loadRuntime(path: string, handlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeRuntime
+
+/**
+ * Runs the named sanitizers, in order, on every string value and object key;
+ * returns `{ value, counts }` (replacements per kind, never what was replaced).
+ */
+export declare function sanitize(value: unknown, sanitizers: string[]): { value: unknown; counts: Record<string, number> }

@@ -845,3 +845,4 @@ module.exports.definitionDigest = nativeBinding.definitionDigest
 module.exports.describeManifest = nativeBinding.describeManifest
 module.exports.loadHarness = nativeBinding.loadHarness
 module.exports.loadRuntime = nativeBinding.loadRuntime
+module.exports.sanitize = nativeBinding.sanitize
