@@ -7,11 +7,18 @@
 
 const native = require('./native.js')
 
-/** The value every call returns; the fields are the core's (snake_case, as in every language). */
+/**
+ * The value every call returns; the fields are the core's (snake_case, as in
+ * every language). Built from the addon's `R<result JSON>\n<model text>`.
+ */
 class CallResult {
-  constructor(call) {
-    Object.assign(this, call.value())
-    Object.defineProperty(this, '_call', { value: call })
+  constructor(text) {
+    const nl = text.indexOf('\n')
+    const json = text.slice(1, nl)
+    Object.assign(this, JSON.parse(json))
+    // The core's JSON text of the result, and the text for the model.
+    Object.defineProperty(this, '_json', { value: json })
+    Object.defineProperty(this, '_model', { value: text.slice(nl + 1) })
   }
 
   /** Whether the call ran. */
@@ -21,12 +28,12 @@ class CallResult {
 
   /** The text to hand back to the model. */
   toModel() {
-    return this._call.toModel()
+    return this._model
   }
 
   /** The core's JSON form (what `JSON.stringify` prints). */
   toJSON() {
-    return this._call.value()
+    return JSON.parse(this._json)
   }
 }
 
@@ -102,8 +109,8 @@ function governed(Harness, errors, rethrow, InvalidArgumentError) {
     output: errors.OutputRejected,
   }
 
-  function deliver(call, raiseOnRefusal) {
-    const result = new CallResult(call)
+  function deliver(text, raiseOnRefusal) {
+    const result = new CallResult(text)
     if (raiseOnRefusal !== false && result.decision !== 'allowed') {
       const Cls = result.decision === 'pending' ? errors.ApprovalRequired : byStep[result.step] || errors.ToolBlocked
       throw new Cls(result)
@@ -125,10 +132,14 @@ function governed(Harness, errors, rethrow, InvalidArgumentError) {
     return options.principal
   }
 
-  async function invoke(h, call) {
+  // `text` is the addon's `T<ticket JSON>`; returns the finished call's `R…` text.
+  async function invoke(h, text) {
     const rt = h._rt
-    const ticket = call.ticket()
+    const ticket = JSON.parse(text.slice(1))
+    const id = ticket.ticket
     const fn = h._handlers.get(ticket.tool)
+    // http, code, mcp: the core's transports, run off the event loop.
+    if (fn === undefined) return rt.finishTransport(id)
     let value
     try {
       value = fn(ticket.args, { idempotencyKey: ticket.idempotency_key, tool: ticket.tool })
@@ -145,18 +156,13 @@ function governed(Harness, errors, rethrow, InvalidArgumentError) {
         } finally {
           clearTimeout(timer)
         }
-        if (value === TIMED_OUT) {
-          rt.finishTimedOut(call)
-          return call
-        }
+        if (value === TIMED_OUT) return rt.finishTimedOut(id)
       }
     } catch (err) {
-      rt.finishFailed(call, errorKind(err))
-      return call
+      return rt.finishFailed(id, errorKind(err))
     }
     // A handler that returns nothing returned null, as in Python.
-    rt.finishReturned(call, value === undefined ? null : value)
-    return call
+    return rt.finishReturned(id, value === undefined ? null : value)
   }
 
   function runId(run) {
@@ -177,15 +183,15 @@ function governed(Harness, errors, rethrow, InvalidArgumentError) {
     async call(tool, args, options) {
       const rt = runtime(this)
       const o = options || {}
-      let call
+      let text
       try {
-        call = rt.begin(String(tool), args === undefined ? {} : args, principalOf(options), o.tenant ?? null, o.task ?? null,
+        text = rt.begin(String(tool), args === undefined ? {} : args, principalOf(options), o.tenant ?? null, o.task ?? null,
           runId(o.run) ?? null, approvalId(o.approval) ?? null)
       } catch (err) {
         rethrow(err)
       }
-      if (!call.done) await invoke(this, call)
-      return deliver(call, o.raiseOnRefusal)
+      if (text.charCodeAt(0) === 84 /* T */) text = await invoke(this, text)
+      return deliver(text, o.raiseOnRefusal)
     },
 
     /** Starts a run: its calls share labels, budgets and the run id. */
@@ -222,14 +228,14 @@ function governed(Harness, errors, rethrow, InvalidArgumentError) {
     async approve(id, options) {
       const rt = runtime(this)
       const o = options || {}
-      let call
+      let text
       try {
-        call = rt.approveAndBegin(String(approvalId(id)), o.approver, o.args ?? null)
+        text = rt.approveAndBegin(String(approvalId(id)), o.approver, o.args ?? null)
       } catch (err) {
         rethrow(err)
       }
-      if (!call.done) await invoke(this, call)
-      return deliver(call, o.raiseOnRefusal)
+      if (text.charCodeAt(0) === 84 /* T */) text = await invoke(this, text)
+      return deliver(text, o.raiseOnRefusal)
     },
 
     /** Grants approval `id` without running the call; returns the approval. */
@@ -287,7 +293,7 @@ function governed(Harness, errors, rethrow, InvalidArgumentError) {
 function loadRuntime(path, handlers, codeTools, options) {
   const o = options || {}
   return native.loadRuntime(path, [...handlers.keys()].sort(), codeTools, o.audit ?? null, o.onApproval ?? null,
-    o.clockMs ?? null, o.sequentialIds ?? null)
+    o.clockMs ?? null, o.sequentialIds ?? null, o.sandboxWorker ?? null)
 }
 
 module.exports = { CallResult, makeErrors, governed, loadRuntime }

@@ -312,7 +312,7 @@ export declare function inspect(path: string): Harness
 
 /** @internal Test-only hooks: a manual clock and deterministic ids. Not API. */
 export declare const _testing: {
-  load(path: string, options?: LoadOptions, testing?: { clockMs: number; sequentialIds?: boolean }): Harness
+  load(path: string, options?: LoadOptions, testing?: { clockMs: number; sequentialIds?: boolean; sandboxWorker?: string }): Harness
   advanceMs(harness: Harness, ms: number): void
 }
 
@@ -324,6 +324,18 @@ export declare function definitionDigest(name: string, description: string, inpu
 
 /** The canonical JSON text of a value (what every language hashes). */
 export declare function canonicalJson(value: JsonValue): string
+
+/**
+ * Runs the named sanitizers (`"pii_redact"`, `"strip_instructions"`), in order,
+ * on every string value and object key of `value`, as step 9 does. Returns the
+ * sanitized value and the number of replacements per kind (never what was
+ * replaced). Keys that sanitize to one name stay distinct (`[EMAIL]`, `[EMAIL]#2`).
+ * An unknown sanitizer name throws with code `unknown_sanitizer`.
+ */
+export declare function sanitize(
+  value: JsonValue,
+  sanitizers: ReadonlyArray<'pii_redact' | 'strip_instructions'>,
+): { value: JsonValue; counts: Record<string, number> }
 
 /** Runs the `harnessweaver` command line with `args`; returns its exit code (0 clean, 1 problems, 2 usage). */
 export declare function cliRun(args: string[]): number

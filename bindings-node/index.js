@@ -149,8 +149,8 @@ function inspect(path) {
 
 /** Test-only hooks (internal, not API): a manual clock and deterministic ids. */
 const _testing = {
-  load(path, options, { clockMs, sequentialIds = true } = {}) {
-    return loadWith(path, options, { clockMs, sequentialIds })
+  load(path, options, { clockMs, sequentialIds = true, sandboxWorker } = {}) {
+    return loadWith(path, options, { clockMs, sequentialIds, sandboxWorker })
   },
   advanceMs(harness, ms) {
     harness._rt.advanceMs(ms)
@@ -173,6 +173,15 @@ function canonicalJson(value) {
   }
 }
 
+/** Runs the output sanitizers on a value; returns `{ value, counts }`. */
+function sanitize(value, sanitizers) {
+  try {
+    return native.sanitize(value, Array.from(sanitizers, String))
+  } catch (err) {
+    return rethrow(err)
+  }
+}
+
 /** Runs the `harnessweaver` command line; returns its exit code. */
 function cliRun(args) {
   return native.cliRun(args.map(String))
@@ -188,6 +197,7 @@ module.exports = {
   ...errors,
   definitionDigest,
   canonicalJson,
+  sanitize,
   cliRun,
   celLite,
   Harness,

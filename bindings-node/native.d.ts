@@ -21,20 +21,6 @@ export declare class CelProgram {
   approvalRequired(vars?: Record<string, unknown> | null): { required: boolean, reason: string | null }
 }
 
-/** One call: a ticket to invoke, then (or at once) its result. */
-export declare class NativeCall {
-  /** Whether the call has ended (refused, pending or finished). */
-  get done(): boolean
-  /** The ticket: `{tool, args, idempotency_key, timeout_ms}` (null once done). */
-  ticket(): { tool: string, args: Record<string, unknown>, idempotency_key: string, timeout_ms: number } | null
-  /** The result as a plain object (the core's JSON form). */
-  value(): Record<string, unknown>
-  /** The result's JSON text (what the fixtures compare across languages). */
-  json(): string
-  /** The text to hand back to the model. */
-  toModel(): string
-}
-
 /** A loaded harness (native side); `index.js` wraps it. */
 export declare class NativeHarness {
   /** Every tool's description (`Tool::describe()`), in load order. */
@@ -45,14 +31,20 @@ export declare class NativeHarness {
 
 /** A loaded harness with its governor (native side); `governor.js` wraps it. */
 export declare class NativeRuntime {
-  /** Steps 1–7: a call that is done (refused or pending) or holds a ticket to invoke. */
-  begin(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): NativeCall
+  /** Steps 1–7: the call's result (refused or pending) or a ticket to invoke (see [`ended`]). */
+  begin(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): string
   /** Step 9 for a handler that returned `value` (a value with no JSON form ends `handler_error`). */
-  finishReturned(call: NativeCall, value: unknown): void
+  finishReturned(ticket: number, value: unknown): string
+  /**
+   * Steps 8 and 9 for a tool whose transport the core owns (http, code,
+   * mcp): the blocking invoke runs on libuv's thread pool, never on the
+   * event loop; step 9 and the audit event follow on the JavaScript thread.
+   */
+  finishTransport(ticket: number): Promise<string>
   /** Ends a call whose handler threw `kind` (the error's `name`). */
-  finishFailed(call: NativeCall, kind: string): void
+  finishFailed(ticket: number, kind: string): string
   /** Ends a call whose handler overran its timeout and was abandoned. */
-  finishTimedOut(call: NativeCall): void
+  finishTimedOut(ticket: number): string
   /** A new run id. */
   newRun(): string
   /** The labels of run `runId`: `{private, untrusted}`. */
@@ -61,7 +53,7 @@ export declare class NativeRuntime {
    * Grants approval `id` as `approver` (with the arguments the approver
    * edited, if any) and begins the approved call.
    */
-  approveAndBegin(id: string, approver: unknown, args?: unknown): NativeCall
+  approveAndBegin(id: string, approver: unknown, args?: unknown): string
   /** Grants approval `id` without running the call; returns the approval. */
   grant(id: string, approver: unknown): Record<string, unknown>
   /** Each step's verdict for a call without running it: `[explanation, text]`. */
@@ -101,4 +93,10 @@ export declare function loadHarness(path: string, tools?: Record<string, (...arg
  * `onApproval(request, approval)` may answer approvals inline (a boolean).
  * `clockMs` and `sequentialIds` are for tests.
  */
-export declare function loadRuntime(path: string, handlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null): NativeRuntime
+export declare function loadRuntime(path: string, handlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeRuntime
+
+/**
+ * Runs the named sanitizers, in order, on every string value and object key;
+ * returns `{ value, counts }` (replacements per kind, never what was replaced).
+ */
+export declare function sanitize(value: unknown, sanitizers: string[]): { value: unknown; counts: Record<string, number> }

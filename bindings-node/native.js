@@ -836,7 +836,6 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CelProgram = nativeBinding.CelProgram
-module.exports.NativeCall = nativeBinding.NativeCall
 module.exports.NativeHarness = nativeBinding.NativeHarness
 module.exports.NativeRuntime = nativeBinding.NativeRuntime
 module.exports.canonicalJson = nativeBinding.canonicalJson
@@ -846,3 +845,4 @@ module.exports.definitionDigest = nativeBinding.definitionDigest
 module.exports.describeManifest = nativeBinding.describeManifest
 module.exports.loadHarness = nativeBinding.loadHarness
 module.exports.loadRuntime = nativeBinding.loadRuntime
+module.exports.sanitize = nativeBinding.sanitize

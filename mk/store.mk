@@ -21,3 +21,6 @@ bench-store: redis-server $(BENCH_VENV)/bin/python ## decisions per second: memo
 	$(BENCH_VENV)/bin/python bench/store/bench_store.py --bin target/$(HOST_TRIPLE)/release/harnessweaver
 
 .PHONY: redis-server bench-store
+
+# tests/python/test_store_multiprocess.py starts a redis-server too.
+test-python: redis-server

@@ -72,9 +72,8 @@ try {
   const governed = await perCallUs(() => h.call('lookup_order', args, { principal }), n)
   const rt = h._rt
   const core = perCallUsSync(() => {
-    const call = rt.begin('lookup_order', args, principal, null, null, null, null)
-    rt.finishReturned(call, lookupOrder(call.ticket().args))
-    return call.value()
+    const ticket = JSON.parse(rt.begin('lookup_order', args, principal, null, null, null, null).slice(1))
+    return JSON.parse(rt.finishReturned(ticket.ticket, lookupOrder(ticket.args)).split('\n', 1)[0].slice(1))
   }, n)
 
   const f = (x) => x.toFixed(2).padStart(8)

@@ -10,7 +10,8 @@
 //! are reached through a thread-local that holds the current `napi_env` for
 //! the duration of each core call.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::ptr;
 use std::sync::Arc;
 
@@ -19,6 +20,7 @@ use harnessweaver_core::clock::ManualClock;
 use harnessweaver_core::governor::{ApprovalRequest, Begin, GovernorOptions, InvokeOutcome, Ticket};
 use harnessweaver_core::runtime::{resume, SpecFormat};
 use harnessweaver_core::store::PendingApproval;
+use harnessweaver_core::transport::TransportOptions;
 use harnessweaver_core::{CallContext, CallResult, Error as CoreError, LoadOptions, Principal, Runtime, Tool};
 use napi::bindgen_prelude::*;
 use napi::sys;
@@ -107,56 +109,29 @@ fn approval_answer(request: &ApprovalRequest, pending: &PendingApproval) -> Opti
     Some(b)
 }
 
-/// One call: a ticket to invoke, then (or at once) its result.
-#[napi]
-pub struct NativeCall {
-    ticket: Option<Ticket>,
-    result: Option<CallResult>,
-}
-
-#[napi]
-impl NativeCall {
-    /// Whether the call has ended (refused, pending or finished).
-    #[napi(getter)]
-    pub fn done(&self) -> bool {
-        self.result.is_some()
-    }
-
-    /// The ticket: `{tool, args, idempotency_key, timeout_ms}` (null once done).
-    #[napi(ts_return_type = "{ tool: string, args: Record<string, unknown>, idempotency_key: string, timeout_ms: number } | null")]
-    pub fn ticket(&self) -> Json {
-        Json(match &self.ticket {
-            Some(t) => json!({"tool": t.tool, "args": t.args, "idempotency_key": t.idempotency_key, "timeout_ms": t.timeout_ms}),
-            None => Value::Null,
-        })
-    }
-
-    /// The result as a plain object (the core's JSON form).
-    #[napi(ts_return_type = "Record<string, unknown>")]
-    pub fn value(&self) -> Json {
-        Json(self.result.as_ref().map_or(Value::Null, CallResult::to_value))
-    }
-
-    /// The result's JSON text (what the fixtures compare across languages).
-    #[napi]
-    pub fn json(&self) -> String {
-        self.result.as_ref().map(|r| serde_json::to_string(&r.to_value()).unwrap_or_default()).unwrap_or_default()
-    }
-
-    /// The text to hand back to the model.
-    #[napi]
-    pub fn to_model(&self) -> String {
-        self.result.as_ref().map(CallResult::to_model).unwrap_or_default()
-    }
+/// What `begin` and `finish*` hand JavaScript, as one string (one crossing,
+/// one `JSON.parse`, instead of an object built property by property):
+/// `R<result JSON>\n<text for the model>` for a call that has ended, or
+/// `T<ticket JSON>` (`{ticket, tool, args, idempotency_key, timeout_ms}`) for
+/// one whose handler JavaScript now invokes.
+fn ended(result: &CallResult) -> String {
+    let mut out = String::from("R");
+    out.push_str(&serde_json::to_string(result).unwrap_or_default());
+    out.push('\n');
+    out.push_str(&result.to_model());
+    out
 }
 
 /// A loaded harness with its governor (native side); `governor.js` wraps it.
 #[napi]
 pub struct NativeRuntime {
-    inner: Runtime,
+    inner: Arc<Runtime>,
     clock: Option<ManualClock>,
     audit: sys::napi_ref,
     approval: sys::napi_ref,
+    /// Calls between `begin` and `finish*`, by ticket number.
+    tickets: RefCell<HashMap<u32, Ticket>>,
+    next_ticket: Cell<u32>,
 }
 
 fn reference(env: &Env, f: Option<Unknown<'_>>, what: &str) -> Result<sys::napi_ref> {
@@ -186,7 +161,7 @@ fn principal(env: &Env, value: &Unknown<'_>) -> Result<Principal> {
 /// tools registered in code; `audit(event)` receives each audit event;
 /// `onApproval(request, approval)` may answer approvals inline (a boolean).
 /// `clockMs` and `sequentialIds` are for tests.
-#[napi(ts_args_type = "path: string, handlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null")]
+#[napi(ts_args_type = "path: string, handlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null")]
 #[expect(clippy::too_many_arguments, reason = "load's options, flattened")]
 pub fn load_runtime(
     env: Env,
@@ -197,6 +172,7 @@ pub fn load_runtime(
     on_approval: Option<Unknown<'_>>,
     clock_ms: Option<f64>,
     sequential_ids: Option<bool>,
+    sandbox_worker: Option<String>,
 ) -> Result<NativeRuntime> {
     let mut extra = Vec::new();
     for pair in code_tools {
@@ -213,6 +189,7 @@ pub fn load_runtime(
     }
     #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a test clock in ms")]
     let clock = clock_ms.map(|ms| ManualClock::new(ms as u64));
+    let sandbox_worker = sandbox_worker.filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
     let audit = reference(&env, audit, "audit")?;
     let approval = reference(&env, on_approval, "onApproval")?;
     let has_audit = !audit.is_null();
@@ -223,6 +200,7 @@ pub fn load_runtime(
             audit: if has_audit { Some(Arc::new(CallbackSink)) } else { None },
             sequential_ids: sequential_ids.unwrap_or(false),
             extra_tools: extra,
+            transports: TransportOptions { sandbox_worker, ..TransportOptions::default() },
             ..GovernorOptions::default()
         },
         ..LoadOptions::default()
@@ -235,21 +213,17 @@ pub fn load_runtime(
     if !approval.is_null() {
         inner.set_approval_callback(Some(Arc::new(approval_answer)));
     }
-    Ok(NativeRuntime { inner, clock, audit, approval })
+    Ok(NativeRuntime { inner: Arc::new(inner), clock, audit, approval, tickets: RefCell::new(HashMap::new()), next_ticket: Cell::new(0) })
 }
 
 #[napi]
 impl NativeRuntime {
     /// Runs `f` with this runtime's callbacks reachable by the core.
     fn with_callbacks<T>(&self, env: &Env, f: impl FnOnce() -> T) -> T {
-        let cur = Current { env: env.raw(), audit: self.audit, approval: self.approval };
-        let previous = CURRENT.with(|c| c.replace(Some(cur)));
-        let out = f();
-        CURRENT.with(|c| *c.borrow_mut() = previous);
-        out
+        with_callbacks(env, Callbacks { audit: self.audit, approval: self.approval }, f)
     }
 
-    /// Steps 1–7: a call that is done (refused or pending) or holds a ticket to invoke.
+    /// Steps 1–7: the call's result (refused or pending) or a ticket to invoke (see [`ended`]).
     #[napi(ts_args_type = "tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null")]
     #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
     pub fn begin(
@@ -262,41 +236,69 @@ impl NativeRuntime {
         task: Option<String>,
         run_id: Option<String>,
         approval_id: Option<String>,
-    ) -> Result<NativeCall> {
+    ) -> Result<String> {
         let args = unsafe { to_value(env.raw(), args.value().value, 0) }.map_err(|e| throw(&env, &e))?;
         let ctx = CallContext { principal: principal(&env, &principal_value)?, tenant, task, run_id, approval_id, ..CallContext::default() };
         let begin = self.with_callbacks(&env, || self.inner.begin(&tool, args, &ctx));
-        Ok(call_of(begin))
+        Ok(self.begun(begin))
+    }
+
+    fn begun(&self, begin: Begin) -> String {
+        match begin {
+            Begin::Done(result) => ended(&result),
+            Begin::Invoke(ticket) => {
+                let n = self.next_ticket.get().wrapping_add(1);
+                self.next_ticket.set(n);
+                let head = json!({"ticket": n, "tool": ticket.tool, "args": ticket.args, "idempotency_key": ticket.idempotency_key, "timeout_ms": ticket.timeout_ms});
+                self.tickets.borrow_mut().insert(n, ticket);
+                format!("T{head}")
+            }
+        }
     }
 
     /// Step 9 for a handler that returned `value` (a value with no JSON form ends `handler_error`).
-    #[napi(ts_args_type = "call: NativeCall, value: unknown")]
-    pub fn finish_returned(&self, env: Env, call: &mut NativeCall, value: Unknown<'_>) -> Result<()> {
+    #[napi(ts_args_type = "ticket: number, value: unknown")]
+    pub fn finish_returned(&self, env: Env, ticket: u32, value: Unknown<'_>) -> Result<String> {
         let outcome = match unsafe { to_value(env.raw(), value.value().value, 0) } {
             Ok(v) => InvokeOutcome::Returned(v),
             Err(e) => InvokeOutcome::NotJson { reason: e.to_string() },
         };
-        self.finish(&env, call, outcome)
+        self.finish(&env, ticket, outcome)
+    }
+
+    /// Steps 8 and 9 for a tool whose transport the core owns (http, code,
+    /// mcp): the blocking invoke runs on libuv's thread pool, never on the
+    /// event loop; step 9 and the audit event follow on the JavaScript thread.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn finish_transport(&self, env: Env, ticket: u32) -> Result<AsyncTask<TransportTask>> {
+        let Some(ticket) = self.tickets.borrow_mut().remove(&ticket) else {
+            return Err(throw(&env, &invalid("ticket_used", "this call has already finished")));
+        };
+        Ok(AsyncTask::new(TransportTask {
+            runtime: self.inner.clone(),
+            ticket: Some(ticket),
+            callbacks: Callbacks { audit: self.audit, approval: self.approval },
+        }))
     }
 
     /// Ends a call whose handler threw `kind` (the error's `name`).
     #[napi]
-    pub fn finish_failed(&self, env: Env, call: &mut NativeCall, kind: String) -> Result<()> {
-        self.finish(&env, call, InvokeOutcome::Failed { kind })
+    pub fn finish_failed(&self, env: Env, ticket: u32, kind: String) -> Result<String> {
+        self.finish(&env, ticket, InvokeOutcome::Failed { kind })
     }
 
     /// Ends a call whose handler overran its timeout and was abandoned.
     #[napi]
-    pub fn finish_timed_out(&self, env: Env, call: &mut NativeCall) -> Result<()> {
-        self.finish(&env, call, InvokeOutcome::TimedOut)
+    pub fn finish_timed_out(&self, env: Env, ticket: u32) -> Result<String> {
+        self.finish(&env, ticket, InvokeOutcome::TimedOut)
     }
 
-    fn finish(&self, env: &Env, call: &mut NativeCall, outcome: InvokeOutcome) -> Result<()> {
-        let Some(ticket) = call.ticket.take() else {
+    fn finish(&self, env: &Env, ticket: u32, outcome: InvokeOutcome) -> Result<String> {
+        let Some(ticket) = self.tickets.borrow_mut().remove(&ticket) else {
             return Err(throw(env, &invalid("ticket_used", "this call has already finished")));
         };
-        call.result = Some(self.with_callbacks(env, || self.inner.finish(ticket, outcome)));
-        Ok(())
+        let result = self.with_callbacks(env, || self.inner.finish(ticket, outcome));
+        Ok(ended(&result))
     }
 
     /// A new run id.
@@ -315,7 +317,7 @@ impl NativeRuntime {
     /// Grants approval `id` as `approver` (with the arguments the approver
     /// edited, if any) and begins the approved call.
     #[napi(ts_args_type = "id: string, approver: unknown, args?: unknown")]
-    pub fn approve_and_begin(&self, env: Env, id: String, approver: Unknown<'_>, args: Option<Unknown<'_>>) -> Result<NativeCall> {
+    pub fn approve_and_begin(&self, env: Env, id: String, approver: Unknown<'_>, args: Option<Unknown<'_>>) -> Result<String> {
         let approver = principal(&env, &approver)?;
         let edited = match args {
             Some(a) if !matches!(a.get_type()?, ValueType::Undefined | ValueType::Null) => {
@@ -331,7 +333,7 @@ impl NativeRuntime {
                 Ok(governor.begin(&tool, args, &ctx))
             })
             .map_err(|e| throw(&env, &e))?;
-        Ok(call_of(begin))
+        Ok(self.begun(begin))
     }
 
     /// Grants approval `id` without running the call; returns the approval.
@@ -404,9 +406,50 @@ impl NativeRuntime {
     }
 }
 
-fn call_of(begin: Begin) -> NativeCall {
-    match begin {
-        Begin::Done(result) => NativeCall { ticket: None, result: Some(result) },
-        Begin::Invoke(ticket) => NativeCall { ticket: Some(ticket), result: None },
+
+/// The callback references of one runtime.
+#[derive(Clone, Copy)]
+pub struct Callbacks {
+    audit: sys::napi_ref,
+    approval: sys::napi_ref,
+}
+
+// SAFETY: the references are only dereferenced on the JavaScript thread
+// (`resolve` of the task, inside `with_callbacks`); the pool thread only
+// carries them.
+unsafe impl Send for Callbacks {}
+
+fn with_callbacks<T>(env: &Env, callbacks: Callbacks, f: impl FnOnce() -> T) -> T {
+    let cur = Current { env: env.raw(), audit: callbacks.audit, approval: callbacks.approval };
+    let previous = CURRENT.with(|c| c.replace(Some(cur)));
+    let out = f();
+    CURRENT.with(|c| *c.borrow_mut() = previous);
+    out
+}
+
+/// A core transport's invoke on libuv's thread pool.
+pub struct TransportTask {
+    runtime: Arc<Runtime>,
+    ticket: Option<Ticket>,
+    callbacks: Callbacks,
+}
+
+impl Task for TransportTask {
+    type Output = InvokeOutcome;
+    type JsValue = String;
+
+    fn compute(&mut self) -> Result<InvokeOutcome> {
+        match &self.ticket {
+            Some(ticket) => Ok(self.runtime.invoke(ticket)),
+            None => Err(Error::from_reason("this call has already finished")),
+        }
+    }
+
+    fn resolve(&mut self, env: Env, outcome: InvokeOutcome) -> Result<String> {
+        let Some(ticket) = self.ticket.take() else {
+            return Err(Error::from_reason("this call has already finished"));
+        };
+        let result = with_callbacks(&env, self.callbacks, || self.runtime.finish(ticket, outcome));
+        Ok(ended(&result))
     }
 }

@@ -13,6 +13,7 @@
 //! plain objects and arrays, never a Map, Date or class instance).
 
 mod cel_lite;
+mod sanitize;
 
 use std::collections::HashMap;
 use std::ffi::c_int;

@@ -13,6 +13,7 @@ use harnessweaver_core::clock::ManualClock;
 use harnessweaver_core::governor::{ApprovalCallback, ApprovalRequest, Begin, GovernorOptions, InvokeOutcome, Ticket as CoreTicket};
 use harnessweaver_core::runtime::{resume, SpecFormat};
 use harnessweaver_core::store::PendingApproval;
+use harnessweaver_core::transport::TransportOptions;
 use harnessweaver_core::{CallContext, CallResult as CoreResult, Error, LoadOptions, Principal as CorePrincipal, Runtime as CoreRuntime, Tool};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -336,7 +337,7 @@ impl Runtime {
     /// each audit event as a dict; `on_approval(request, approval)` may answer
     /// approvals inline. `clock_ms` and `sequential_ids` are for tests.
     #[new]
-    #[pyo3(signature = (path, handlers, tools = Vec::new(), audit = None, on_approval = None, clock_ms = None, sequential_ids = false))]
+    #[pyo3(signature = (path, handlers, tools = Vec::new(), audit = None, on_approval = None, clock_ms = None, sequential_ids = false, sandbox_worker = None))]
     #[expect(clippy::too_many_arguments, reason = "load's keyword arguments")]
     fn new(
         py: Python<'_>,
@@ -347,6 +348,7 @@ impl Runtime {
         on_approval: Option<Py<PyAny>>,
         clock_ms: Option<u64>,
         sequential_ids: bool,
+        sandbox_worker: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         let mut extra = Vec::new();
         for (manifest, origin) in &tools {
@@ -366,6 +368,7 @@ impl Runtime {
                 audit: audit.map(|callback| Arc::new(CallbackSink { callback }) as _),
                 sequential_ids,
                 extra_tools: extra,
+                transports: TransportOptions { sandbox_worker, ..TransportOptions::default() },
                 ..GovernorOptions::default()
             },
             ..LoadOptions::default()
@@ -412,6 +415,16 @@ impl Runtime {
             Err(e) => InvokeOutcome::NotJson { reason: e.to_string() },
         };
         Ok(self.finish(py, ticket, outcome))
+    }
+
+    /// Steps 8 and 9 for a tool whose transport the core owns (http, code,
+    /// mcp): blocking, bounded by the tool's timeout, without the GIL.
+    fn finish_transport(&self, py: Python<'_>, ticket: &Ticket) -> PyResult<CallResult> {
+        let ticket = ticket.take(py)?;
+        Ok(CallResult { inner: py.detach(|| {
+            let outcome = self.inner.invoke(&ticket);
+            self.inner.finish(ticket, outcome)
+        }) })
     }
 
     /// Ends a call whose handler raised `kind` (the exception's class name).

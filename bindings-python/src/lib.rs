@@ -5,6 +5,7 @@
 //! pure-Python package `harnessweaver` (in `python/`) wraps this module.
 
 mod cel_lite;
+mod sanitize;
 
 use harnessweaver_core::canonical::{self, MAX_DEPTH};
 use harnessweaver_core::{Error, Problem as CoreProblem};
@@ -306,5 +307,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
     governor::register(m)?;
     cel_lite::register(m)?;
+    sanitize::register(m)?;
     Ok(())
 }

@@ -481,6 +481,30 @@ fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterBool : FfiConverter {
+    typealias FfiType = Int8
+    typealias SwiftType = Bool
+
+    public static func lift(_ value: Int8) throws -> Bool {
+        return value != 0
+    }
+
+    public static func lower(_ value: Bool) -> Int8 {
+        return value ? 1 : 0
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Bool {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: Bool, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterString: FfiConverter {
     typealias SwiftType = String
     typealias FfiType = RustBuffer
@@ -523,6 +547,188 @@ fileprivate struct FfiConverterString: FfiConverter {
         writeBytes(&buf, value.utf8)
     }
 }
+
+
+
+
+/**
+ * A compiled cel-lite expression; immutable and thread-safe.
+ */
+public protocol CelProgramProtocol: AnyObject, Sendable {
+    
+    /**
+     * The approval rule against `vars_json` (a JSON object).
+     */
+    func approvalRequired(varsJson: String) throws  -> CelApprovalVerdict
+    
+    /**
+     * Evaluates against `vars_json` (a JSON object); the outcome is a value or unevaluable.
+     */
+    func evaluate(varsJson: String) throws  -> CelOutcome
+    
+    /**
+     * The variable names the expression uses, in order of first use.
+     */
+    func names()  -> [String]
+    
+    /**
+     * The source text.
+     */
+    func source()  -> String
+    
+}
+/**
+ * A compiled cel-lite expression; immutable and thread-safe.
+ */
+open class CelProgram: CelProgramProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_harnessweaver_swift_fn_clone_celprogram(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_harnessweaver_swift_fn_free_celprogram(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The approval rule against `vars_json` (a JSON object).
+     */
+open func approvalRequired(varsJson: String)throws  -> CelApprovalVerdict  {
+    return try  FfiConverterTypeCelApprovalVerdict_lift(try rustCallWithError(FfiConverterTypeCelLiteError_lift) {
+        uniffiCallStatus in
+    uniffi_harnessweaver_swift_fn_method_celprogram_approval_required(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(varsJson),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Evaluates against `vars_json` (a JSON object); the outcome is a value or unevaluable.
+     */
+open func evaluate(varsJson: String)throws  -> CelOutcome  {
+    return try  FfiConverterTypeCelOutcome_lift(try rustCallWithError(FfiConverterTypeCelLiteError_lift) {
+        uniffiCallStatus in
+    uniffi_harnessweaver_swift_fn_method_celprogram_evaluate(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(varsJson),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The variable names the expression uses, in order of first use.
+     */
+open func names() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_harnessweaver_swift_fn_method_celprogram_names(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The source text.
+     */
+open func source() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_harnessweaver_swift_fn_method_celprogram_source(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCelProgram: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = CelProgram
+
+    public static func lift(_ handle: UInt64) throws -> CelProgram {
+        return CelProgram(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: CelProgram) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CelProgram {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: CelProgram, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCelProgram_lift(_ handle: UInt64) throws -> CelProgram {
+    return try FfiConverterTypeCelProgram.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCelProgram_lower(_ value: CelProgram) -> UInt64 {
+    return FfiConverterTypeCelProgram.lower(value)
+}
+
+
 
 
 
@@ -672,6 +878,75 @@ public func FfiConverterTypeHarness_lower(_ value: Harness) -> UInt64 {
 
 
 /**
+ * The approval rule's verdict: true, unevaluable or not a bool means required.
+ */
+public struct CelApprovalVerdict: Equatable, Hashable {
+    /**
+     * Whether a human must approve.
+     */
+    public var required: Bool
+    /**
+     * Why the expression could not decide, when it could not.
+     */
+    public var reason: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Whether a human must approve.
+         */required: Bool, 
+        /**
+         * Why the expression could not decide, when it could not.
+         */reason: String?) {
+        self.required = required
+        self.reason = reason
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CelApprovalVerdict: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCelApprovalVerdict: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CelApprovalVerdict {
+        return
+            try CelApprovalVerdict(
+                required: FfiConverterBool.read(from: &buf), 
+                reason: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CelApprovalVerdict, into buf: inout [UInt8]) {
+        FfiConverterBool.write(value.required, into: &buf)
+        FfiConverterOptionString.write(value.reason, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCelApprovalVerdict_lift(_ buf: RustBuffer) throws -> CelApprovalVerdict {
+    return try FfiConverterTypeCelApprovalVerdict.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCelApprovalVerdict_lower(_ value: CelApprovalVerdict) -> RustBuffer {
+    return FfiConverterTypeCelApprovalVerdict.lower(value)
+}
+
+
+/**
  * One load problem, with where it is.
  */
 public struct Problem: Equatable, Hashable {
@@ -778,6 +1053,191 @@ public func FfiConverterTypeProblem_lift(_ buf: RustBuffer) throws -> Problem {
 public func FfiConverterTypeProblem_lower(_ value: Problem) -> RustBuffer {
     return FfiConverterTypeProblem.lower(value)
 }
+
+
+/**
+ * A cel-lite error: the expression did not compile, or the variables are not a JSON object of the six names.
+ */
+public 
+enum CelLiteError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
+
+    
+    
+    /**
+     * The expression did not compile; `rendered` shows its line with a caret under the spot.
+     */
+    case Compile(code: String, message: String, line: UInt64, column: UInt64, rendered: String
+    )
+    /**
+     * The variables are not valid JSON, not an object, or name something other than the six variables.
+     */
+    case InvalidVars(code: String, detail: String
+    )
+
+    
+
+    
+
+    
+    public var errorDescription: String? {
+        String(reflecting: self)
+    }
+    
+}
+
+#if compiler(>=6)
+extension CelLiteError: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCelLiteError: FfiConverterRustBuffer {
+    typealias SwiftType = CelLiteError
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CelLiteError {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+
+        
+
+        
+        case 1: return .Compile(
+            code: try FfiConverterString.read(from: &buf), 
+            message: try FfiConverterString.read(from: &buf), 
+            line: try FfiConverterUInt64.read(from: &buf), 
+            column: try FfiConverterUInt64.read(from: &buf), 
+            rendered: try FfiConverterString.read(from: &buf)
+            )
+        case 2: return .InvalidVars(
+            code: try FfiConverterString.read(from: &buf), 
+            detail: try FfiConverterString.read(from: &buf)
+            )
+
+         default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: CelLiteError, into buf: inout [UInt8]) {
+        switch value {
+
+        
+
+        
+        
+        case let .Compile(code,message,line,column,rendered):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(code, into: &buf)
+            FfiConverterString.write(message, into: &buf)
+            FfiConverterUInt64.write(line, into: &buf)
+            FfiConverterUInt64.write(column, into: &buf)
+            FfiConverterString.write(rendered, into: &buf)
+            
+        
+        case let .InvalidVars(code,detail):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(code, into: &buf)
+            FfiConverterString.write(detail, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCelLiteError_lift(_ buf: RustBuffer) throws -> CelLiteError {
+    return try FfiConverterTypeCelLiteError.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCelLiteError_lower(_ value: CelLiteError) -> RustBuffer {
+    return FfiConverterTypeCelLiteError.lower(value)
+}
+
+
+/**
+ * The result of an evaluation.
+ */
+
+public enum CelOutcome: Equatable, Hashable {
+    
+    /**
+     * The expression's value, as JSON text.
+     */
+    case value(json: String
+    )
+    /**
+     * A runtime error (a missing key, a wrong type, an overflow, a cost limit) stopped it.
+     */
+    case unevaluable(reason: String
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension CelOutcome: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCelOutcome: FfiConverterRustBuffer {
+    typealias SwiftType = CelOutcome
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CelOutcome {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .value(json: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 2: return .unevaluable(reason: try FfiConverterString.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: CelOutcome, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .value(json):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(json, into: &buf)
+            
+        
+        case let .unevaluable(reason):
+            writeInt(&buf, Int32(2))
+            FfiConverterString.write(reason, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCelOutcome_lift(_ buf: RustBuffer) throws -> CelOutcome {
+    return try FfiConverterTypeCelOutcome.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCelOutcome_lower(_ value: CelOutcome) -> RustBuffer {
+    return FfiConverterTypeCelOutcome.lower(value)
+}
+
 
 
 /**
@@ -1052,6 +1512,17 @@ public func toolDescriptionFromManifest(manifest: String)throws  -> String  {
     )
 })
 }
+/**
+ * Compiles a cel-lite expression.
+ */
+public func celLiteCompile(text: String)throws  -> CelProgram  {
+    return try  FfiConverterTypeCelProgram_lift(try rustCallWithError(FfiConverterTypeCelLiteError_lift) {
+        uniffiCallStatus in
+    uniffi_harnessweaver_swift_fn_func_cel_lite_compile(
+        FfiConverterString.lower(text),uniffiCallStatus
+    )
+})
+}
 
 private enum InitializationResult {
     case ok
@@ -1080,10 +1551,25 @@ private let initializationResult: InitializationResult = {
     if (uniffi_harnessweaver_swift_checksum_func_tool_description_from_manifest() != 22606) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_harnessweaver_swift_checksum_func_cel_lite_compile() != 30672) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_harnessweaver_swift_checksum_method_harness_tool_names() != 51900) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_harnessweaver_swift_checksum_method_harness_tools_json() != 7241) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_harnessweaver_swift_checksum_method_celprogram_approval_required() != 21464) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_harnessweaver_swift_checksum_method_celprogram_evaluate() != 55896) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_harnessweaver_swift_checksum_method_celprogram_names() != 32919) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_harnessweaver_swift_checksum_method_celprogram_source() != 6421) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -9,6 +9,8 @@
 //! The generated Swift sources are committed in `generated/`;
 //! `tests/swift/test_uniffi.py` regenerates them and fails on drift.
 
+mod cel_lite;
+
 use std::fmt;
 use std::sync::Arc;
 

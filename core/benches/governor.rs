@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "bench code")]
 
 use criterion::{criterion_group, Criterion};
-use harnessweaver_core::governor::{Begin, GovernorOptions, InvokeOutcome};
+use harnessweaver_core::governor::{Begin, InvokeOutcome};
 use harnessweaver_core::{definition_digest, CallContext, LoadOptions, Principal, Runtime};
 use serde_json::{json, Value};
 use std::hint::black_box;
@@ -46,6 +46,12 @@ fn harness_dir() -> PathBuf {
         }
     });
     std::fs::write(dir.join("tools/refund_payment.json"), serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    // The same tool with both sanitizers on its output.
+    let mut sanitized = manifest.clone();
+    sanitized["metadata"]["name"] = json!("refund_sanitized");
+    sanitized["spec"]["definition_digest"] = json!(definition_digest("refund_sanitized", description, &schema).unwrap());
+    sanitized["spec"]["output"]["sanitize"] = json!(["pii_redact", "strip_instructions"]);
+    std::fs::write(dir.join("tools/refund_sanitized.json"), serde_json::to_string_pretty(&sanitized).unwrap()).unwrap();
     std::fs::write(
         dir.join("harness.yaml"),
         "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.json\"]\n  policy:\n    rules:\n      - {name: no-deletes, effect: deny, tools: [\"delete_*\"]}\n",
@@ -66,7 +72,7 @@ fn bench(c: &mut Criterion) {
     let dir = harness_dir();
     let handler: harnessweaver_core::governor::Handler = Arc::new(|_args: &Value, _key: &str| Ok(output_1kb()));
     let options = LoadOptions {
-        handlers: [("refund_payment".to_string(), handler)].into_iter().collect(),
+        handlers: [("refund_payment".to_string(), handler.clone()), ("refund_sanitized".to_string(), handler)].into_iter().collect(),
         ..LoadOptions::default()
     };
     let rt = Runtime::load(dir.join("harness.yaml"), options).unwrap();
@@ -89,6 +95,15 @@ fn bench(c: &mut Criterion) {
             black_box(result)
         })
     });
+    group.bench_function("governed call with pii_redact + strip_instructions (1 KB output)", |b| {
+        b.iter(|| {
+            let ticket = match rt.governor().begin("refund_sanitized", black_box(args.clone()), &ctx) {
+                Begin::Invoke(t) => t,
+                Begin::Done(r) => panic!("refused: {r:?}"),
+            };
+            black_box(rt.governor().finish(ticket, InvokeOutcome::Returned(output_1kb())))
+        })
+    });
     let refused_ctx = CallContext { principal: Principal::new("nobody"), ..ctx.clone() };
     group.bench_function("refused at step 4 (scope missing)", |b| {
         b.iter(|| black_box(rt.governor().begin("refund_payment", black_box(args.clone()), &refused_ctx)))
@@ -109,5 +124,8 @@ fn main() {
     };
     if let (Some(bare), Some(governed)) = (read("bare handler (1 KB output)"), read("governed call, steps 1-9 (1 KB output)")) {
         println!("governor: governed call {:.0} ns, bare handler {:.0} ns, added {:.0} ns per call (goal < 2000 ns)", governed, bare, governed - bare);
+        if let Some(sanitized) = read("governed call with pii_redact + strip_instructions (1 KB output)") {
+            println!("governor: with both sanitizers {:.0} ns, added {:.0} ns per call", sanitized, sanitized - bare);
+        }
     }
 }

@@ -88,14 +88,8 @@ pub enum Risk {
     Critical,
 }
 
-/// A sanitizer in `output.sanitize`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sanitizer {
-    /// Redact personal data.
-    PiiRedact,
-    /// Strip instructions aimed at the model.
-    StripInstructions,
-}
+/// A sanitizer in `output.sanitize` (the sanitizers' own type).
+pub use crate::sanitize::Sanitizer;
 
 /// Whether a tool's output marks the run as having seen untrusted content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -617,10 +611,7 @@ pub fn risk_name(r: Risk) -> &'static str {
 
 /// The manifest name of a sanitizer.
 pub fn sanitizer_name(s: Sanitizer) -> &'static str {
-    match s {
-        Sanitizer::PiiRedact => "pii_redact",
-        Sanitizer::StripInstructions => "strip_instructions",
-    }
+    s.as_str()
 }
 
 pub(crate) const RISKS: &[(&str, Risk)] =

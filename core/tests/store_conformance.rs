@@ -396,3 +396,22 @@ fn redis_bad_url_is_an_error_without_the_password() {
     assert!(!e.message.contains("hunter2") && e.message.contains("***"), "{}", e.message);
     assert!(!format!("{s:?}").contains("hunter2"));
 }
+
+#[test]
+fn sqlite_prunes_spent_buckets_and_keeps_live_runs() {
+    let dir = scratch_dir("prune");
+    let path = dir.join("state.db");
+    let s = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(s.acquire(&[key("old", 10, 60_000)], T0).unwrap(), Acquire::Allowed);
+    s.add_labels("live", Labels { private: true, untrusted: false }).unwrap();
+    let later = T0 + 2 * 3_600_000;
+    // Housekeeping runs on one call in 4096.
+    for _ in 0..4095 {
+        s.acquire(&[key("busy", 1_000_000, 1_000)], later).unwrap();
+    }
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let buckets: Vec<String> = raw.prepare("SELECT key FROM hw_rate").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    assert_eq!(buckets, ["busy"]);
+    assert_eq!(s.labels("live").unwrap(), Labels { private: true, untrusted: false });
+    drop(DirGuard(dir));
+}

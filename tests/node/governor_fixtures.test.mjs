@@ -4,12 +4,14 @@
 // deterministic ids, and subset compares of each expectation against the
 // result's JSON and of the audit events. A scenario this runner cannot run fails.
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { createInterface } from 'node:readline'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { test } from 'node:test'
 
-import { FIXTURES, hw, read } from './fixture_support.mjs'
+import { FIXTURES, hw, read, ROOT } from './fixture_support.mjs'
 
 const DIR = join(FIXTURES, 'governor')
 const SCENARIOS = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort().map((f) => join(DIR, f))
@@ -41,6 +43,32 @@ function handlerFor(b) {
   return body
 }
 
+// tests/servers/http_fixture_server.py on a free port (the server every runner starts).
+async function startHttpServer() {
+  const python = existsSync(join(ROOT, '.venv', 'bin', 'python')) ? join(ROOT, '.venv', 'bin', 'python') : 'python3'
+  const proc = spawn(python, [join(ROOT, 'tests', 'servers', 'http_fixture_server.py')], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const lines = createInterface({ input: proc.stdout })
+  const port = await new Promise((resolve, reject) => {
+    lines.once('line', (line) => resolve(Number(line.trim())))
+    proc.once('error', reject)
+  })
+  lines.close()
+  return { url: `http://127.0.0.1:${port}`, close: () => proc.kill() }
+}
+
+// The `harnessweaver-sandbox` worker, as core/tests/transport_support finds or builds it.
+function sandboxWorker() {
+  if (process.env.HARNESSWEAVER_SANDBOX_WORKER) return process.env.HARNESSWEAVER_SANDBOX_WORKER
+  const target = join(ROOT, 'target', 'sandbox-worker')
+  const triple = process.env.CARGO_BUILD_TARGET
+  const candidates = [...(triple ? [join(target, triple, 'debug', 'harnessweaver-sandbox')] : []), join(target, 'debug', 'harnessweaver-sandbox')]
+  if (!candidates.some((c) => existsSync(c))) {
+    const built = spawnSync('cargo', ['build', '--quiet', '--manifest-path', join(ROOT, 'sandbox', 'Cargo.toml'), '--target-dir', target], { stdio: 'inherit' })
+    assert.equal(built.status, 0, 'building sandbox/ failed')
+  }
+  return candidates.find((c) => existsSync(c))
+}
+
 function checkSubset(want, got, what) {
   for (const [k, v] of Object.entries(want)) {
     assert.deepEqual(got?.[k] ?? null, v, `${what}: \`${k}\` differs; got ${JSON.stringify(got)}`)
@@ -51,14 +79,16 @@ async function runScenario(path) {
   const name = basename(path, '.json')
   const c = read(path)
   const dir = mkdtempSync(join(tmpdir(), `hw-gov-node-${name}-`))
+  const http = c.servers && c.servers.http ? await startHttpServer() : null
   try {
     for (const [rel, text] of Object.entries(c.files)) {
       mkdirSync(dirname(join(dir, rel)), { recursive: true })
-      writeFileSync(join(dir, rel), text)
+      writeFileSync(join(dir, rel), http ? text.replaceAll('{{http}}', http.url) : text)
     }
+    const sandbox = c.sandbox ? sandboxWorker() : undefined
     const events = []
     const tools = Object.fromEntries(Object.entries(c.handlers).map(([k, b]) => [k, handlerFor(b)]))
-    const load = () => hw._testing.load(join(dir, 'harness.yaml'), { tools, audit: (e) => events.push(e) }, { clockMs: c.start_ms })
+    const load = () => hw._testing.load(join(dir, 'harness.yaml'), { tools, audit: (e) => events.push(e) }, { clockMs: c.start_ms, sandboxWorker: sandbox })
     if ('load_problems' in c) {
       let err
       try {
@@ -139,7 +169,7 @@ async function runScenario(path) {
       }
       if (result) {
         assert.ok(!('error' in expect), `${what}: expected error ${JSON.stringify(expect)}, got ${JSON.stringify(result)}`)
-        const got = JSON.parse(result._call.json())
+        const got = JSON.parse(result._json)
         assert.deepEqual(JSON.parse(JSON.stringify(result)), got, `${what}: toJSON and the core's JSON disagree`)
         if (result.approval) lastApproval = result.approval.id
         const { approval: wantApproval, ...want } = expect
@@ -156,6 +186,7 @@ async function runScenario(path) {
       c.audit.forEach((w, i) => checkSubset(w, events[i], `${name} audit`))
     }
   } finally {
+    if (http) http.close()
     rmSync(dir, { recursive: true, force: true })
   }
 }

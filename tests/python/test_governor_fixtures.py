@@ -6,6 +6,9 @@ step's expectation against the result's JSON and of the audit events."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -14,7 +17,7 @@ import pytest
 
 import harnessweaver as hw
 from harnessweaver import _testing
-from fixture_support import FIXTURES
+from fixture_support import FIXTURES, ROOT
 
 SCENARIOS = sorted((FIXTURES / "governor").glob("*.json"))
 
@@ -42,6 +45,34 @@ def handler_for(behaviour: Dict[str, Any]) -> Callable[..., Any]:
     return handler
 
 
+class HttpServer:
+    """tests/servers/http_fixture_server.py on a free port (the server every runner starts)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "servers" / "http_fixture_server.py")],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline().strip())}"
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def sandbox_worker() -> str:
+    """The `harnessweaver-sandbox` worker, as core/tests/transport_support finds or builds it."""
+    explicit = os.environ.get("HARNESSWEAVER_SANDBOX_WORKER")
+    if explicit:
+        return explicit
+    target = ROOT / "target" / "sandbox-worker"
+    triple = os.environ.get("CARGO_BUILD_TARGET")
+    candidates = ([target / triple / "debug" / "harnessweaver-sandbox"] if triple else []) + [target / "debug" / "harnessweaver-sandbox"]
+    if not any(c.is_file() for c in candidates):
+        subprocess.run(["cargo", "build", "--quiet", "--manifest-path", str(ROOT / "sandbox" / "Cargo.toml"),
+                        "--target-dir", str(target)], check=True)
+    return str(next(c for c in candidates if c.is_file()))
+
+
 def check_subset(want: Dict[str, Any], got: Dict[str, Any], what: str) -> None:
     for key, value in want.items():
         assert got.get(key) == value, f"{what}: `{key}` differs; got {json.dumps(got)}"
@@ -49,21 +80,35 @@ def check_subset(want: Dict[str, Any], got: Dict[str, Any], what: str) -> None:
 
 def run_scenario(path: Path, tmp: Path) -> None:
     case = json.loads(path.read_text(encoding="utf-8"))
+    http = HttpServer() if "http" in case.get("servers", {}) else None
+    try:
+        run_case(path, case, tmp, http)
+    finally:
+        if http is not None:
+            http.close()
+
+
+def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpServer]) -> None:
     for rel, text in case["files"].items():
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
+        if http is not None:
+            text = text.replace("{{http}}", http.url)
         target.write_text(text, encoding="utf-8")
+    worker = sandbox_worker() if case.get("sandbox") else None
     events: List[Dict[str, Any]] = []
     handlers = {name: handler_for(b) for name, b in case["handlers"].items()}
     if "load_problems" in case:
         with pytest.raises(hw.LoadError) as info:
-            _testing.load(tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"])
+            _testing.load(tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"],
+                      sandbox_worker=worker)
         got = [p.to_dict() for p in info.value.problems]
         assert len(got) == len(case["load_problems"]), f"{path.name}: problems {got}"
         for want, problem in zip(case["load_problems"], got):
             check_subset(want, problem, f"{path.name} load problem")
         return
-    h = _testing.load(tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"])
+    h = _testing.load(tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"],
+                      sandbox_worker=worker)
     principals = case["principals"]
     runs: Dict[str, str] = {}
     last_approval: Optional[str] = None

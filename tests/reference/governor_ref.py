@@ -116,7 +116,8 @@ def decide(h: RefHarness, run: RefRun, name: str, args: Any, principal: Dict[str
     if tool.egress and run.private and run.untrusted and h.trifecta != "off":
         if h.trifecta == "block":
             return ("refused", "trifecta", "flow")
-        return ("pending", "approval_required", "flow")
+        # "sent to approval": the approval step (7) decides it, with its reason.
+        return ("pending", "approval_required", "approval")
     # 7. approval
     if tool.risk in h.approval_by_risk:
         return ("pending", "approval_required", "approval")

@@ -69,6 +69,7 @@ __all__ = [
     "cel_lite",
     "definition_digest",
     "load",
+    "sanitize",
 ]
 
 JSONValue = Any
@@ -191,11 +192,11 @@ def load(
 
 
 def _load(path: Any, handlers: Any, audit: Any, on_approval: Any, tools: Sequence[Any],
-          clock_ms: Optional[int] = None, sequential_ids: bool = False) -> Harness:
+          clock_ms: Optional[int] = None, sequential_ids: bool = False, sandbox_worker: Optional[str] = None) -> Harness:
     text = os.fspath(path)
     harness = Harness(_native.load(text), text)
     harness._init_governor(text, [t.describe() for t in harness.tools], handlers, tools, audit, on_approval,
-                           clock_ms, sequential_ids)
+                           clock_ms, sequential_ids, sandbox_worker)
     return harness
 
 
@@ -218,3 +219,12 @@ def definition_digest(name: str, description: str, input_schema: JSONValue) -> s
 def canonical_json(value: JSONValue) -> str:
     """The canonical JSON text of ``value`` (what every language hashes)."""
     return _native.canonical_json(value)
+
+
+def sanitize(value: JSONValue, sanitizers: Sequence[str]) -> "tuple[JSONValue, Dict[str, int]]":
+    """Runs the named sanitizers (``"pii_redact"``, ``"strip_instructions"``), in
+    order, on every string value and object key of ``value``, as step 9 does.
+    Returns the sanitized value and the number of replacements per kind (never
+    what was replaced). Keys that sanitize to one name stay distinct
+    (``[EMAIL]``, ``[EMAIL]#2``)."""
+    return _native.sanitize(value, list(sanitizers))

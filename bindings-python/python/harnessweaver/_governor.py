@@ -317,7 +317,7 @@ class GovernedHarness:
     def _init_governor(self, path: str, described: List[Dict[str, Any]], handlers: Optional[Mapping[str, Callable[..., Any]]],
                        tools: Sequence[Any], audit: Optional[Callable[[Dict[str, Any]], Any]],
                        on_approval: Optional[Callable[..., Optional[bool]]], clock_ms: Optional[int] = None,
-                       sequential_ids: bool = False) -> None:
+                       sequential_ids: bool = False, sandbox_worker: Optional[str] = None) -> None:
         given: Dict[str, Callable[..., Any]] = dict(handlers or {})
         code_tools: List[Tuple[Any, str]] = []
         for item in tools:
@@ -344,7 +344,8 @@ class GovernedHarness:
         if problems:
             raise _load_error(problems)
         self._handlers = {name: _Handler(fn) for name, fn in given.items()}
-        self._rt = _native.Runtime(path, sorted(self._handlers), code_tools, audit, on_approval, clock_ms, sequential_ids)
+        self._rt = _native.Runtime(path, sorted(self._handlers), code_tools, audit, on_approval, clock_ms, sequential_ids,
+                                   sandbox_worker)
         self._workers = _WORKERS
 
     # -- calls --
@@ -357,7 +358,9 @@ class GovernedHarness:
         return self._rt.begin(tool, {} if args is None else args, principal, tenant, task, run_id, approval)
 
     def _invoke(self, ticket: "_native.Ticket") -> CallResult:
-        handler = self._handlers[ticket.tool]
+        handler = self._handlers.get(ticket.tool)
+        if handler is None:  # http, code, mcp: the core's transports
+            return self._rt.finish_transport(ticket)
         kwargs = ticket.args
         if handler.takes_key:
             kwargs["idempotency_key"] = ticket.idempotency_key
@@ -380,7 +383,10 @@ class GovernedHarness:
         return self._rt.finish_returned(ticket, future.result())
 
     async def _ainvoke(self, ticket: "_native.Ticket") -> CallResult:
-        handler = self._handlers[ticket.tool]
+        handler = self._handlers.get(ticket.tool)
+        if handler is None:  # http, code, mcp: the core's transports, off the event loop
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(None, self._rt.finish_transport, ticket)
         kwargs = ticket.args
         if handler.takes_key:
             kwargs["idempotency_key"] = ticket.idempotency_key

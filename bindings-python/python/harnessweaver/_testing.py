@@ -17,10 +17,12 @@ def load(
     tools: Sequence[Any] = (),
     clock_ms: int,
     sequential_ids: bool = True,
+    sandbox_worker: Optional[str] = None,
 ) -> Harness:
     """:func:`harnessweaver.load` with a manual clock reading ``clock_ms``
     (move it with :func:`advance_ms`) and ids ``run-1``, ``call-1``, ..."""
-    return _load(path, handlers, audit, on_approval, tools, clock_ms=clock_ms, sequential_ids=sequential_ids)
+    return _load(path, handlers, audit, on_approval, tools, clock_ms=clock_ms, sequential_ids=sequential_ids,
+                 sandbox_worker=sandbox_worker)
 
 
 def advance_ms(harness: Harness, ms: int) -> None:

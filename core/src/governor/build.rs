@@ -92,15 +92,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         manifest::Transport::Code => Transport::Code { sandbox: m.sandbox.clone().unwrap_or_default() },
         manifest::Transport::Mcp => Transport::Mcp { server: m.server.clone().unwrap_or_default() },
     };
-    let sanitize = m
-        .output
-        .sanitize
-        .iter()
-        .map(|s| match s {
-            manifest::Sanitizer::PiiRedact => super::sanitize::Sanitizer::PiiRedact,
-            manifest::Sanitizer::StripInstructions => super::sanitize::Sanitizer::StripInstructions,
-        })
-        .collect();
+    let sanitize = m.output.sanitize.clone();
     Some(ToolRuntime {
         name: m.name.clone(),
         enabled: m.enabled,
@@ -115,7 +107,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         per_principal: rate(m.rate_limit.as_ref().and_then(|r| r.per_principal)),
         per_tenant: rate(m.rate_limit.as_ref().and_then(|r| r.per_tenant)),
         private: m.data_access.iter().any(|d| d.starts_with("pii:")),
-        egress: m.egress.clone(),
+        egress: effective_egress(m),
         approval_when: m.approval.as_ref().and_then(|a| compile_condition(&a.when, "spec.approval.when", problems)),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
         risk: manifest::risk_name(m.risk).to_string(),
@@ -128,6 +120,25 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
         transport,
         tool_value: tool_value(tool),
     })
+}
+
+/// The hosts a call may send data to: `egress`, plus the host of an http
+/// tool's `url` (its arguments go there whether or not `egress` says so, so
+/// the trifecta rule must see it; issue 10, trifecta evasions).
+fn effective_egress(m: &manifest::Manifest) -> Vec<String> {
+    let mut egress = m.egress.clone();
+    if m.transport == manifest::Transport::Http {
+        if let Some(url) = &m.url {
+            let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            let host = if host.is_empty() { url.as_str() } else { host };
+            if !egress.iter().any(|e| e == host) {
+                egress.push(host.to_string());
+            }
+        }
+    }
+    egress
 }
 
 /// The Redis namespace of a harness: its `metadata.name`, or else a digest

@@ -29,31 +29,10 @@ use crate::digest::sha256_tagged;
 use crate::error::Error;
 use crate::store::{Acquire, ApprovalState, Budget, Labels, PendingApproval, Rate, RateKey, Store};
 use crate::validate::{Constraints, SchemaValidator};
-use crate::canonical;
+use crate::{canonical, sanitize};
 use crate::cel_lite::{Program, Vars};
 use crate::transport::Transports;
 
-/// TODO(merge): replaced by crate::sanitize when the sanitizers land.
-mod sanitize {
-    use serde_json::Value;
-    use std::collections::BTreeMap;
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Sanitizer {
-        PiiRedact,
-        StripInstructions,
-    }
-    impl Sanitizer {
-        pub fn as_str(self) -> &'static str {
-            match self {
-                Self::PiiRedact => "pii_redact",
-                Self::StripInstructions => "strip_instructions",
-            }
-        }
-    }
-    pub fn apply(value: &Value, _s: &[Sanitizer]) -> (Value, BTreeMap<String, u64>) {
-        (value.clone(), BTreeMap::new())
-    }
-}
 
 /// Evaluates a compiled cel-lite condition: `Ok(bool)`, or `Err(reason)`
 /// when it is unevaluable (a runtime error, or a value that is not a bool).
@@ -1129,7 +1108,8 @@ impl Governor {
             let r = Refusal::new("invalid_output", Step::Output, format!("the output of `{}` at `{at}` fails `{}`", ticket.tool, v.keyword));
             return self.finish_refused(ticket, r, invoke_us, micros(output_started));
         }
-        let (value, redactions) = sanitize::apply(&value, &rt.output.sanitize);
+        let (value, report) = sanitize::apply(&value, &rt.output.sanitize);
+        let redactions = report.counts.as_map().clone();
         let (value, truncated) = cut(value, rt.output.max_bytes);
         let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         if rt.output.untrusted {

@@ -195,12 +195,39 @@ if ARGV[3] ~= 'pending' and ARGV[3] ~= 'approved' then redis.call('ZREM', KEYS[2
 return 1
 ";
 
+/// KEYS: the approval, the open index. ARGV: body, state, has_by, by,
+/// has_note, note, ttl ms, created ms, id. Replaces the approval.
+const PUT_APPROVAL: &str = r"
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'body', ARGV[1], 'state', ARGV[2])
+if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'decided_by', ARGV[4]) end
+if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'note', ARGV[6]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+if ARGV[2] == 'pending' or ARGV[2] == 'approved' then
+  redis.call('ZADD', KEYS[2], ARGV[8], ARGV[9])
+else
+  redis.call('ZREM', KEYS[2], ARGV[9])
+end
+return 1
+";
+
+/// KEYS: approvals. Returns each one's body, state, decided_by, note.
+const READ_APPROVALS: &str = r"
+local out = {}
+for i, key in ipairs(KEYS) do
+  out[i] = redis.call('HMGET', key, 'body', 'state', 'decided_by', 'note')
+end
+return out
+";
+
 struct Scripts {
     acquire: Lua,
     take_budget: Lua,
     release_budget: Lua,
     add_labels: Lua,
     transition: Lua,
+    put_approval: Lua,
+    read_approvals: Lua,
 }
 
 /// State in Redis (`spec.state: redis://…`).
@@ -305,6 +332,8 @@ impl RedisStore {
                 release_budget: Lua::new(RELEASE_BUDGET),
                 add_labels: Lua::new(ADD_LABELS),
                 transition: Lua::new(TRANSITION),
+                put_approval: Lua::new(PUT_APPROVAL),
+                read_approvals: Lua::new(READ_APPROVALS),
             },
             round_trips: AtomicU64::new(0),
         })
@@ -503,35 +532,21 @@ impl Store for RedisStore {
         // Kept `run_ttl` past its expiry (measured on the caller's clock, so
         // a fixture's clock does not expire it at once).
         let ttl = approval.expires_ms.saturating_sub(approval.created_ms).saturating_add(self.options.run_ttl_ms).max(1);
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("DEL")
-            .arg(&key)
-            .ignore()
-            .cmd("HSET")
-            .arg(&key)
-            .arg("body")
-            .arg(body)
-            .arg("state")
-            .arg(approval.state.as_str())
-            .ignore();
-        if let Some(by) = &approval.decided_by {
-            pipe.cmd("HSET").arg(&key).arg("decided_by").arg(by).ignore();
-        }
-        if let Some(note) = &approval.note {
-            pipe.cmd("HSET").arg(&key).arg("note").arg(note).ignore();
-        }
-        pipe.cmd("PEXPIRE").arg(&key).arg(ttl).ignore();
-        let open = self.key("apr-open", "all");
-        if matches!(approval.state, ApprovalState::Pending | ApprovalState::Approved) {
-            pipe.cmd("ZADD").arg(&open).arg(approval.created_ms).arg(&approval.id).ignore();
-        } else {
-            pipe.cmd("ZREM").arg(&open).arg(&approval.id).ignore();
-        }
-        self.with(|conn| {
-            self.round_trips.fetch_add(1, Ordering::Relaxed);
-            pipe.query::<()>(conn)
-        })
+        // A script, not MULTI: Redis Cluster connections take no transactions.
+        let keys = [key, self.key("apr-open", "all")];
+        let args = [
+            body,
+            approval.state.as_str().to_string(),
+            flag(approval.decided_by.is_some()),
+            approval.decided_by.clone().unwrap_or_default(),
+            flag(approval.note.is_some()),
+            approval.note.clone().unwrap_or_default(),
+            ttl.to_string(),
+            approval.created_ms.to_string(),
+            approval.id.clone(),
+        ];
+        let _: i64 = self.with(|conn| self.eval(conn, &self.scripts.put_approval, &keys, &args))?;
+        Ok(())
     }
 
     fn approval(&self, id: &str) -> Result<Option<PendingApproval>, StoreError> {
@@ -564,14 +579,8 @@ impl Store for RedisStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut pipe = redis::pipe();
-        for id in &ids {
-            pipe.cmd("HMGET").arg(self.key("apr", id)).arg("body").arg("state").arg("decided_by").arg("note");
-        }
-        let replies: Vec<Vec<RValue>> = self.with(|conn| {
-            self.round_trips.fetch_add(1, Ordering::Relaxed);
-            pipe.query(conn)
-        })?;
+        let keys: Vec<String> = ids.iter().map(|id| self.key("apr", id)).collect();
+        let replies: Vec<Vec<RValue>> = self.with(|conn| self.eval(conn, &self.scripts.read_approvals, &keys, &[]))?;
         let mut out = Vec::with_capacity(ids.len());
         for reply in &replies {
             if let Some(a) = approval_from_reply(reply)? {

@@ -176,13 +176,17 @@ impl SqliteStore {
         if self.calls.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY != PRUNE_EVERY - 1 {
             return Ok(());
         }
+        let ttl = self.pool.options.run_ttl_ms;
         let now_ns = to_i64(u128::from(now_ms) * 1_000_000)?;
-        let cutoff = i64::try_from(now_ms.saturating_sub(self.pool.options.run_ttl_ms)).unwrap_or(0);
+        // Buckets and approvals carry the governor's clock (maybe injected);
+        // runs are stamped with the system's.
+        let approval_cutoff = i64::try_from(now_ms.saturating_sub(ttl)).unwrap_or(0);
+        let run_cutoff = i64::try_from(self::now_ms().saturating_sub(ttl)).unwrap_or(0);
         // A bucket whose arrival time has passed is the same as no bucket.
         conn.execute("DELETE FROM hw_rate WHERE tat_ns < ?1", params![now_ns])?;
-        conn.execute("DELETE FROM hw_run_tool WHERE run_id IN (SELECT run_id FROM hw_run WHERE touched_ms < ?1)", params![cutoff])?;
-        conn.execute("DELETE FROM hw_run WHERE touched_ms < ?1", params![cutoff])?;
-        conn.execute("DELETE FROM hw_approval WHERE expires_ms < ?1 AND state IN ('denied', 'used')", params![cutoff])?;
+        conn.execute("DELETE FROM hw_run_tool WHERE run_id IN (SELECT run_id FROM hw_run WHERE touched_ms < ?1)", params![run_cutoff])?;
+        conn.execute("DELETE FROM hw_run WHERE touched_ms < ?1", params![run_cutoff])?;
+        conn.execute("DELETE FROM hw_approval WHERE expires_ms < ?1 AND state IN ('denied', 'used')", params![approval_cutoff])?;
         Ok(())
     }
 }

@@ -1,8 +1,8 @@
 //! `harnessweaver _stress-limit`: a worker for the multi-process tests and
 //! the store benchmark (hidden from the usage text). It loads a harness,
-//! calls one tool `--calls` times through the full governor (every tool gets
-//! a handler answering `"pong"`), and prints one JSON line with what was
-//! decided and the store's round trips.
+//! calls one tool `--calls` times through the full governor (begin, a
+//! handler answering `"pong"`, finish: what a binding does), and prints one
+//! JSON line with what was decided and the store's round trips.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,23 +11,28 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::clock::{Clock, SystemClock};
-use crate::governor::{CallContext, Decision, Handler, Principal};
+use crate::governor::{Begin, CallContext, Decision, Handler, InvokeOutcome, Principal};
 use crate::harness::Harness;
 use crate::runtime::{LoadOptions, Runtime};
+use crate::store::{Acquire, RateKey};
 
-const HELP: &str = "usage: harnessweaver _stress-limit --harness FILE --tool T --calls N [--tenant T] [--principal ID] [--start-at-ms MS]
+const HELP: &str = "usage: harnessweaver _stress-limit --harness FILE --tool T --calls N [--tenant T] [--principal ID] [--start-at-ms MS] [--store-only]
 
 Calls T N times through the governor (a handler answering \"pong\" for every
 tool), starting at MS (ms since the epoch) when given, and prints
+(with --store-only, takes from T's per-tenant bucket in the store directly,
+without the governor)
 {\"allowed\", \"rate_limited\", \"store_unavailable\", \"other\", \"round_trips\", \"elapsed_us\"}.";
 
 /// Runs the worker; exit 0 after printing the counts, 2 on a usage error,
 /// 1 when the harness does not load.
 pub fn run(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> i32 {
     let mut opts: HashMap<&str, &str> = HashMap::new();
+    let mut store_only = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match *a {
+            "--store-only" => store_only = true,
             "--help" | "-h" => {
                 let _ = writeln!(out, "{HELP}");
                 return 0;
@@ -83,8 +88,28 @@ pub fn run(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::W
     let before = governor.store().round_trips().unwrap_or(0);
     let (mut allowed, mut limited, mut unavailable, mut other) = (0u64, 0u64, 0u64, 0u64);
     let started = Instant::now();
+    let bucket = governor.tool(tool).and_then(|rt| rt.per_tenant).map(|rate| {
+        [RateKey { key: format!("rl/{tool}/tenant/{}", ctx.tenant.as_deref().unwrap_or_default()), rate }]
+    });
     for _ in 0..calls {
-        let result = governor.call(tool, json!({}), &ctx, &handlers);
+        if store_only {
+            let Some(keys) = &bucket else {
+                let _ = writeln!(err, "harnessweaver _stress-limit: `--store-only` needs a tool with `rate_limit.per_tenant`");
+                return 2;
+            };
+            match governor.store().acquire(keys, governor.clock().now_ms()) {
+                Ok(Acquire::Allowed) => allowed += 1,
+                Ok(Acquire::Limited { .. }) => limited += 1,
+                Err(_) => unavailable += 1,
+            }
+            continue;
+        }
+        // As a binding does: the host runs the handler between begin and
+        // finish (`Governor::call` would add a worker thread per call).
+        let result = match governor.begin(tool, json!({}), &ctx) {
+            Begin::Done(result) => result,
+            Begin::Invoke(ticket) => governor.finish(ticket, InvokeOutcome::Returned(json!("pong"))),
+        };
         match (result.decision, result.code.as_deref()) {
             (Decision::Allowed, _) => allowed += 1,
             (_, Some("rate_limited")) => limited += 1,

@@ -1,0 +1,119 @@
+//! cel-lite for Swift: compile an expression once, evaluate it against
+//! variables given as JSON text (a JSON object with some of `principal`,
+//! `tenant`, `task`, `tool`, `args`, `labels`).
+//!
+//! Conversion and error mapping only; parsing, evaluation and the approval
+//! rule are the core's. An evaluation's outcome is a value (`CelOutcome`:
+//! the result as JSON text, or unevaluable with the reason), never an error;
+//! errors are a compile error (with code, line and column) or bad variables.
+
+use std::fmt;
+use std::sync::Arc;
+
+use harnessweaver_core::cel_lite::{self as core_cel, Outcome, NAMES};
+use serde_json::{Map, Value};
+
+/// A cel-lite error: the expression did not compile, or the variables are not a JSON object of the six names.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Error)]
+pub enum CelLiteError {
+    /// The expression did not compile; `rendered` shows its line with a caret under the spot.
+    Compile { code: String, message: String, line: u64, column: u64, rendered: String },
+    /// The variables are not valid JSON, not an object, or name something other than the six variables.
+    InvalidVars { code: String, detail: String },
+}
+
+impl fmt::Display for CelLiteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Compile { code, rendered, .. } => write!(f, "{rendered} [{code}]"),
+            Self::InvalidVars { code, detail } => write!(f, "{detail} [{code}]"),
+        }
+    }
+}
+
+impl std::error::Error for CelLiteError {}
+
+/// The result of an evaluation.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
+pub enum CelOutcome {
+    /// The expression's value, as JSON text.
+    Value { json: String },
+    /// A runtime error (a missing key, a wrong type, an overflow, a cost limit) stopped it.
+    Unevaluable { reason: String },
+}
+
+/// The approval rule's verdict: true, unevaluable or not a bool means required.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct CelApprovalVerdict {
+    /// Whether a human must approve.
+    pub required: bool,
+    /// Why the expression could not decide, when it could not.
+    pub reason: Option<String>,
+}
+
+/// A compiled cel-lite expression; immutable and thread-safe.
+#[derive(uniffi::Object)]
+pub struct CelProgram {
+    inner: core_cel::Program,
+}
+
+fn invalid_vars(code: &str, detail: String) -> CelLiteError {
+    CelLiteError::InvalidVars { code: code.to_string(), detail }
+}
+
+fn vars_from_json(text: &str) -> Result<Map<String, Value>, CelLiteError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| invalid_vars("invalid_json", format!("not valid JSON: {e}")))?;
+    let Value::Object(map) = value else {
+        return Err(invalid_vars("invalid_vars", "`vars` must be a JSON object of variables".to_string()));
+    };
+    if let Some(key) = map.keys().find(|k| !NAMES.contains(&k.as_str())) {
+        let shown: String = key.chars().take(40).collect();
+        return Err(invalid_vars(
+            "invalid_vars",
+            format!("unknown variable `{shown}`; expressions can use `principal`, `tenant`, `task`, `tool`, `args`, `labels`"),
+        ));
+    }
+    Ok(map)
+}
+
+#[uniffi::export]
+impl CelProgram {
+    /// The source text.
+    pub fn source(&self) -> String {
+        self.inner.source().to_string()
+    }
+
+    /// The variable names the expression uses, in order of first use.
+    pub fn names(&self) -> Vec<String> {
+        self.inner.names().to_vec()
+    }
+
+    /// Evaluates against `vars_json` (a JSON object); the outcome is a value or unevaluable.
+    pub fn evaluate(&self, vars_json: String) -> Result<CelOutcome, CelLiteError> {
+        let vars = vars_from_json(&vars_json)?;
+        Ok(match self.inner.evaluate(&vars) {
+            // Serialising a `Value` cannot fail (its keys are strings).
+            Outcome::Value(v) => CelOutcome::Value { json: serde_json::to_string(&v).unwrap_or_default() },
+            Outcome::Unevaluable { reason } => CelOutcome::Unevaluable { reason },
+        })
+    }
+
+    /// The approval rule against `vars_json` (a JSON object).
+    pub fn approval_required(&self, vars_json: String) -> Result<CelApprovalVerdict, CelLiteError> {
+        let vars = vars_from_json(&vars_json)?;
+        let verdict = self.inner.approval_required(&vars);
+        Ok(CelApprovalVerdict { required: verdict.required, reason: verdict.reason })
+    }
+}
+
+/// Compiles a cel-lite expression.
+#[uniffi::export]
+pub fn cel_lite_compile(text: String) -> Result<Arc<CelProgram>, CelLiteError> {
+    core_cel::compile(&text).map(|inner| Arc::new(CelProgram { inner })).map_err(|e| CelLiteError::Compile {
+        code: e.code().to_string(),
+        message: e.message().to_string(),
+        line: e.line() as u64,
+        column: e.column() as u64,
+        rendered: e.render(),
+    })
+}
