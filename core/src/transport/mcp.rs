@@ -367,7 +367,15 @@ async fn connect(name: &str, config: &McpServer) -> Result<Client, String> {
             if let Some(token) = auth {
                 config = config.auth_header(token);
             }
-            let transport = StreamableHttpClientTransport::from_config(config);
+            // reqwest is built without a crypto provider of its own: use ring
+            // (as the http transport does) unless the process chose one.
+            if rustls::crypto::CryptoProvider::get_default().is_none() {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+            }
+            let client = reqwest::Client::builder()
+                .build()
+                .map_err(|_| format!("MCP server `{name}`: the HTTP client could not be built (TLS)"))?;
+            let transport = StreamableHttpClientTransport::with_client(client, config);
             ().serve(transport).await.map_err(|_| format!("MCP server `{name}` at `{url}` did not complete the MCP handshake"))
         }
     }
