@@ -5,7 +5,8 @@
 # the root workspace), built into target/sandbox-worker/ — the directory the
 # Rust tests build it into themselves when it is missing. The Python and Node
 # runners find it through HARNESSWEAVER_SANDBOX_WORKER, exported here.
-TEST_TARGETS += test-transports
+# test-rust runs these tests (with the rest of the core's); test-transports
+# runs only them. Every runner of the governor fixtures needs the worker.
 
 SANDBOX_TARGET := $(ROOT)/target/sandbox-worker
 SANDBOX_WORKER := $(SANDBOX_TARGET)/$(HOST_TRIPLE)/debug/harnessweaver-sandbox
@@ -35,8 +36,8 @@ mcp-servers: $(MCP_NODE_STAMP) $(MCP_PY_STAMP) ## install the MCP servers the tr
 test-transports: build-sandbox mcp-servers ## run the transport tests (http server, sandbox, MCP servers)
 	cargo test -p harnessweaver-core --test transport_http --test transport_code --test transport_mcp --test fixtures_governor
 
-# test-rust runs the fixtures too: give it the worker and the servers first.
 test-rust: build-sandbox mcp-servers
+test-python test-node: build-sandbox
 
 .PHONY: build-sandbox mcp-servers test-transports
 

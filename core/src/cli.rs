@@ -197,11 +197,25 @@ fn doctor(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::Wr
             plural(rules)
         );
     }
-    if let Err(e) = Governor::from_harness(&harness, GovernorOptions::default()) {
-        print_problems(&e, &path, out);
-        let n = e.problems().len().max(1);
-        let _ = writeln!(out, "doctor: {n} problem{} in `{}`", plural(n), path.display());
-        return 1;
+    for line in crate::transport::environment_warnings(&harness) {
+        let _ = writeln!(out, "warning: {line}");
+    }
+    let governor = match Governor::from_harness(&harness, GovernorOptions::default()) {
+        Ok(g) => g,
+        Err(e) => {
+            print_problems(&e, &path, out);
+            let n = e.problems().len().max(1);
+            let _ = writeln!(out, "doctor: {n} problem{} in `{}`", plural(n), path.display());
+            return 1;
+        }
+    };
+    // MCP tools: what the server serves now must match the manifest (the rug pull).
+    for tool in harness.tools() {
+        if let Some(why) = governor.transports().live_pin_mismatch(tool.name()) {
+            failed += 1;
+            let file = shown(&path, tool.file().unwrap_or_default());
+            let _ = writeln!(out, "error: {file}: tool `{}`: {why}; every call is refused [digest_mismatch]", tool.name());
+        }
     }
     let n = harness.tools().len();
     if failed > 0 {

@@ -196,3 +196,24 @@ fn test_mode_refuses_to_call_out() {
     refused(&r, "transport_refused");
     assert!(r.message.contains("test mode"), "{}", r.message);
 }
+
+#[test]
+fn doctor_warns_about_header_variables_that_are_not_set() {
+    std::env::remove_var("HW_TEST_DOCTOR_UNSET");
+    std::env::set_var("HW_TEST_DOCTOR_SET", "do-not-print-me");
+    let (dir, _rt) = load(
+        "http-doctor",
+        "production",
+        &[(
+            "echo",
+            http_tool("http://127.0.0.1:9/echo", "  headers_env:\n    X-Api-Key: HW_TEST_DOCTOR_UNSET\n    X-Tenant: HW_TEST_DOCTOR_SET\n"),
+        )],
+    );
+    let args: Vec<String> = ["doctor".to_string(), dir.harness().to_string_lossy().into_owned()].to_vec();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = harnessweaver_core::cli::run_with(&args, &mut out, &mut err);
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("environment variable `HW_TEST_DOCTOR_UNSET` for header `X-Api-Key` is not set"), "{out}");
+    assert!(!out.contains("HW_TEST_DOCTOR_SET") && !out.contains("do-not-print-me"), "{out}");
+}

@@ -173,6 +173,13 @@ fn a_rug_pull_between_two_loads_is_a_digest_mismatch() {
         assert_eq!((r.code.as_deref(), r.step.map(|s| s.as_str())), (Some("digest_mismatch"), Some("pin")), "{r:?}");
         assert!(r.reasons.iter().any(|x| x.contains("another definition of `add`")), "{r:?}");
     }
+    // `doctor` reports it too, and fails.
+    let args = vec!["doctor".to_string(), dir2.harness().to_string_lossy().into_owned()];
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = harnessweaver_core::cli::run_with(&args, &mut out, &mut err);
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("tool `add`: MCP server `py` now serves another definition") && out.contains("[digest_mismatch]"), "{out}");
 }
 
 #[test]

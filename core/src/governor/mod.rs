@@ -341,6 +341,11 @@ impl Governor {
         self.transports = Arc::new(transports);
     }
 
+    /// The transports (for `doctor`'s live MCP check).
+    pub fn transports(&self) -> &Transports {
+        &self.transports
+    }
+
     /// Step 8 for the transports the core owns (http, code, mcp): runs the
     /// ticket's tool and returns the outcome for [`Governor::finish`].
     /// Blocking, bounded by the ticket's timeout, callable from any thread

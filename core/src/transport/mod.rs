@@ -216,6 +216,41 @@ impl Transports {
     }
 }
 
+/// What `doctor` warns about before any call: `headers_env` and MCP `env` /
+/// `headers_env` variables that are not set now (naming the variable, never
+/// a value), and code tools whose sandbox worker cannot be found.
+pub fn environment_warnings(harness: &crate::harness::Harness) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut wants_worker = false;
+    for tool in harness.tools() {
+        let m = tool.manifest();
+        let file = tool.file().unwrap_or_default();
+        for (header, var) in &m.headers_env {
+            if std::env::var_os(var).is_none() {
+                out.push(format!("{file}: tool `{}`: environment variable `{var}` for header `{header}` is not set; its calls will fail", m.name));
+            }
+        }
+        wants_worker |= m.transport == manifest::Transport::Code;
+    }
+    for (name, server) in &harness.spec().mcp_servers {
+        let vars: Vec<(&String, &String)> = match server {
+            crate::harness::McpServer::Command { env, .. } => env.iter().collect(),
+            crate::harness::McpServer::Url { headers_env, .. } => headers_env.iter().collect(),
+        };
+        for (key, var) in vars {
+            if std::env::var_os(var).is_none() {
+                out.push(format!("harness.yaml: MCP server `{name}`: environment variable `{var}` for `{key}` is not set"));
+            }
+        }
+    }
+    if wants_worker {
+        if let Err(why) = code::find_worker(None) {
+            out.push(format!("code tools: {why}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     /// Bindings move the runtime across threads and call `invoke` from many.
