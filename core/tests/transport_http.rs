@@ -134,20 +134,24 @@ fn a_huge_body_is_refused_before_it_is_read_whole() {
         "http-huge",
         "production",
         &[
-            ("huge", http_tool(&format!("{u}/huge/40000000"), "  output: { max_bytes: 1000 }\n")),
-            ("fits", http_tool(&format!("{u}/huge/3000"), "  output: { max_bytes: 1000 }\n")),
+            ("huge", http_tool(&format!("{u}/huge/40000000"), "  output: { max_bytes: 100000 }\n")),
+            ("fits", http_tool(&format!("{u}/huge/300000"), "  output: { max_bytes: 100000 }\n")),
+            ("small", http_tool(&format!("{u}/huge/30000"), "  output: { max_bytes: 10 }\n")),
         ],
     );
     let started = Instant::now();
     let r = call(&rt, "huge", json!({}));
     refused(&r, "handler_error");
-    assert!(r.message.contains("larger than 4000 bytes"), "{}", r.message);
+    assert!(r.message.contains("larger than 400000 bytes"), "{}", r.message);
     assert!(started.elapsed().as_millis() < 3_000, "took {:?}", started.elapsed());
     // Under the cap (4 x max_bytes): read, then cut to max_bytes by step 9.
     let r = call(&rt, "fits", json!({}));
     assert!(r.is_allowed(), "{r:?}");
-    assert_eq!(r.output.unwrap().as_str().unwrap().len(), 1000);
+    assert_eq!(r.output.unwrap().as_str().unwrap().len(), 100_000);
     assert!(r.output_report.unwrap().truncated);
+    // The cap is at least 64 KiB: a small max_bytes cuts rather than refuses.
+    let r = call(&rt, "small", json!({}));
+    assert_eq!(r.output, Some(json!("aaaaaaaaaa")), "{r:?}");
 }
 
 #[test]

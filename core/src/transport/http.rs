@@ -11,7 +11,8 @@
 //!   redirect to another host, or from https to http, is refused
 //!   (`transport_refused`).
 //! - The response body is read with a cap ([`RESPONSE_FACTOR`] × the tool's
-//!   `output.max_bytes`): a larger body fails the call before it is read whole.
+//!   `output.max_bytes`, at least [`RESPONSE_FLOOR`]): a larger body fails the
+//!   call before it is read whole.
 //! - A non-2xx status is `handler_error` with the status; a JSON response
 //!   (`application/json`, `*+json`) becomes its value, anything else text.
 //! - TLS: rustls (ring) with the platform's verifier and roots.
@@ -29,8 +30,12 @@ use crate::governor::{InvokeOutcome, Ticket};
 pub const MAX_REDIRECTS: u32 = 5;
 
 /// The response cap is this many times the tool's `output.max_bytes`
-/// (room for JSON that the output step cuts after sanitizing).
+/// (room for JSON that the output step cuts after sanitizing)…
 pub const RESPONSE_FACTOR: u64 = 4;
+
+/// …and never less than this, so a small `max_bytes` cuts a response rather
+/// than refusing it.
+pub const RESPONSE_FLOOR: u64 = 64 * 1024;
 
 /// One http tool's settings.
 #[derive(Debug, Clone)]

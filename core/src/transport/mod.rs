@@ -93,7 +93,7 @@ impl Transports {
             match m.transport {
                 manifest::Transport::Native => {}
                 manifest::Transport::Http => {
-                    let max_response = tool.max_output_bytes().saturating_mul(http::RESPONSE_FACTOR);
+                    let max_response = tool.max_output_bytes().saturating_mul(http::RESPONSE_FACTOR).max(http::RESPONSE_FLOOR);
                     compiled.insert(
                         m.name.clone(),
                         ToolTransport::Http(http::HttpTool {
