@@ -151,3 +151,29 @@ fn a_native_tool_without_a_handler_does_not_load() {
     let err = Runtime::load(d.join("harness.yaml"), LoadOptions::default()).unwrap_err();
     assert_eq!(err.code(), "handler_not_registered");
 }
+
+#[test]
+fn calls_outside_a_run_leave_no_state_behind() {
+    let d = dir("ephemeral", &[
+        ("harness.yaml", harness("  budgets: {max_tool_calls: 5}\n")),
+        ("tools/pii.yaml", tool("pii", "  data_access: [\"pii:customer\"]\n")),
+    ]);
+    let store = Arc::new(MemoryStore::new());
+    let rt = load(&d, Some(store.clone()), &[("pii", echo())]);
+    let ctx = CallContext { principal: Principal::new("alice"), ..CallContext::default() };
+    let mut runs = Vec::new();
+    for _ in 0..50 {
+        let r = rt.call("pii", json!({}), &ctx);
+        assert!(r.is_allowed());
+        // The result still shows what the call's own run saw.
+        assert!(r.labels.private);
+        runs.push(r.run_id);
+    }
+    for run in &runs {
+        assert_eq!(store.labels(run).unwrap(), harnessweaver_core::store::Labels::default(), "run `{run}` kept its labels");
+    }
+    // An explicit run keeps its labels and budget across calls.
+    let run = rt.run(Principal::new("alice"), None, None);
+    assert!(rt.call("pii", json!({}), &run).is_allowed());
+    assert!(store.labels(run.run_id.as_deref().unwrap()).unwrap().private);
+}

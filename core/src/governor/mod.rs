@@ -204,6 +204,8 @@ pub struct Ticket {
     approval_id: Option<String>,
     original_args_digest: Option<String>,
     would_refuse: Vec<WouldRefuse>,
+    /// The call made its own run (no explicit run): forget it when the call ends.
+    own_run: bool,
     /// The run's labels as known when the call was decided.
     labels: Option<Labels>,
     ts_ms: u64,
@@ -432,15 +434,21 @@ impl Governor {
                     approval_id: approval_used,
                     original_args_digest: ctx.original_args_digest.clone(),
                     would_refuse: shadow,
+                    own_run: ctx.run_id.is_none(),
                     labels: known_labels,
                     ts_ms,
                     started,
                     decide_us,
                 })
             }
-            Err(Stop::Refused(refusal)) => Begin::Done(self.end_refused(
-                refusal, tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow, known_labels,
-            )),
+            Err(Stop::Refused(refusal)) => {
+                let result =
+                    self.end_refused(refusal, tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow, known_labels);
+                if ctx.run_id.is_none() {
+                    let _ = self.store.end_run(&run_id);
+                }
+                Begin::Done(result)
+            }
             Err(Stop::Pending(request)) => {
                 let labels = known_labels.unwrap_or_else(|| self.store.labels(&run_id).unwrap_or_default());
                 let result = CallResult {
@@ -460,6 +468,9 @@ impl Governor {
                     would_refuse: shadow,
                 };
                 self.audit_result(&result, ctx, args_digest, ts_ms, Timings { decide_us, ..Timings::default() });
+                if ctx.run_id.is_none() {
+                    let _ = self.store.end_run(&run_id);
+                }
                 Begin::Done(result)
             }
         }
@@ -1167,6 +1178,9 @@ impl Governor {
             would_refuse: ticket.would_refuse,
             timings,
         });
+        if ticket.own_run {
+            let _ = self.store.end_run(&result.run_id);
+        }
         result
     }
 
@@ -1206,6 +1220,9 @@ impl Governor {
             would_refuse: ticket.would_refuse,
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
         });
+        if ticket.own_run {
+            let _ = self.store.end_run(&result.run_id);
+        }
         result
     }
 

@@ -9,7 +9,7 @@ use super::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Budget, Labels, Pending
 struct State {
     tat: HashMap<String, u128>,
     run_total: HashMap<String, u64>,
-    run_tool: HashMap<(String, String), u64>,
+    run_tool: HashMap<String, HashMap<String, u64>>,
     labels: HashMap<String, Labels>,
     approvals: HashMap<String, PendingApproval>,
 }
@@ -34,6 +34,14 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
+    fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
+        let mut state = self.lock()?;
+        state.run_total.remove(run_id);
+        state.labels.remove(run_id);
+        state.run_tool.remove(run_id);
+        Ok(())
+    }
+
     fn acquire(&self, keys: &[RateKey], now_ms: u64) -> Result<Acquire, StoreError> {
         let mut state = self.lock()?;
         let now_ns = u128::from(now_ms) * 1_000_000;
@@ -56,13 +64,12 @@ impl Store for MemoryStore {
         if let Some(limit) = max_total.filter(|limit| total >= *limit) {
             return Ok(Budget::RunExhausted { limit });
         }
-        let tool_key = (run_id.to_string(), tool.to_string());
-        let per_tool = state.run_tool.get(&tool_key).copied().unwrap_or(0);
+        let per_tool = state.run_tool.get(run_id).and_then(|m| m.get(tool)).copied().unwrap_or(0);
         if let Some(limit) = max_tool.filter(|limit| per_tool >= *limit) {
             return Ok(Budget::ToolExhausted { limit });
         }
         state.run_total.insert(run_id.to_string(), total + 1);
-        state.run_tool.insert(tool_key, per_tool + 1);
+        state.run_tool.entry(run_id.to_string()).or_default().insert(tool.to_string(), per_tool + 1);
         Ok(Budget::Taken)
     }
 
@@ -71,7 +78,7 @@ impl Store for MemoryStore {
         if let Some(n) = state.run_total.get_mut(run_id) {
             *n = n.saturating_sub(1);
         }
-        if let Some(n) = state.run_tool.get_mut(&(run_id.to_string(), tool.to_string())) {
+        if let Some(n) = state.run_tool.get_mut(run_id).and_then(|m| m.get_mut(tool)) {
             *n = n.saturating_sub(1);
         }
         Ok(())

@@ -233,6 +233,13 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn round_trips(&self) -> Option<u64> {
         None
     }
+
+    /// Forgets a run that cannot take another call (a call made outside an
+    /// explicit run gets a run of its own, over when the call is). Stores
+    /// that expire runs by time (SQLite, Redis) may leave it to that.
+    fn end_run(&self, _run_id: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 impl StoreError {
