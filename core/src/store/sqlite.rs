@@ -52,6 +52,19 @@ CREATE TABLE IF NOT EXISTS hw_audit (
 /// approvals) runs on one call in this many.
 const PRUNE_EVERY: u64 = 4096;
 
+/// How often a transaction SQLite refused as busy is tried in all.
+const BUSY_ATTEMPTS: u32 = 5;
+
+enum Retry {
+    Busy(StoreError),
+    Fatal(StoreError),
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(code, _)
+        if matches!(code.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
 /// How a SQLite store is opened.
 #[derive(Debug, Clone, Copy)]
 pub struct SqliteOptions {
@@ -107,18 +120,59 @@ impl Pool {
     }
 
     /// Runs `f` on a pooled connection; a connection that failed is dropped.
-    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+    /// SQLite can answer "busy" without waiting out the busy timeout (when
+    /// processes open the file or switch it to WAL at once, or to break a
+    /// lock cycle); the transaction then rolled back whole, so it is tried
+    /// again a few times before the store counts as unavailable.
+    fn with<T>(&self, f: impl Fn(&mut Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let started = std::time::Instant::now();
+            match self.try_with(&f) {
+                // Only a busy answer that did not wait out the timeout is
+                // retried; one that waited is a lock really held.
+                Err(Retry::Busy(_)) if attempt < BUSY_ATTEMPTS && started.elapsed() < self.options.busy_timeout / 2 => {
+                    std::thread::sleep(Duration::from_millis(10 * u64::from(attempt)));
+                }
+                Err(Retry::Busy(e) | Retry::Fatal(e)) => return Err(e),
+                Ok(value) => return Ok(value),
+            }
+        }
+    }
+
+    fn try_with<T>(&self, f: &impl Fn(&mut Connection) -> rusqlite::Result<T>) -> Result<T, Retry> {
         let pooled = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let mut conn = match pooled {
             Some(conn) => conn,
-            None => self.open()?,
+            None => self.open_retrying().map_err(Retry::Fatal)?,
         };
         match f(&mut conn) {
             Ok(value) => {
                 self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(conn);
                 Ok(value)
             }
-            Err(e) => Err(self.error(&e)),
+            Err(e) if is_busy(&e) => {
+                // The connection is sound; only the transaction lost.
+                self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(conn);
+                Err(Retry::Busy(self.error(&e)))
+            }
+            Err(e) => Err(Retry::Fatal(self.error(&e))),
+        }
+    }
+
+    /// [`Pool::open`], tried again when the file is busy being opened by others.
+    fn open_retrying(&self) -> Result<Connection, StoreError> {
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let started = std::time::Instant::now();
+            match self.open() {
+                Err(e) if attempt < BUSY_ATTEMPTS && e.message.contains("locked") && started.elapsed() < self.options.busy_timeout / 2 => {
+                    std::thread::sleep(Duration::from_millis(10 * u64::from(attempt)));
+                }
+                other => return other,
+            }
         }
     }
 }
