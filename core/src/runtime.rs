@@ -201,7 +201,7 @@ impl Runtime {
     /// out tools this principal and tenant can never call.
     pub fn tool_specs(&self, format: SpecFormat, principal: Option<&Principal>, tenant: Option<&str>) -> Value {
         let callable = self.tools().filter(|t| self.governor.can_ever_call(t.name(), principal, tenant));
-        tool_specs(callable, format, principal, tenant)
+        tool_specs(callable, format)
     }
 }
 
@@ -220,26 +220,10 @@ pub fn resume(approval: &PendingApproval) -> Result<(String, Value, CallContext)
     Ok((approval.tool.clone(), approval.args.clone(), ctx))
 }
 
-/// Whether `principal` in `tenant` could ever call `tool` (enabled, tenant
-/// enabled, scopes held). Used to hide tools from models and MCP clients.
-pub fn visible(tool: &Tool, principal: Option<&Principal>, tenant: Option<&str>) -> bool {
-    let m = tool.manifest();
-    if !m.enabled {
-        return false;
-    }
-    if !m.tenants.is_empty() && !tenant.is_some_and(|t| m.tenants.iter().any(|x| x == t)) {
-        return false;
-    }
-    match principal {
-        Some(p) => m.scopes.iter().all(|s| p.scopes.contains(s)),
-        None => true,
-    }
-}
-
-/// The visible tools in a model API's format.
-pub fn tool_specs<'a>(tools: impl Iterator<Item = &'a Tool>, format: SpecFormat, principal: Option<&Principal>, tenant: Option<&str>) -> Value {
+/// Tools in a model API's format. Which tools a caller may see is the
+/// governor's question ([`Governor::can_ever_call`]); this only formats.
+pub fn tool_specs<'a>(tools: impl Iterator<Item = &'a Tool>, format: SpecFormat) -> Value {
     let specs = tools
-        .filter(|t| visible(t, principal, tenant))
         .map(|t| {
             let m = t.manifest();
             match format {
