@@ -1,0 +1,49 @@
+"""What every adapter shares: importing the framework lazily, and the model-facing
+tool definitions of a run (the pinned manifests, filtered by what its principal
+may call)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional
+
+from .._governor import Run
+
+
+def require(module: str, adapter: str, extra: str, package: str) -> Any:
+    """Imports ``module`` or raises an ImportError naming the pip extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"harnessweaver.adapters.{adapter} needs `{package}`: pip install 'harnessweaver[{extra}]'"
+        ) from exc
+
+
+class Spec(NamedTuple):
+    """One tool as the model sees it."""
+
+    name: str
+    description: str
+    parameters: Dict[str, Any]
+
+
+def specs(h: Any, run: Any, names: Optional[Iterable[str]]) -> List[Spec]:
+    """The tools ``run``'s principal may call, from ``h.tool_specs``, in the
+    harness's order; ``names`` keeps only those (each must be a tool of ``h``)."""
+    if not isinstance(run, Run):
+        raise TypeError(f"expected a run from h.run(principal=...), not {type(run).__name__}")
+    if run._harness is not h:
+        raise ValueError(f"run `{run.id}` belongs to another harness")
+    wanted = None
+    if names is not None:
+        wanted = set(names)
+        unknown = sorted(n for n in wanted if h.tool(n) is None)
+        if unknown:
+            raise ValueError(f"the harness has no tool {', '.join(f'`{n}`' for n in unknown)}")
+    out = []
+    for spec in h.tool_specs("openai", principal=run.principal, tenant=run.tenant):
+        fn = spec["function"]
+        if wanted is None or fn["name"] in wanted:
+            out.append(Spec(fn["name"], fn.get("description", ""), fn.get("parameters") or {"type": "object"}))
+    return out
