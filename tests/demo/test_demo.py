@@ -175,10 +175,35 @@ def test_python_and_typescript_replay_the_same_session(tmp_path: Path) -> None:
         assert {k: v for k, v in a.items() if k not in strip} == {k: v for k, v in b.items() if k not in strip}
 
 
-def test_colour_is_used_only_when_asked_or_on_a_terminal(tmp_path: Path) -> None:
-    _, stdout = run_demo("python", tmp_path, "--color", "always")
-    assert "\x1b[31mREFUSED\x1b[0m" in stdout
-    _, stdout = run_demo("typescript", tmp_path, "--color", "always")
+def on_a_terminal(command: List[str], env: Dict[str, str]) -> str:
+    """What `command` prints with its stdout on a pseudo-terminal."""
+    import pty
+
+    main, child = pty.openpty()
+    with subprocess.Popen(command, cwd=ROOT, env=env, stdout=child, stderr=subprocess.PIPE) as proc:
+        os.close(child)
+        out = bytearray()
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(timeout=120)
+    os.close(main)
+    assert proc.returncode == 0, out.decode("utf-8", "replace")
+    return out.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("language", ["python", "typescript"])
+def test_colour_is_used_on_a_terminal_unless_no_color(language: str, tmp_path: Path) -> None:
+    command = [sys.executable, str(ROOT / "examples" / "demo.py")] if language == "python" else ["node", str(TS_DEMO)]
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    assert "\x1b[31mREFUSED\x1b[0m" in on_a_terminal(command, env)
+    assert "\x1b[" not in on_a_terminal(command, {**env, "NO_COLOR": "1"})
+    _, stdout = run_demo(language, tmp_path, "--color", "always")
     assert "\x1b[31mREFUSED\x1b[0m" in stdout
 
 
