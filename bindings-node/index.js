@@ -79,6 +79,22 @@ class Harness {
 }
 
 const errors = governor.makeErrors(HarnessweaverError)
+// Named one by one (not spread into module.exports) so that Node's ESM loader
+// sees them: `import { ApprovalRequired } from 'harnessweaver'` works.
+const {
+  ToolBlocked,
+  ToolNotFound,
+  InvalidArguments,
+  DigestMismatch,
+  PolicyDenied,
+  LimitExceeded,
+  FlowBlocked,
+  ApprovalRequired,
+  ApprovalDenied,
+  ToolFailed,
+  OutputRejected,
+} = errors
+const { CallResult } = governor
 governor.governed(Harness, errors, rethrow, InvalidArgumentError)
 
 /**
@@ -193,8 +209,18 @@ module.exports = {
   load,
   inspect,
   _testing,
-  CallResult: governor.CallResult,
-  ...errors,
+  CallResult,
+  ToolBlocked,
+  ToolNotFound,
+  InvalidArguments,
+  DigestMismatch,
+  PolicyDenied,
+  LimitExceeded,
+  FlowBlocked,
+  ApprovalRequired,
+  ApprovalDenied,
+  ToolFailed,
+  OutputRejected,
   definitionDigest,
   canonicalJson,
   sanitize,

@@ -210,6 +210,8 @@ impl<'a> MapReader<'a> {
 
     /// The value of `key`, including null.
     pub fn get_raw(&mut self, key: &str) -> Option<&'a Node> {
+        #[cfg(test)]
+        fields_read::note(&child_path(&self.path, key));
         let entries = self.entries;
         for (i, (k, v)) in entries.iter().enumerate() {
             if k.as_str() == Some(key) {
@@ -234,6 +236,8 @@ impl<'a> MapReader<'a> {
 
     /// Every entry, marking all as read (for free-form maps).
     pub fn all(&mut self) -> &'a [(Node, Node)] {
+        #[cfg(test)]
+        fields_read::note(&format!("{}.*", self.path));
         for u in &mut self.used {
             *u = true;
         }
@@ -273,5 +277,35 @@ pub(crate) fn child_path(parent: &str, key: &str) -> String {
         (true, true) => key.to_string(),
         (false, true) => format!("{parent}.{key}"),
         (_, false) => format!("{parent}[{}]", serde_json::Value::String(key.to_string())),
+    }
+}
+
+/// Test-only: the field paths the parsers ask for, so the reference pages
+/// (docs/manifest.md, docs/harness.md) can be checked against the fields the
+/// parsers accept (`crate::docs_reference`).
+#[cfg(test)]
+pub(crate) mod fields_read {
+    use std::cell::RefCell;
+    use std::collections::BTreeSet;
+
+    thread_local! {
+        static READ: RefCell<Option<BTreeSet<String>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `f`, returning what it returns and every field path read meanwhile
+    /// (`a.b.c`; a free-form mapping read whole is `a.b.*`).
+    pub fn record<R>(f: impl FnOnce() -> R) -> (R, BTreeSet<String>) {
+        READ.with(|r| *r.borrow_mut() = Some(BTreeSet::new()));
+        let out = f();
+        let read = READ.with(|r| r.borrow_mut().take()).unwrap_or_default();
+        (out, read)
+    }
+
+    pub(super) fn note(path: &str) {
+        READ.with(|r| {
+            if let Some(set) = r.borrow_mut().as_mut() {
+                set.insert(path.to_string());
+            }
+        });
     }
 }

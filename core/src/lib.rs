@@ -12,6 +12,8 @@ mod check;
 pub mod cli;
 pub mod clock;
 pub mod digest;
+#[cfg(test)]
+mod docs_reference;
 pub mod error;
 pub mod governor;
 pub mod harness;
