@@ -121,7 +121,7 @@ def _lines(text: str) -> List[str]:
 def prepare(workdir: Path) -> Dict[str, str]:
     """Fills `workdir` as a reader's project directory would be, and returns
     the environment the blocks run with."""
-    shutil.copytree(ROOT / "examples", workdir / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "examples", workdir / "examples", ignore=shutil.ignore_patterns("__pycache__", "node_modules", ".venv*", "dist"))
     modules = workdir / "node_modules"
     (modules / ".bin").mkdir(parents=True)
     (modules / "harnessweaver").symlink_to(ROOT / "bindings-node")
