@@ -33,5 +33,6 @@ def test_a_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch, sh
     monkeypatch.setitem(sys.modules, framework, None)  # `import framework` now raises ImportError
     if adapter == "langchain":
         monkeypatch.setattr(module, "_TOOL_CLASS", None)
-    with pytest.raises(ImportError, match=rf"pip install 'harnessweaver\[{extra}\]'"):
+    with pytest.raises(ImportError, match=rf"pip install 'harnessweaver\[{extra}\]'") as missing:
         module.tools(shop.h, shop.h.run(principal=BOB))
+    assert missing.value.code == "framework_missing"

@@ -75,10 +75,15 @@ def test_tools_carry_the_pinned_manifest_and_follow_the_principal(shop: Shop) ->
     support = hwa.tools(shop.h, shop.h.run(principal={"id": "al", "roles": ["support"], "scopes": ["orders:read"]}))
     assert "refund_payment" not in {t.name for t in support}
     assert [t.name for t in hwa.tools(shop.h, shop.h.run(principal=BOB), names=["lookup_order"])] == ["lookup_order"]
-    with pytest.raises(ValueError, match="no tool `nope`"):
+    with pytest.raises(hw.InvalidArgumentError, match="no tool `nope`") as unknown:
         hwa.tools(shop.h, shop.h.run(principal=BOB), names=["nope"])
-    with pytest.raises(TypeError, match="h.run"):
+    assert unknown.value.code == "unknown_tool"
+    with pytest.raises(hw.InvalidArgumentError, match="h.run") as not_a_run:
         hwa.tools(shop.h, BOB)  # type: ignore[arg-type]
+    assert not_a_run.value.code == "invalid_run"
+    other = Shop().h
+    with pytest.raises(hw.InvalidArgumentError, match="another harness"):
+        hwa.tools(shop.h, other.run(principal=BOB))
 
 
 def test_allowed_call_runs_the_handler_and_refusals_reach_the_model(shop: Shop) -> None:
@@ -160,3 +165,24 @@ def test_the_docs_example_runs(shop: Shop) -> None:
 
 def _indent(code: str) -> str:
     return "".join("    " + line if line.strip() else line for line in code.splitlines(True)) + "    return result\n"
+
+
+def test_a_restored_run_state_finds_its_harness_approval(shop: Shop) -> None:
+    from agents import RunState
+
+    run = shop.h.run(principal=BOB)
+    model = ScriptedModel([call("c1", "refund_payment", {"order_id": "A-1002", "amount_usd": 180})], [say("refunded")])
+    result = asyncio.run(Runner.run(agent(model, hwa.tools(shop.h, run)), "refund A-1002"))
+    saved = result.to_state().to_string()
+    # Another request of the app: tools made anew (no memory of the call id), the state read back.
+    fresh = agent(model, hwa.tools(shop.h, run))
+    state = asyncio.run(RunState.from_string(fresh, saved))
+    [item] = state.get_interruptions()
+    with pytest.raises(hw.HarnessweaverError) as bad:
+        hwa.approve(state, item, approver=SUPPORT)
+    assert bad.value.code == "approver_not_allowed"
+    hwa.approve(state, item, approver=FINANCE)
+    resumed = asyncio.run(Runner.run(fresh, state))
+    assert resumed.final_output == "refunded"
+    assert shop.refunds() == [("refund_payment", "A-1002", 180)]
+    assert shop.h.approvals() == []

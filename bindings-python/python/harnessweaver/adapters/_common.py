@@ -8,16 +8,24 @@ import importlib
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional
 
 from .._governor import Run
+from .._native import InvalidArgumentError
 
 
 def require(module: str, adapter: str, extra: str, package: str) -> Any:
-    """Imports ``module`` or raises an ImportError naming the pip extra that installs it."""
+    """Imports ``module`` or raises an ImportError (code ``framework_missing``)
+    naming the pip extra that installs it."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise ImportError(
-            f"harnessweaver.adapters.{adapter} needs `{package}`: pip install 'harnessweaver[{extra}]'"
-        ) from exc
+        err = ImportError(f"harnessweaver.adapters.{adapter} needs `{package}`: pip install 'harnessweaver[{extra}]'")
+        err.code = "framework_missing"  # type: ignore[attr-defined]  # the same code as the TypeScript adapters'
+        raise err from exc
+
+
+def _invalid(message: str, code: str) -> InvalidArgumentError:
+    err = InvalidArgumentError(message)
+    err.code = code
+    return err
 
 
 class Spec(NamedTuple):
@@ -30,17 +38,18 @@ class Spec(NamedTuple):
 
 def specs(h: Any, run: Any, names: Optional[Iterable[str]]) -> List[Spec]:
     """The tools ``run``'s principal may call, from ``h.tool_specs``, in the
-    harness's order; ``names`` keeps only those (each must be a tool of ``h``)."""
+    harness's order; ``names`` keeps only those (each must be a tool of ``h``).
+    Raises ``InvalidArgumentError`` with code ``invalid_run`` or ``unknown_tool``."""
     if not isinstance(run, Run):
-        raise TypeError(f"expected a run from h.run(principal=...), not {type(run).__name__}")
+        raise _invalid(f"expected a run from h.run(principal=...), not {type(run).__name__}", "invalid_run")
     if run._harness is not h:
-        raise ValueError(f"run `{run.id}` belongs to another harness")
+        raise _invalid(f"run `{run.id}` belongs to another harness", "invalid_run")
     wanted = None
     if names is not None:
         wanted = set(names)
         unknown = sorted(n for n in wanted if h.tool(n) is None)
         if unknown:
-            raise ValueError(f"the harness has no tool {', '.join(f'`{n}`' for n in unknown)}")
+            raise _invalid(f"the harness has no tool {', '.join(f'`{n}`' for n in unknown)}", "unknown_tool")
     out = []
     for spec in h.tool_specs("openai", principal=run.principal, tenant=run.tenant):
         fn = spec["function"]

@@ -28,6 +28,7 @@ import json
 from typing import Any, Dict, Iterable, List, Optional
 
 from .._governor import Run
+from .._native import HarnessweaverError, canonical_json
 from ._common import Spec, require, specs
 
 __all__ = ["tools", "approve", "reject"]
@@ -36,7 +37,9 @@ _ADAPTER = ("openai_agents", "openai-agents", "openai-agents")
 
 
 class _Gate:
-    """The harness approvals of one set of tools, by the SDK's tool call id."""
+    """The harness approvals of one set of tools, by the SDK's tool call id. A
+    call id missing here (a ``RunState`` restored for tools made anew) is found
+    among the harness's approvals by run, tool and arguments."""
 
     __slots__ = ("harness", "run", "pending", "settled")
 
@@ -45,6 +48,20 @@ class _Gate:
         self.run = run
         self.pending: Dict[str, str] = {}  # call id -> harness approval id
         self.settled: Dict[str, Any] = {}  # call id -> CallResult decided inline (on_approval)
+
+    def stored(self, tool: str, args: Any) -> Optional[str]:
+        """The approval of this run waiting for (or granted to) exactly this call."""
+        try:
+            text = canonical_json(args)
+        except HarnessweaverError:
+            return None
+        for approval in self.harness.approvals():
+            if approval["run_id"] == self.run.id and approval["tool"] == tool and canonical_json(approval["args"]) == text:
+                return approval["id"]
+        return None
+
+    def approval_of(self, tool: str, args: Any, call_id: Optional[str]) -> Optional[str]:
+        return self.pending.get(call_id or "") or self.stored(tool, args)
 
 
 def tools(h: Any, ctx: Run, *, names: Optional[Iterable[str]] = None) -> List[Any]:
@@ -76,6 +93,8 @@ def _approval_check(gate: _Gate, spec: Spec) -> Any:
             return True
         if call_id in gate.settled:
             return False
+        if gate.stored(spec.name, params) is not None:
+            return True
         run = gate.run
         verdict = gate.harness.explain(spec.name, params, principal=run.principal, tenant=run.tenant,
                                        task=run.task, run=run.id)
@@ -101,25 +120,22 @@ def _invoker(gate: _Gate, spec: Spec) -> Any:
                 args = json.loads(arguments) if arguments else {}
             except ValueError:
                 args = arguments  # the governor refuses what is not an object
-            approval = gate.pending.pop(call_id, None) if call_id else None
+            approval = gate.approval_of(spec.name, args, call_id)
+            gate.pending.pop(call_id or "", None)
             result = await gate.run.acall(spec.name, args, approval=approval, raise_on_refusal=False)
         return result.to_model()
 
     return on_invoke_tool
 
 
-def _gate_of(item: Any) -> _Gate:
+def _gate_of(item: Any) -> Optional[_Gate]:
     agent = getattr(item, "agent", None)
     name = getattr(item, "tool_name", None) or getattr(item, "name", None)
     for tool in getattr(agent, "tools", None) or []:
         gate = getattr(tool, "_harnessweaver_gate", None)
         if gate is not None and getattr(tool, "name", None) == name:
             return gate
-    raise ValueError(f"interruption for `{name}` is not a call of a harnessweaver tool")
-
-
-def _pending_id(gate: _Gate, item: Any) -> Optional[str]:
-    return gate.pending.get(getattr(item, "call_id", None) or "")
+    return None
 
 
 def approve(state: Any, interruption: Any, *, approver: Any) -> None:
@@ -127,11 +143,13 @@ def approve(state: Any, interruption: Any, *, approver: Any) -> None:
     must hold the tool's ``approver_role``; raises ``HarnessweaverError`` with
     code ``approver_not_allowed`` otherwise, leaving the call waiting), then
     approves ``interruption`` in the SDK's ``state``. Resume with
-    ``Runner.run(agent, state)``; the handler then runs once."""
+    ``Runner.run(agent, state)``; the handler then runs once. An interruption of
+    a tool that is not a harness tool is only approved in the SDK."""
     gate = _gate_of(interruption)
-    approval = _pending_id(gate, interruption)
-    if approval is not None:
-        gate.harness.grant(approval, approver=approver)
+    if gate is not None:
+        approval = gate.approval_of(interruption.tool_name, _arguments(interruption), interruption.call_id)
+        if approval is not None:
+            gate.harness.grant(approval, approver=approver)
     state.approve(interruption)
 
 
@@ -140,14 +158,15 @@ def reject(state: Any, interruption: Any, *, by: Any, reason: str = "") -> None:
     and ``reason``) and rejects ``interruption`` in the SDK's ``state``; the model
     reads the core's ``approval_denied`` refusal and the handler never runs."""
     gate = _gate_of(interruption)
-    call_id = getattr(interruption, "call_id", None) or ""
-    approval = gate.pending.pop(call_id, None)
     message = None
-    if approval is not None:
-        gate.harness.deny(approval, reason, by=by)
+    if gate is not None:
         args = _arguments(interruption)
-        # The call with the denied approval is refused by the core (and audited): its text is what the model reads.
-        message = gate.run.call(interruption.tool_name, args, approval=approval, raise_on_refusal=False).to_model()
+        approval = gate.approval_of(interruption.tool_name, args, interruption.call_id)
+        gate.pending.pop(interruption.call_id or "", None)
+        if approval is not None:
+            gate.harness.deny(approval, reason, by=by)
+            # The call presenting the denied approval is refused by the core (and audited): its text is the denial.
+            message = gate.run.call(interruption.tool_name, args, approval=approval, raise_on_refusal=False).to_model()
     state.reject(interruption, rejection_message=message)
 
 
@@ -156,4 +175,4 @@ def _arguments(item: Any) -> Any:
     try:
         return json.loads(text) if text else {}
     except ValueError:
-        return {}
+        return text
