@@ -14,7 +14,8 @@ attributes ``key=value`` or bare words):
   other lines are the expected output (compared as a ``text`` block is).
 - ``text`` (or ``output``): the expected output (stdout and stderr together)
   of the block run just before it; compared line by line after trailing
-  spaces are stripped. A line ``...`` matches any number of lines.
+  spaces are stripped. A line ``...`` (indented or not) matches any number
+  of lines.
 - any block with ``skip``: not run, not compared (say why in the prose).
 - ``exit=N`` on a run block: the exit status it must end with (default 0).
 - other languages (``yaml``, ``json``, ``rust``, ``ts`` without ``file=``…):
@@ -102,7 +103,7 @@ def matches(expected: str, actual: str) -> bool:
     def go(a: int, b: int) -> bool:
         if a == len(want):
             return b == len(got)
-        if want[a] == "...":
+        if want[a].strip() == "...":
             return any(go(a + 1, k) for k in range(b, len(got) + 1))
         return b < len(got) and want[a] == got[b] and go(a + 1, b + 1)
 

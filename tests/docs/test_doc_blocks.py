@@ -3,6 +3,7 @@ itself is checked on small pages that must fail."""
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -22,6 +23,10 @@ MUST_RUN = {
     "docs/getting-started-typescript.md",
     "docs/harness.md",
     "docs/manifest.md",
+    "docs/governor.md",
+    "docs/policy.md",
+    "docs/cel-lite.md",
+    "README.md",
 }
 
 
@@ -76,3 +81,13 @@ def test_runner_python_and_node(tmp_path: Path) -> None:
 def test_runner_refuses_files_outside(tmp_path: Path) -> None:
     failures = _run(tmp_path, "```text file=../escape.txt\nx\n```\n")
     assert len(failures) == 1 and "outside" in failures[0].reason
+
+
+def test_index_links_every_page() -> None:
+    index = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(([^)#]+\.md)", index))
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
+    missing = sorted(pages - linked)
+    assert not missing, f"docs/README.md does not link these pages: {missing}"
+    broken = sorted(l for l in linked if not (ROOT / "docs" / l).resolve().exists())
+    assert not broken, f"docs/README.md links pages that do not exist: {broken}"
