@@ -56,11 +56,15 @@ export type PinState = 'pinned' | 'mismatched' | 'unpinned'
  * digest, pin state and every spec field with its default filled in.
  */
 export declare class ToolDescription {
+  /** The tool's name (`metadata.name`), what the model calls. */
   readonly name: string
+  /** What the model is told (`spec.description`); part of the pinned definition. */
   readonly description: string
+  /** The JSON Schema of the arguments (`spec.input_schema`); part of the pinned definition. */
   readonly input_schema: { [key: string]: JsonValue }
   /** The digest of the current definition (`sha256:…`). */
   readonly digest: string
+  /** `pinned` (the pin matches), `mismatched` (every call is refused `digest_mismatch`) or `unpinned`. */
   readonly pin: PinState
   /** Every other spec field, as the core describes it. */
   readonly [field: string]: unknown
@@ -102,19 +106,33 @@ export interface Principal {
 
 /** An audit event: narrow, never args, outputs or secrets. */
 export interface AuditEvent {
+  /** When the call was decided, in ms since the epoch (the governor's clock). */
   ts_ms: number
+  /** The call's id (unique). */
   call_id: string
+  /** The run the call belongs to. */
   run_id: string
+  /** The tool the model asked for (as asked, for `unknown_tool`). */
   tool: string
+  /** The principal's id (never its attributes). */
   principal: string
+  /** The tenant, or null. */
   tenant: string | null
+  /** How the call ended. */
   decision: Decision
+  /** The refusal or pending code, or null when allowed. */
   code: string | null
+  /** The step that refused or asked for approval, or null. */
   step: Step | null
+  /** `sha256:` digest of the canonical args (never the args), or null when they had no JSON form. */
   args_digest: string | null
+  /** The approval the call used or created, or null. */
   approval_id: string | null
+  /** Replacements made by the output's sanitizers, per kind (never what was replaced). */
   redactions?: { [kind: string]: number }
+  /** Whether the output was cut to `max_bytes`. */
   truncated?: boolean
+  /** Microseconds spent deciding (steps 1–7), in the tool (step 8) and on the output (step 9). */
   timings: { decide_us: number; invoke_us: number; output_us: number }
   [field: string]: unknown
 }
@@ -123,11 +141,13 @@ export interface AuditEvent {
 export interface ApprovalRequest {
   /** The id to pass to `approve`, `grant` or `deny`. */
   id: string
+  /** The tool the call is for. */
   tool: string
   /** Digest of the canonical args the approval is bound to. */
   args_digest: string
   /** The role an approver must hold, or null. */
   approver_role: string | null
+  /** Why approval is needed (the `approval.when` that was true or unevaluable, the risk, the rule). */
   reasons: string[]
   /** When it expires, in ms since the epoch. */
   expires_ms: number
@@ -169,6 +189,7 @@ export interface Labels {
  * the same in every language.
  */
 export declare class CallResult {
+  /** `allowed` (the tool ran), `refused` or `pending` (waits for approval). */
   readonly decision: Decision
   /** The stable code of a refusal or pending approval. */
   readonly code: string | null
@@ -176,8 +197,11 @@ export declare class CallResult {
   readonly step: Step | null
   /** Safe to show a model: never args, secrets or handler internals. */
   readonly message: string
+  /** The tool called. */
   readonly tool: string
+  /** The call's id (the same as its audit event's). */
   readonly call_id: string
+  /** The run the call belongs to. */
   readonly run_id: string
   /** The cleaned output (allowed calls). */
   readonly output: JsonValue
@@ -201,7 +225,9 @@ export declare class CallResult {
 
 /** A call that did not run (refused or pending); `code`, `step` and the whole `result`. */
 export declare class ToolBlocked extends HarnessweaverError {
+  /** The step that refused or asked for approval. */
   readonly step: Step | null
+  /** The whole result of the call. */
   readonly result: CallResult
   /** The text to hand back to the model. */
   toModel(): string
@@ -216,12 +242,14 @@ export declare class DigestMismatch extends ToolBlocked {}
 export declare class PolicyDenied extends ToolBlocked {}
 /** Step 5 (limits): a budget is spent or a rate limit hit. */
 export declare class LimitExceeded extends ToolBlocked {
+  /** For `rate_limited`: when the call may be retried, in ms; null for `budget_exhausted`. */
   readonly retryAfterMs: number | null
 }
 /** Step 6 (flow): the lethal-trifecta rule. */
 export declare class FlowBlocked extends ToolBlocked {}
 /** Step 7: the call waits for a human. */
 export declare class ApprovalRequired extends ToolBlocked {
+  /** The pending approval: pass its `id` to `approve`, `grant` or `deny`. */
   readonly approval: ApprovalRequest
 }
 /** Step 7: the approval was denied, expired or does not cover the call. */
@@ -235,7 +263,9 @@ export declare class OutputRejected extends ToolBlocked {}
 export interface CallOptions {
   /** Who calls (required). */
   principal: Principal
+  /** The tenant the call is made for (checked against the tool's `tenants`). */
   tenant?: string | null
+  /** The task the call serves (free text or an id; policy rules may read it). */
   task?: string | null
   /** The run (or its id); without one the call gets a run of its own. */
   run?: Run | string | null
@@ -247,12 +277,17 @@ export interface CallOptions {
 
 /** A run: its calls share labels, budgets and the run id. */
 export interface Run {
+  /** The run's id. */
   readonly id: string
+  /** Who calls, for every call of the run. */
   readonly principal: Principal
+  /** The tenant of every call of the run, or null. */
   readonly tenant: string | null
+  /** The task of every call of the run, or null. */
   readonly task: string | null
   /** The labels as the store holds them now. */
   readonly labels: Labels
+  /** {@link Harness.call} within this run (its labels, budgets and id). */
   call(tool: string, args?: { [key: string]: JsonValue }, options?: { approval?: ApprovalRequest | string | null; raiseOnRefusal?: boolean }): Promise<CallResult>
 }
 
@@ -375,6 +410,7 @@ export declare namespace celLite {
 
   /** The approval rule's verdict: true, unevaluable or not a bool means required. */
   interface ApprovalVerdict {
+    /** Whether a human must approve: the expression is true, unevaluable or not a bool. */
     required: boolean
     /** Why the expression could not decide; null when it decided by itself. */
     reason: string | null
@@ -382,6 +418,7 @@ export declare namespace celLite {
 
   /** An expression that did not compile. `message` shows the line with a caret under the spot. */
   class CompileError extends HarnessweaverError {
+    /** The stable code of what is wrong. */
     readonly code: CompileErrorCode
     /** 1-based line of the spot. */
     readonly line: number
@@ -393,6 +430,7 @@ export declare namespace celLite {
 
   /** A runtime error (missing key, wrong type, overflow, cost limit…) stopped an evaluation. */
   class Unevaluable extends HarnessweaverError {
+    /** Always `unevaluable`. */
     readonly code: 'unevaluable'
     /** Which part failed and why. */
     readonly reason: string

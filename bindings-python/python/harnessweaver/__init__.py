@@ -125,6 +125,7 @@ class ToolDescription:
         return iter(self._fields)
 
     def keys(self) -> List[str]:
+        """The field names, in the core's order (as ``describe()``)."""
         return list(self._fields)
 
     def describe(self) -> Dict[str, JSONValue]:
@@ -217,7 +218,9 @@ def definition_digest(name: str, description: str, input_schema: JSONValue) -> s
 
 
 def canonical_json(value: JSONValue) -> str:
-    """The canonical JSON text of ``value`` (what every language hashes)."""
+    """The canonical JSON text of ``value`` (what every language hashes): sorted
+    keys, no spaces, ASCII only, integral floats as integers. Raises
+    :class:`InvalidValueError` for values with no portable JSON form."""
     return _native.canonical_json(value)
 
 

@@ -85,6 +85,7 @@ class LimitExceeded(ToolBlocked):
 
     @property
     def retry_after_ms(self) -> Optional[int]:
+        """For ``rate_limited``: when the call may be retried, in ms; None for ``budget_exhausted``."""
         return self.result.retry_after_ms
 
 
@@ -97,6 +98,8 @@ class ApprovalRequired(ToolBlocked):
 
     @property
     def approval(self) -> Dict[str, Any]:
+        """The pending approval ``{id, tool, args_digest, approver_role, reasons,
+        expires_ms, …}``: pass its ``id`` to ``approve``, ``grant`` or ``deny``."""
         return self.result.approval
 
 
@@ -428,7 +431,15 @@ class GovernedHarness:
         :class:`CallResult`. A refused or pending call raises a :class:`ToolBlocked`
         subclass (``.code``, ``.step``, ``.result``) unless ``raise_on_refusal=False``.
         The handler runs on a worker thread; an async handler runs in its own
-        event loop there (use :meth:`acall` inside a running loop)."""
+        event loop there (use :meth:`acall` inside a running loop).
+
+        ``principal`` is a :class:`Principal` or a mapping ``{id, roles, scopes,
+        attrs}``; ``run`` a :class:`Run` or run id (without one the call gets a run
+        of its own); ``approval`` the id of an approval granted for exactly this
+        call. Raises :class:`InvalidArgumentError` (``invalid_principal``) and
+        :class:`InvalidValueError` (``non_finite_number``, ``integer_out_of_range``,
+        ``nesting_too_deep``, …) for bad input; the refusal codes are in
+        docs/governor.md."""
         begun = self._begin(tool, args, principal, tenant, task, run, approval)
         if type(begun) is CallResult:
             return self._deliver(begun, raise_on_refusal)
@@ -457,7 +468,9 @@ class GovernedHarness:
         """Grants approval ``id`` (``approver`` must hold the tool's approver role),
         then runs the approved call and returns its result. ``args`` replaces the
         call's arguments with the approver's edit; the edited call goes through
-        every step again."""
+        every step again. Raises :class:`InvalidArgumentError` with
+        ``unknown_approval``, ``approval_not_pending`` (already decided or used),
+        ``approval_expired`` or ``approver_not_allowed``."""
         begun = self._rt.approve_and_begin(_approval_id(id), approver, args)
         if type(begun) is CallResult:
             return self._deliver(begun, raise_on_refusal)
@@ -473,7 +486,8 @@ class GovernedHarness:
 
     def grant(self, id: Any, *, approver: Any) -> Dict[str, Any]:
         """Grants approval ``id`` without running the call; the caller makes the
-        call later with ``approval=id`` (before it expires). Returns the approval."""
+        call later with ``approval=id`` (before it expires). Returns the approval.
+        Raises as :meth:`approve`."""
         return self._rt.grant(_approval_id(id), approver)
 
     def explain(self, tool: str, args: Optional[Mapping[str, Any]] = None, *, principal: Any,
@@ -487,7 +501,9 @@ class GovernedHarness:
         return value
 
     def deny(self, id: str, reason: str = "", *, by: Any) -> Dict[str, Any]:
-        """Denies approval ``id``; a later call presenting it is refused ``approval_denied``."""
+        """Denies approval ``id`` (``by`` is the reviewer's principal) and returns
+        it; a later call presenting it is refused ``approval_denied``. Raises
+        :class:`InvalidArgumentError` (``unknown_approval``, ``approval_not_pending``)."""
         return self._rt.deny(_approval_id(id), by, reason)
 
     def approvals(self) -> List[Dict[str, Any]]:
@@ -496,7 +512,8 @@ class GovernedHarness:
 
     def tool_specs(self, format: str = "openai", principal: Any = None, tenant: Optional[str] = None) -> List[Dict[str, Any]]:
         """The tools as model APIs take them: ``"openai"``, ``"anthropic"`` or ``"mcp"``,
-        leaving out tools ``principal`` in ``tenant`` can never call."""
+        leaving out tools ``principal`` in ``tenant`` can never call. Raises
+        :class:`InvalidArgumentError` (``invalid_format``) for another format."""
         return self._rt.tool_specs(format, principal, tenant)
 
 
