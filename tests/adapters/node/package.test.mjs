@@ -1,0 +1,48 @@
+// The adapters as the npm package ships them: subpath exports, types checked
+// with tsc against the frameworks' own types, and a main package that needs
+// neither framework.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { test } from 'node:test'
+import { createRequire } from 'node:module'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
+const NODE_DIR = join(ROOT, 'bindings-node')
+const require = createRequire(join(NODE_DIR, 'package.json'))
+
+test('the adapters type-check (strict) against their .d.ts and the frameworks', () => {
+  const tsc = join(NODE_DIR, 'node_modules', 'typescript', 'bin', 'tsc')
+  const out = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tests', 'adapters', 'node', 'types', 'tsconfig.json')], { encoding: 'utf8' })
+  assert.equal(out.status, 0, `tsc failed:\n${out.stdout}${out.stderr}`)
+})
+
+test('the frameworks are optional peers, installed here only for the tests', () => {
+  const pkg = JSON.parse(readFileSync(join(NODE_DIR, 'package.json'), 'utf8'))
+  for (const name of ['ai', '@openai/agents']) {
+    assert.equal(pkg.peerDependenciesMeta[name].optional, true, name)
+    assert.ok(pkg.devDependencies[name], name)
+    assert.equal(pkg.dependencies?.[name], undefined, name)
+  }
+  assert.ok(pkg.files.includes('adapters/'))
+  for (const sub of ['openai-agents', 'ai-sdk']) {
+    assert.deepEqual(pkg.exports[`./${sub}`], { types: `./adapters/${sub}.d.ts`, default: `./adapters/${sub}.js` })
+  }
+})
+
+test('the main package loads neither framework', () => {
+  const script = `require(${JSON.stringify(NODE_DIR)}); const loaded = Object.keys(require.cache).filter((p) => /node_modules[\\\\/](ai|@openai)[\\\\/]/.test(p)); console.log(JSON.stringify(loaded))`
+  const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' })
+  assert.equal(out.status, 0, out.stderr)
+  assert.deepEqual(JSON.parse(out.stdout), [])
+})
+
+test('an adapter whose framework is missing says which package to install', () => {
+  const { requireFramework } = require('./adapters/common.js')
+  assert.throws(() => requireFramework('harnessweaver-no-such-framework', 'ai-sdk', '^6.0.0'), {
+    code: 'framework_missing',
+    message: '`harnessweaver/ai-sdk` needs `harnessweaver-no-such-framework`: npm install harnessweaver-no-such-framework@^6.0.0',
+  })
+})
