@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { test } from 'node:test'
 import { createRequire } from 'node:module'
 
@@ -28,7 +28,7 @@ test('the frameworks are optional peers, installed here only for the tests', () 
   }
   assert.ok(pkg.files.includes('adapters/'))
   for (const sub of ['openai-agents', 'ai-sdk']) {
-    assert.deepEqual(pkg.exports[`./${sub}`], { types: `./adapters/${sub}.d.ts`, default: `./adapters/${sub}.js` })
+    assert.deepEqual(pkg.exports[`./${sub}`], { types: `./adapters/${sub}.d.ts`, import: `./adapters/${sub}.mjs`, default: `./adapters/${sub}.js` })
   }
 })
 
@@ -39,10 +39,41 @@ test('the main package loads neither framework', () => {
   assert.deepEqual(JSON.parse(out.stdout), [])
 })
 
-test('an adapter whose framework is missing says which package to install', () => {
-  const { requireFramework } = require('./adapters/common.js')
-  assert.throws(() => requireFramework('harnessweaver-no-such-framework', 'ai-sdk', '^6.0.0'), {
+test('require() and import get the same adapter, each over the framework build of its own module system', () => {
+  // One child process imports the ES entry, another requires the CommonJS one; each reports
+  // which builds of the Agents SDK core got loaded: never both (no dual-package hazard).
+  const harness = join(ROOT, 'tests', 'adapters', 'node', 'harness', 'harness.yaml')
+  const body = `const h = hw.load(${JSON.stringify(harness)}, { tools: { lookup_order: () => 1, refund: () => 1 } })
+    const names = hwa.tools(h, h.run({ principal: { id: 'a' } })).map((t) => t.name)
+    const loaded = (p) => /agents-core[\\\\/]dist[\\\\/]index\\.(m?js)$/.test(p)`
+  const esm = `import { createRequire } from 'node:module'
+    const require = createRequire(${JSON.stringify(join(NODE_DIR, 'package.json'))})
+    const hw = require('harnessweaver')
+    const hwa = await import(${JSON.stringify(pathToFileURL(join(NODE_DIR, 'adapters', 'openai-agents.mjs')).href)})
+    ${body}
+    console.log(JSON.stringify({ names, cjs: Object.keys(require.cache).some(loaded) }))`
+  const cjs = `const hw = require(${JSON.stringify(NODE_DIR)})
+    const hwa = require(${JSON.stringify(join(NODE_DIR, 'adapters', 'openai-agents.js'))})
+    ${body}
+    console.log(JSON.stringify({ names, cjs: Object.keys(require.cache).some(loaded) }))`
+  const run = (args) => {
+    const out = spawnSync(process.execPath, args, { encoding: 'utf8' })
+    assert.equal(out.status, 0, out.stderr)
+    return JSON.parse(out.stdout)
+  }
+  assert.deepEqual(run(['--input-type=module', '-e', esm]), { names: ['lookup_order', 'refund'], cjs: false })
+  assert.deepEqual(run(['-e', cjs]), { names: ['lookup_order', 'refund'], cjs: true })
+})
+
+test('an adapter whose framework is missing says which package to install', async () => {
+  const { requireFramework, isMissing, frameworkMissing } = require('./adapters/impl/common.js')
+  const expected = {
     code: 'framework_missing',
     message: '`harnessweaver/ai-sdk` needs `harnessweaver-no-such-framework`: npm install harnessweaver-no-such-framework@^6.0.0',
-  })
+  }
+  assert.throws(() => requireFramework('harnessweaver-no-such-framework', 'ai-sdk', '^6.0.0'), expected)
+  // The ES entry tells the same from import()'s error.
+  const err = await import('harnessweaver-no-such-framework').then(() => null, (e) => e)
+  assert.equal(isMissing(err, 'harnessweaver-no-such-framework'), true)
+  assert.throws(() => { throw frameworkMissing('harnessweaver-no-such-framework', 'ai-sdk', '^6.0.0') }, expected)
 })

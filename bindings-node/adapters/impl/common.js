@@ -1,20 +1,29 @@
 'use strict'
 // What the framework adapters share: loading the framework only when an
-// adapter is used, the tools a run's principal may call (the pinned manifests'
+// adapter is used (from the entry of the app's module system, so the app and
+// the adapter use one copy of a framework that ships CommonJS and ES builds), the tools a run's principal may call (the pinned manifests'
 // name, description and input schema), and the gate that ties a framework's
 // tool call id to the harness approval the call waits on. Every decision is the
 // governor's; this file only carries ids between the framework and the harness.
 
-const { HarnessweaverError, InvalidArgumentError, canonicalJson } = require('../index.js')
+const { HarnessweaverError, InvalidArgumentError, canonicalJson } = require('../../index.js')
+
+/** The error of an adapter whose framework `pkg` is not installed. */
+function frameworkMissing(pkg, adapter, range) {
+  return new HarnessweaverError(`\`harnessweaver/${adapter}\` needs \`${pkg}\`: npm install ${pkg}@${range}`, 'framework_missing', [])
+}
+
+/** Whether `err` says that `pkg` itself (not something it needs) could not be found, by require or import. */
+function isMissing(err, pkg) {
+  return Boolean(err) && (err.code === 'MODULE_NOT_FOUND' || err.code === 'ERR_MODULE_NOT_FOUND') && String(err.message).includes(`'${pkg}'`)
+}
 
 /** Requires the framework `pkg`, or throws `framework_missing` naming the package to install. */
 function requireFramework(pkg, adapter, range) {
   try {
     return require(pkg)
   } catch (err) {
-    if (err && err.code === 'MODULE_NOT_FOUND' && String(err.message).includes(`'${pkg}'`)) {
-      throw new HarnessweaverError(`\`harnessweaver/${adapter}\` needs \`${pkg}\`: npm install ${pkg}@${range}`, 'framework_missing', [])
-    }
+    if (isMissing(err, pkg)) throw frameworkMissing(pkg, adapter, range)
     throw err
   }
 }
@@ -158,4 +167,4 @@ function parseArgs(value) {
 
 const GATE = Symbol('harnessweaver.gate')
 
-module.exports = { requireFramework, specs, Gate, GATE, parseArgs }
+module.exports = { frameworkMissing, isMissing, requireFramework, specs, Gate, GATE, parseArgs }
