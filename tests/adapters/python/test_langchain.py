@@ -71,7 +71,7 @@ def test_allowed_call_runs_the_handler_and_refusals_are_error_messages(shop: Sho
     seen = tool_messages(loop(model, hwa.tools(shop.h, shop.h.run(principal=BOB)), "where is A-1001?"))
     assert shop.calls == [("lookup_order", "A-1001")]
     assert seen["c1"].status == "success" and json.loads(seen["c1"].content)["status"] == "shipped"
-    assert isinstance(seen["c1"].artifact, hw.CallResult) and seen["c1"].artifact.labels["private"] is True
+    assert seen["c1"].artifact["decision"] == "allowed" and seen["c1"].artifact["labels"]["private"] is True
     assert seen["c2"].status == "error"
     assert seen["c2"].content.startswith("[tool call refused: invalid_args]")
 

@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 
 import pytest
 from pydantic_ai import Agent, DeferredToolRequests
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import harnessweaver as hw
@@ -73,7 +73,7 @@ def test_allowed_call_runs_the_handler_and_a_schema_refusal_asks_for_a_retry(sho
     assert shop.calls == [("lookup_order", "A-1001")]
     assert script.seen["c1"].part_kind == "tool-return"
     assert json.loads(script.seen["c1"].content)["status"] == "shipped"
-    assert isinstance(script.seen["c1"].metadata, hw.CallResult)
+    assert script.seen["c1"].metadata["decision"] == "allowed" and script.seen["c1"].metadata["labels"]["private"] is True
     retried = script.seen["c2"]  # ModelRetry: a tool result asking the model to correct its arguments
     assert retried.outcome == "retried" and retried.retry.cause == "model_retry"
     assert "[tool call refused: invalid_args]" in text_of(script.seen["c2"])
@@ -109,7 +109,10 @@ def test_approval_defers_the_call_and_the_approved_call_runs_once(shop: Shop) ->
         hwa.approve(shop.h, requests, approver=SUPPORT)
     assert bad.value.code == "approver_not_allowed"
     decided = hwa.approve(shop.h, requests, approver=FINANCE)
-    resumed = asyncio.run(ag.run(message_history=result.all_messages(), deferred_tool_results=decided))
+    # Kept between requests as JSON, as an app would.
+    history = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(result.all_messages()))
+    resumed = asyncio.run(ag.run(message_history=history, deferred_tool_results=decided))
+    ModelMessagesTypeAdapter.dump_json(resumed.all_messages())  # the tool results are plain data too
     assert resumed.output == "refunded"
     assert shop.refunds() == [("refund_payment", "A-1002", 180)]
     assert json.loads(script.seen["c1"].content)["refunded_usd"] == 180

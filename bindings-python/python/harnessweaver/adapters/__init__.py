@@ -7,7 +7,8 @@ reach the model as the framework's tool errors, carrying the core's code, and
 approvals use the framework's own approval mechanism:
 
 - :mod:`harnessweaver.adapters.openai_agents` (``pip install 'harnessweaver[openai-agents]'``)
-- :mod:`harnessweaver.adapters.langchain` (``pip install 'harnessweaver[langchain]'``)
+- :mod:`harnessweaver.adapters.langchain` (``pip install 'harnessweaver[langchain]'``;
+  with ``interrupt=True``, approvals are LangGraph interrupts: ``harnessweaver[langgraph]``)
 - :mod:`harnessweaver.adapters.pydantic_ai` (``pip install 'harnessweaver[pydantic-ai]'``)
 
 The framework is imported when you call the adapter, not when this package is

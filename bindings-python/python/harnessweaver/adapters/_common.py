@@ -8,7 +8,7 @@ import importlib
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional
 
 from .._governor import Run
-from .._native import InvalidArgumentError
+from .._native import HarnessweaverError, InvalidArgumentError, canonical_json
 
 
 def require(module: str, adapter: str, extra: str, package: str) -> Any:
@@ -56,3 +56,17 @@ def specs(h: Any, run: Any, names: Optional[Iterable[str]]) -> List[Spec]:
         if wanted is None or fn["name"] in wanted:
             out.append(Spec(fn["name"], fn.get("description", ""), fn.get("parameters") or {"type": "object"}))
     return out
+
+
+def stored_approval(h: Any, run: Run, tool: str, args: Any) -> Optional[Dict[str, Any]]:
+    """The harness approval of ``run`` waiting for (or granted to) exactly this
+    call, found by tool and arguments: how a call made again (a resumed graph
+    node, a restored run state) finds the approval it asked for."""
+    try:
+        text = canonical_json(args)
+    except HarnessweaverError:
+        return None
+    for approval in h.approvals():
+        if approval["run_id"] == run.id and approval["tool"] == tool and canonical_json(approval["args"]) == text:
+            return approval
+    return None

@@ -21,16 +21,21 @@ into a ``ToolMessage`` with ``status="error"`` and content ``[tool call refused:
 (an ``hw.ApprovalRequired`` carrying the tool call id), which stops the
 tool-calling loop; :func:`approve` runs the approved call (the handler runs
 once) and :func:`reject` denies it, each returning the ``ToolMessage`` to append.
+
+Inside a LangGraph graph, ``tools(h, run, interrupt=True)`` makes a waiting call
+pause the graph with LangGraph's ``interrupt()`` instead; resume it with
+``Command(resume=...)`` and :func:`approve_interrupt` or :func:`reject_interrupt`.
 """
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any, Dict, Iterable, List, Optional
 
 from .._governor import ApprovalRequired, Run
-from ._common import Spec, require, specs
+from ._common import Spec, require, specs, stored_approval
 
-__all__ = ["ApprovalPending", "tools", "approve", "aapprove", "reject"]
+__all__ = ["ApprovalPending", "tools", "approve", "aapprove", "reject", "approve_interrupt", "reject_interrupt"]
 
 _ADAPTER = ("langchain", "langchain", "langchain-core")
 
@@ -63,59 +68,166 @@ def _tool_class() -> Any:
         """A harness tool; an approval-pending call raises :class:`ApprovalPending`."""
 
         def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+            token = _CALL_ID.set(_call_id_of(input))
             try:
                 return super().invoke(input, config, **kwargs)
             except ApprovalPending as pending:
-                raise _with_call_id(pending, input) from None
+                pending.tool_call_id = _call_id_of(input)
+                raise pending from None
+            finally:
+                _CALL_ID.reset(token)
 
         async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+            token = _CALL_ID.set(_call_id_of(input))
             try:
                 return await super().ainvoke(input, config, **kwargs)
             except ApprovalPending as pending:
-                raise _with_call_id(pending, input) from None
+                pending.tool_call_id = _call_id_of(input)
+                raise pending from None
+            finally:
+                _CALL_ID.reset(token)
 
     _TOOL_CLASS = GovernedTool
     return GovernedTool
 
 
-def _with_call_id(pending: ApprovalPending, input: Any) -> ApprovalPending:
+# The model's id of the tool call being run (set by GovernedTool.invoke for a ToolCall input).
+_CALL_ID: "contextvars.ContextVar[Optional[str]]" = contextvars.ContextVar("harnessweaver_tool_call_id", default=None)
+
+
+def _call_id_of(input: Any) -> Optional[str]:
     if isinstance(input, dict) and input.get("type") == "tool_call":
-        pending.tool_call_id = input.get("id")
-    return pending
+        return input.get("id")
+    return None
 
 
-def tools(h: Any, ctx: Run, *, names: Optional[Iterable[str]] = None) -> List[Any]:
+def tools(h: Any, ctx: Run, *, names: Optional[Iterable[str]] = None, interrupt: bool = False) -> List[Any]:
     """The tools ``ctx``'s principal may call, as LangChain ``StructuredTool``
     objects whose calls go through the governor within run ``ctx`` (from
-    ``h.run(...)``). ``names`` keeps only those tools."""
+    ``h.run(...)``). ``names`` keeps only those tools.
+
+    With ``interrupt=True`` (for tools run inside a LangGraph graph with a
+    checkpointer, e.g. by its ``ToolNode``; needs ``langgraph``), a call that
+    needs approval calls LangGraph's ``interrupt()`` instead of raising
+    :class:`ApprovalPending`: the graph pauses with the harness approval as the
+    interrupt's value, and is resumed with ``Command(resume=...)`` and the value
+    of :func:`approve_interrupt` or :func:`reject_interrupt`."""
     cls = _tool_class()
-    return [_tool(cls, ctx, spec) for spec in specs(h, ctx, names)]
+    pause = require("langgraph.types", "langchain", "langgraph", "langgraph").interrupt if interrupt else None
+    # A resumed graph node runs every tool call of its step again: each call's
+    # decided result is kept by tool call id, so a call runs (and is audited) once.
+    done: Dict[str, Any] = {}
+    return [_tool(cls, h, ctx, spec, pause, done) for spec in specs(h, ctx, names)]
 
 
-def _tool(cls: Any, run: Run, spec: Spec) -> Any:
+def _tool(cls: Any, h: Any, run: Run, spec: Spec, pause: Any, done: Dict[str, Any]) -> Any:
     tools_mod = require("langchain_core.tools", *_ADAPTER)
 
     def settle(result: Any, args: Dict[str, Any]) -> Any:
         if result.allowed:
-            return result.to_model(), result
+            return result.to_model(), result.to_dict()
         if result.decision == "pending":
             raise ApprovalPending(ApprovalRequired(result), run, args, None)
         raise tools_mod.ToolException(result.to_model())
 
     def call(**args: Any) -> Any:
-        return settle(run.call(spec.name, args, raise_on_refusal=False), args)
+        if pause is None:
+            return settle(run.call(spec.name, args, raise_on_refusal=False), args)
+        call_id = _CALL_ID.get()
+        result = done.get(call_id) if call_id else None
+        if result is None:
+            # A resumed node finds the approval its call asked for the first time.
+            approval = stored_approval(h, run, spec.name, args)
+            if approval is None:
+                result = run.call(spec.name, args, raise_on_refusal=False)
+                approval = result.approval if result.decision == "pending" else None
+            if approval is not None:
+                answer = pause(_request(spec.name, args, approval))  # raises GraphInterrupt until resumed
+                result = run.call(spec.name, args, approval=_answer(h, approval, answer), raise_on_refusal=False)
+            if call_id:
+                done[call_id] = result
+        return settle(result, args)
 
     async def acall(**args: Any) -> Any:
-        return settle(await run.acall(spec.name, args, raise_on_refusal=False), args)
+        if pause is None:
+            return settle(await run.acall(spec.name, args, raise_on_refusal=False), args)
+        call_id = _CALL_ID.get()
+        result = done.get(call_id) if call_id else None
+        if result is None:
+            approval = stored_approval(h, run, spec.name, args)
+            if approval is None:
+                result = await run.acall(spec.name, args, raise_on_refusal=False)
+                approval = result.approval if result.decision == "pending" else None
+            if approval is not None:
+                answer = pause(_request(spec.name, args, approval))
+                result = await run.acall(spec.name, args, approval=_answer(h, approval, answer), raise_on_refusal=False)
+            if call_id:
+                done[call_id] = result
+        return settle(result, args)
 
     return cls(name=spec.name, description=spec.description, args_schema=spec.parameters, func=call,
                coroutine=acall, handle_tool_error=True, response_format="content_and_artifact")
 
 
+_KEY = "harnessweaver_approval"  # the approval id, in an interrupt's value and its answer
+
+
+def _request(tool: str, args: Dict[str, Any], approval: Dict[str, Any]) -> Dict[str, Any]:
+    """The value of the interrupt of a call waiting for a human."""
+    return {_KEY: approval["id"], "tool": tool, "args": args, "approver_role": approval.get("approver_role"),
+            "reasons": list(approval.get("reasons") or [])}
+
+
+def _answer(h: Any, approval: Dict[str, Any], answer: Any) -> str:
+    """Applies a resumed interrupt's answer: a denial from :func:`reject_interrupt`
+    is recorded now; a grant was recorded by :func:`approve_interrupt`. Any other
+    answer leaves the approval as it is, and the core decides the call."""
+    if isinstance(answer, dict) and answer.get(_KEY) == approval["id"] and answer.get("approved") is False:
+        if approval.get("state") != "denied":
+            h.deny(approval["id"], str(answer.get("reason") or ""), by=answer.get("by"))
+    return approval["id"]
+
+
+def _interrupt_value(interrupt: Any) -> Dict[str, Any]:
+    value = getattr(interrupt, "value", interrupt)
+    if not isinstance(value, dict) or _KEY not in value:
+        raise _not_ours()
+    return value
+
+
+def _not_ours() -> Exception:
+    from .._native import InvalidArgumentError
+
+    err = InvalidArgumentError("this interrupt is not a harnessweaver approval")
+    err.code = "invalid_interrupt"
+    return err
+
+
+def approve_interrupt(h: Any, interrupt: Any, *, approver: Any) -> Dict[str, Any]:
+    """Grants the harness approval of a LangGraph ``interrupt`` (the ``Interrupt``
+    or its value) as ``approver`` (raises ``HarnessweaverError`` with code
+    ``approver_not_allowed`` without the tool's ``approver_role``) and returns the
+    value to resume the graph with (``Command(resume=...)``); the resumed call
+    runs its handler once."""
+    value = _interrupt_value(interrupt)
+    h.grant(value[_KEY], approver=approver)
+    return {_KEY: value[_KEY], "approved": True}
+
+
+def reject_interrupt(h: Any, interrupt: Any, *, by: Any, reason: str = "") -> Dict[str, Any]:
+    """The value to resume a LangGraph ``interrupt`` with to deny its call: the
+    resumed call records the denial (with ``by``, a principal mapping, and
+    ``reason``) and the model reads the core's ``approval_denied`` refusal; the
+    handler never runs."""
+    value = _interrupt_value(interrupt)
+    by = by.to_dict() if hasattr(by, "to_dict") else dict(by)  # the answer is kept in the checkpoint: plain data
+    return {_KEY: value[_KEY], "approved": False, "by": by, "reason": reason}
+
+
 def _message(pending: ApprovalPending, result: Any) -> Any:
     messages = require("langchain_core.messages", *_ADAPTER)
     content = result.to_model()
-    return messages.ToolMessage(content=content, artifact=result, tool_call_id=pending.tool_call_id or "",
+    return messages.ToolMessage(content=content, artifact=result.to_dict(), tool_call_id=pending.tool_call_id or "",
                                 name=pending.tool, status="success" if result.allowed else "error")
 
 

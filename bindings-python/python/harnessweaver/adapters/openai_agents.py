@@ -28,8 +28,7 @@ import json
 from typing import Any, Dict, Iterable, List, Optional
 
 from .._governor import Run
-from .._native import HarnessweaverError, canonical_json
-from ._common import Spec, require, specs
+from ._common import Spec, require, specs, stored_approval
 
 __all__ = ["tools", "approve", "reject"]
 
@@ -50,15 +49,8 @@ class _Gate:
         self.settled: Dict[str, Any] = {}  # call id -> CallResult decided inline (on_approval)
 
     def stored(self, tool: str, args: Any) -> Optional[str]:
-        """The approval of this run waiting for (or granted to) exactly this call."""
-        try:
-            text = canonical_json(args)
-        except HarnessweaverError:
-            return None
-        for approval in self.harness.approvals():
-            if approval["run_id"] == self.run.id and approval["tool"] == tool and canonical_json(approval["args"]) == text:
-                return approval["id"]
-        return None
+        found = stored_approval(self.harness, self.run, tool, args)
+        return None if found is None else found["id"]
 
     def approval_of(self, tool: str, args: Any, call_id: Optional[str]) -> Optional[str]:
         return self.pending.get(call_id or "") or self.stored(tool, args)

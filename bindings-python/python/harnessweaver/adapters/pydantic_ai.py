@@ -57,7 +57,7 @@ def _function(pai: Any, run: Run, spec: Spec) -> Any:
             approval = ctx.tool_call_metadata.get(_KEY)
         result = await run.acall(spec.name, args, approval=approval, raise_on_refusal=False)
         if result.allowed:
-            return pai.ToolReturn(return_value=result.to_model(), metadata=result)
+            return pai.ToolReturn(return_value=result.to_model(), metadata=result.to_dict())
         if result.decision == "pending":
             found = result.approval
             raise pai.ApprovalRequired(metadata={_KEY: found["id"], "approver_role": found.get("approver_role"),
