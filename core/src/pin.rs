@@ -2,6 +2,8 @@
 //! file by editing the text, so comments, key order and formatting stay as
 //! they are. Only the `definition_digest` value changes, or one line is added
 //! under `spec:` (before its first field, with the same indentation).
+//! `harnessweaver tools add` edits harness.yaml the same way, adding one glob
+//! to `spec.tools.manifests` ([`add_manifest_glob`]).
 
 use crate::error::Error;
 use crate::manifest::{parse_text, PinState, Tool};
@@ -123,29 +125,11 @@ fn value_range(text: &str, key: &Node) -> Option<(usize, usize)> {
 }
 
 fn insert_before(text: &str, key: &Node, is_json: bool, quoted: &str) -> Result<String, Error> {
-    let at = byte_at(text, key.pos.start).ok_or_else(|| fail("bad position".to_string()))?;
-    let before = text.get(..at).unwrap_or_default();
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let indent = before.get(line_start..).unwrap_or_default();
-    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
-    let entry = if is_json {
-        format!("\"definition_digest\": {quoted}")
+    if is_json {
+        insert_entry(text, key, &format!("\"definition_digest\": {quoted}"), ",")
     } else {
-        format!("definition_digest: {quoted}")
-    };
-    let insertion = if indent.chars().all(|c| c == ' ' || c == '\t') {
-        // Block style (or one key per line in JSON): a line of its own.
-        let sep = if is_json { "," } else { "" };
-        format!("{entry}{sep}{newline}{indent}")
-    } else {
-        // Flow style on one line: `{a: 1}` becomes `{definition_digest: "…", a: 1}`.
-        format!("{entry}, ")
-    };
-    let mut out = String::with_capacity(text.len() + insertion.len());
-    out.push_str(before);
-    out.push_str(&insertion);
-    out.push_str(text.get(at..).unwrap_or_default());
-    Ok(out)
+        insert_entry(text, key, &format!("definition_digest: {quoted}"), "")
+    }
 }
 
 /// Writes `tool`'s current digest into its manifest file. The edited text is
@@ -166,9 +150,136 @@ pub fn pin_file(tool: &Tool) -> Result<(), Error> {
     std::fs::write(path, new_text).map_err(|e| fail(format!("cannot write the manifest: {e}")))
 }
 
+/// Returns the harness text with `glob` added to `spec.tools.manifests`
+/// (unchanged when it is there already), keeping comments and formatting: a
+/// flow list gets `, "glob"` before its `]`, a block list a `- "glob"` line
+/// after its last item, a single glob becomes a flow list of two, and a
+/// `tools:` without `manifests` gets a `manifests: ["glob"]` line.
+pub fn add_manifest_glob(text: &str, glob: &str) -> Result<String, Error> {
+    let root = parse_text(text, false)
+        .map_err(|p| fail(format!("cannot parse the harness: {}", p.first().map(|p| p.message.clone()).unwrap_or_default())))?;
+    let quoted = serde_json::to_string(glob).map_err(|e| fail(e.to_string()))?;
+    let spec = root.get("spec").ok_or_else(|| fail("the harness has no `spec`; add `tools.manifests` by hand".to_string()))?;
+    let by_hand = || fail(format!("cannot locate `spec.tools.manifests` in the text; add {quoted} to it by hand"));
+    let splice = |at: usize, insertion: &str| -> String {
+        let mut out = String::with_capacity(text.len() + insertion.len());
+        out.push_str(text.get(..at).unwrap_or_default());
+        out.push_str(insertion);
+        out.push_str(text.get(at..).unwrap_or_default());
+        out
+    };
+    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let Some(tools) = spec.get("tools").filter(|t| matches!(t.value, NodeValue::Map(_))) else {
+        return Err(by_hand());
+    };
+    let Some((key, manifests)) = tools.entry("manifests") else {
+        let NodeValue::Map(entries) = &tools.value else { return Err(by_hand()) };
+        let (first, _) = entries.first().ok_or_else(by_hand)?;
+        return insert_entry(text, first, &format!("manifests: [{quoted}]"), "");
+    };
+    match &manifests.value {
+        NodeValue::Seq(items) if items.iter().any(|i| i.as_str() == Some(glob)) => Ok(text.to_string()),
+        NodeValue::Str(s) if s == glob => Ok(text.to_string()),
+        NodeValue::Str(_) => {
+            let (start, end) = value_range(text, key).filter(|(s, e)| s < e).ok_or_else(by_hand)?;
+            let old = text.get(start..end).ok_or_else(by_hand)?;
+            let mut out = text.get(..start).unwrap_or_default().to_string();
+            out.push_str(&format!("[{old}, {quoted}]"));
+            out.push_str(text.get(end..).unwrap_or_default());
+            Ok(out)
+        }
+        NodeValue::Seq(items) => {
+            let at = byte_at(text, manifests.pos.start).ok_or_else(by_hand)?;
+            if text.get(at..).is_some_and(|t| t.starts_with('[')) {
+                // Flow list: the `]` closing it, outside any quotes.
+                let close = closing_bracket(text.get(at..).unwrap_or_default()).ok_or_else(by_hand)?;
+                let sep = if items.is_empty() { "" } else { ", " };
+                return Ok(splice(at + close, &format!("{sep}{quoted}")));
+            }
+            let last = items.last().ok_or_else(by_hand)?;
+            let item_at = byte_at(text, last.pos.start).ok_or_else(by_hand)?;
+            let before = text.get(..item_at).unwrap_or_default();
+            let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+            let prefix = before.get(line_start..).unwrap_or_default();
+            let indent: String = prefix.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+            if !prefix.trim_start().starts_with('-') {
+                return Err(by_hand());
+            }
+            let line_end = text.get(item_at..).and_then(|t| t.find('\n')).map_or(text.len(), |i| item_at + i);
+            let line_end = if text.get(..line_end).is_some_and(|t| t.ends_with('\r')) { line_end - 1 } else { line_end };
+            Ok(splice(line_end, &format!("{newline}{indent}- {quoted}")))
+        }
+        _ => Err(by_hand()),
+    }
+}
+
+/// The byte offset of the `]` closing the flow list `text` starts with.
+fn closing_bracket(text: &str) -> Option<usize> {
+    let (mut depth, mut quote, mut escaped) = (0usize, None, false);
+    for (i, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some('"'), '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '{') => depth += 1,
+            (None, ']' | '}') => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Inserts `entry` as a line of its own before `key` (same indentation, `sep`
+/// after it: `,` in JSON), or before it on the same line in a one-line flow
+/// mapping (`{a: 1}` becomes `{entry, a: 1}`).
+fn insert_entry(text: &str, key: &Node, entry: &str, sep: &str) -> Result<String, Error> {
+    let at = byte_at(text, key.pos.start).ok_or_else(|| fail("bad position".to_string()))?;
+    let before = text.get(..at).unwrap_or_default();
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let indent = before.get(line_start..).unwrap_or_default();
+    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let insertion = if indent.chars().all(|c| c == ' ' || c == '\t') {
+        format!("{entry}{sep}{newline}{indent}")
+    } else {
+        format!("{entry}, ")
+    };
+    let mut out = String::with_capacity(text.len() + insertion.len());
+    out.push_str(before);
+    out.push_str(&insertion);
+    out.push_str(text.get(at..).unwrap_or_default());
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adds_a_manifest_glob() {
+        let g = "tools/new/*.yaml";
+        let block = "spec:\n  tools:\n    manifests:\n      - tools/*.yaml   # old\n    max_output_bytes: 10\n";
+        assert_eq!(
+            add_manifest_glob(block, g).unwrap(),
+            "spec:\n  tools:\n    manifests:\n      - tools/*.yaml   # old\n      - \"tools/new/*.yaml\"\n    max_output_bytes: 10\n"
+        );
+        let flow = "spec:\n  tools:\n    manifests: [\"a/*.yaml\", 'b]'] # two\n";
+        assert_eq!(add_manifest_glob(flow, g).unwrap(), "spec:\n  tools:\n    manifests: [\"a/*.yaml\", 'b]', \"tools/new/*.yaml\"] # two\n");
+        assert_eq!(add_manifest_glob("spec:\n  tools: {manifests: []}\n", g).unwrap(), "spec:\n  tools: {manifests: [\"tools/new/*.yaml\"]}\n");
+        let one = "spec:\n  tools:\n    manifests: a/*.yaml  # one\n";
+        assert_eq!(add_manifest_glob(one, g).unwrap(), "spec:\n  tools:\n    manifests: [a/*.yaml, \"tools/new/*.yaml\"]  # one\n");
+        let none = "spec:\n  tools:\n    # settings\n    max_output_bytes: 10\n";
+        assert_eq!(add_manifest_glob(none, g).unwrap(), "spec:\n  tools:\n    # settings\n    manifests: [\"tools/new/*.yaml\"]\n    max_output_bytes: 10\n");
+        let done = add_manifest_glob(block, g).unwrap();
+        assert_eq!(add_manifest_glob(&done, g).unwrap(), done, "idempotent");
+        assert!(add_manifest_glob("spec: {}\n", g).is_err());
+    }
 
     const D: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 

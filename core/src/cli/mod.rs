@@ -1,0 +1,96 @@
+//! The `harnessweaver` command line, shared by the Rust binary, the Python
+//! console script and the npm bin (all three call [`run`]).
+//!
+//! Each command lives in its own file and declares its options once in an
+//! [`args::Spec`]: parsing, `--help` and usage errors come from it. Output is
+//! plain text, coloured only when stdout is a terminal (never with `NO_COLOR`
+//! or `--json`); `--json` prints one JSON document. Exit codes: 0 clean, 1
+//! problems found or call refused, 2 usage error, 3 not available here. The
+//! commands, their `--json` shapes and exit codes are in `docs/cli.md`.
+
+mod args;
+mod audit;
+
+mod doctor;
+mod explain;
+mod tools;
+mod ui;
+
+use std::io::{IsTerminal as _, Write};
+
+pub(crate) use ui::Io;
+
+const USAGE: &str = "usage: harnessweaver <command> [options]
+
+commands:
+  doctor [harness.yaml]                     load the harness and every manifest; report every problem
+  tools list [harness.yaml]                 a table of the tools: transport, risk, side effect, pin state
+  tools show NAME [--harness FILE]          one tool's resolved manifest, schema, pin state and digest
+  tools pin [harness.yaml] [--tool NAME]    write each manifest's current definition digest into it
+  tools add MANIFEST [--harness FILE]       add a manifest's directory to tools.manifests and pin it
+  explain TOOL [--args JSON] [--principal JSON|ID] [--tenant T] [--harness FILE]
+                                            run the nine steps without invoking anything; print each verdict
+  audit tail [harness.yaml] [-n N] [--follow]
+                                            print the last audit events from the harness's audit sink
+  add tool module:function | ./tools.ts#name
+                                            write a manifest from a function (Python package / npm bin only)
+
+Commands that print results take --json. Colour only on a terminal, never with NO_COLOR.
+exit codes: 0 clean, 1 problems found or call refused, 2 usage error, 3 not available here
+run `harnessweaver <command> --help` for more";
+
+/// Runs the command line with `args` (without the program name) and returns
+/// the exit code: 0 clean, 1 problems found or call refused, 2 usage error,
+/// 3 not available here. Colour is on when stdout is a terminal and
+/// `NO_COLOR` is unset or empty.
+pub fn run(args: &[String]) -> i32 {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let code = dispatch(args, &mut Io::new(&mut stdout.lock(), &mut stderr.lock(), colour));
+    let _ = std::io::stdout().flush();
+    code
+}
+
+/// [`run`] writing to the given streams, never coloured (for tests and bindings).
+pub fn run_with(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    dispatch(args, &mut Io::new(out, err, false))
+}
+
+fn dispatch(args: &[String], io: &mut Io<'_>) -> i32 {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        [] => {
+            let _ = writeln!(io.err, "{USAGE}");
+            2
+        }
+        ["--help" | "-h" | "help", ..] => {
+            let _ = writeln!(io.out, "{USAGE}");
+            0
+        }
+        ["--version" | "-V", ..] => {
+            let _ = writeln!(io.out, "harnessweaver {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        ["doctor", rest @ ..] => doctor::run(rest, io),
+        ["tools", rest @ ..] => tools::run(rest, io),
+        ["explain", rest @ ..] => explain::run(rest, io),
+        ["audit", rest @ ..] => audit::run(rest, io),
+
+        ["add", ..] => {
+            let _ = writeln!(
+                io.err,
+                "harnessweaver add: `add tool` introspects a function, so it runs in the Python package \
+                 (`pip install harnessweaver`; `harnessweaver add tool module:function`) or the npm package \
+                 (`npx harnessweaver add tool ./tools.ts#name`), not in this binary"
+            );
+            3
+        }
+        // Hidden: the worker of the multi-process store tests and benchmark.
+        ["_stress-limit", rest @ ..] => crate::store::stress::run(rest, io.out, io.err),
+        [cmd, ..] => {
+            let _ = writeln!(io.err, "harnessweaver: unknown command `{cmd}`\n\n{USAGE}");
+            2
+        }
+    }
+}
