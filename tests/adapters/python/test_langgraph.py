@@ -5,6 +5,7 @@ Command(resume=...) after approve_interrupt/reject_interrupt."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, Dict, List
 
@@ -124,3 +125,17 @@ def test_two_waiting_calls_in_one_step_are_answered_each_on_its_own(shop: Shop) 
     assert seen["c1"].content.startswith("[tool call refused: approval_denied]")
     assert seen["c2"].status == "success" and json.loads(seen["c2"].content)["refunded_usd"] == 180
     assert shop.h.approvals() == []
+
+
+def test_an_async_graph_interrupts_and_resumes_the_same_way(shop: Shop) -> None:
+    g = refund_graph(shop)
+
+    async def main() -> Dict[str, Any]:
+        state = await g.ainvoke({"messages": [("user", "refund A-1002")]}, CONFIG)
+        [paused] = state["__interrupt__"]
+        assert shop.refunds() == []
+        return await g.ainvoke(Command(resume=hwa.approve_interrupt(shop.h, paused, approver=FINANCE)), CONFIG)
+
+    state = asyncio.run(main())
+    assert state["messages"][-1].content == "refunded"
+    assert shop.calls == [("lookup_order", "A-1002"), ("refund_payment", "A-1002", 180)]
