@@ -32,7 +32,9 @@ export interface ToolsOptions {
 
 /** The SDK's `tool-approval-request` part (from `result.content` or `result.steps[i].content`). */
 export interface ApprovalRequestPart {
+  /** The SDK's id of the approval request (not the harness approval's id). */
   approvalId: string
+  /** The tool call waiting: its id, the tool's name and the model's input. */
   toolCall: { toolCallId: string; toolName: string; input: unknown }
 }
 

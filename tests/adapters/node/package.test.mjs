@@ -19,6 +19,13 @@ test('the adapters type-check (strict) against their .d.ts and the frameworks', 
   assert.equal(out.status, 0, `tsc failed:\n${out.stdout}${out.stderr}`)
 })
 
+test('every export and member of the adapters\' .d.ts has TSDoc', () => {
+  for (const name of ['ai-sdk', 'openai-agents']) {
+    const out = spawnSync(process.execPath, [join(ROOT, 'tests', 'docs', 'check_tsdoc.mjs'), join(NODE_DIR, 'adapters', `${name}.d.ts`)], { encoding: 'utf8' })
+    assert.equal(out.status, 0, `without TSDoc:\n${out.stdout}${out.stderr}`)
+  }
+})
+
 test('the frameworks are optional peers, installed here only for the tests', () => {
   const pkg = JSON.parse(readFileSync(join(NODE_DIR, 'package.json'), 'utf8'))
   for (const name of ['ai', '@openai/agents']) {
