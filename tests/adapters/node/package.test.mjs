@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { join, dirname } from 'node:path'
+import { join, dirname, posix } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { test } from 'node:test'
 import { createRequire } from 'node:module'
@@ -37,6 +37,24 @@ test('the frameworks are optional peers, installed here only for the tests', () 
   for (const sub of ['openai-agents', 'ai-sdk']) {
     assert.deepEqual(pkg.exports[`./${sub}`], { types: `./adapters/${sub}.d.ts`, import: `./adapters/${sub}.mjs`, default: `./adapters/${sub}.js` })
   }
+})
+
+test('the packed package holds every module its modules require (npm pack --dry-run)', () => {
+  const out = spawnSync('npm', ['pack', '--dry-run', '--json', '--loglevel=error'], { cwd: NODE_DIR, encoding: 'utf8' })
+  assert.equal(out.status, 0, out.stderr)
+  const files = new Set(JSON.parse(out.stdout)[0].files.map((f) => f.path))
+  const missing = []
+  for (const file of files) {
+    if (!/\.(c|m)?js$/.test(file)) continue
+    const text = readFileSync(join(NODE_DIR, file), 'utf8')
+    // Relative modules (not the platform addons and the WASI fallback, which native.js tries by name).
+    for (const m of text.matchAll(/(?:require\(|from |import\()\s*'(\.{1,2}\/[^']+\.m?js)'/g)) {
+      const target = posix.normalize(posix.join(posix.dirname(file), m[1]))
+      if (!files.has(target)) missing.push(`${file} -> ${target}`)
+    }
+  }
+  assert.deepEqual(missing, [])
+  for (const name of ['adapters/ai-sdk.mjs', 'adapters/openai-agents.d.ts', 'index.d.ts']) assert.ok(files.has(name), name)
 })
 
 test('the main package loads neither framework', () => {
