@@ -1,4 +1,5 @@
-"""The ``harnessweaver`` console script: the core's command line."""
+"""The ``harnessweaver`` console script: the core's command line, plus
+``add tool``, which needs Python to read a function's type hints."""
 
 from __future__ import annotations
 
@@ -9,9 +10,20 @@ from . import _native
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = sys.argv[1:] if argv is None else list(argv)
     sys.stdout.flush()
-    return _native.cli_run(list(args))
+    if args[:2] == ["add", "tool"]:
+        from . import _add_tool
+
+        try:
+            return _add_tool.main(args[2:])
+        except SystemExit as exc:  # argparse's usage errors and --help
+            return int(exc.code or 0)
+    if args[:1] == ["add"]:
+        sys.stderr.write("harnessweaver add: the only thing to add is a tool: "
+                         "`harnessweaver add tool module:function` (see `harnessweaver add tool --help`)\n")
+        return 2
+    return _native.cli_run(args)
 
 
 if __name__ == "__main__":
