@@ -80,6 +80,25 @@ def run_ours(binary, sanitizers=None):
     return rows
 
 
+def write_rows(tools, peer_bytes, ncases, big):
+    """The MB/s figures as rows of the one benchmark table (bench/report.py)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "python"))
+    from benchlib import Results, value
+
+    res = Results("sanitize")
+    ours_name, _, ours_secs, _, _ = tools[0]
+    ours = value("pii_redact (release)", peer_bytes / 1e6 / max(ours_secs, 1e-9), "MB/s")
+    for name, _, secs, _, _ in tools[1:]:
+        res.row("sanitizers", f"PII detection + redaction, corpus ({ncases} PII + benign cases, {peer_bytes / 1e6:.2f} MB)",
+                ours, value(name, peer_bytes / 1e6 / max(secs, 1e-9), "MB/s"), better="higher", repeats=1,
+                headline=name.lower().startswith("presidio"),
+                note="ours: the best of 3 passes per case (sanitize_corpus); peers: one pass")
+    for kind, key in (("pii_redact", "pii_seconds"), ("strip_instructions", "strip_seconds")):
+        res.row("sanitizers", f"{kind} on one {big['bytes'] / 2**20:.0f} MB string (ours only)",
+                value(f"{kind} (release)", big["bytes"] / 1e6 / big[key], "MB/s"), better="higher", repeats=1)
+    res.write()
+
+
 # ---------------------------------------------------------------- peers
 
 def presidio_setup():
@@ -274,6 +293,7 @@ def main():
     # Large outputs: one string of every text input joined, 50 MB.
     big = subprocess.run([args.ours_bin, "--corpus", CORPUS, "--big-mb", "50"], check=True, capture_output=True, text=True)
     b = json.loads(big.stdout.strip().splitlines()[-1])
+    write_rows(tools, peer_bytes, len(peer_cases), b)
     lines.append("")
     lines.append(f"Large output (every text case joined into one {b['bytes'] / 2**20:.0f} MB string): "
                  f"`pii_redact` {b['bytes'] / 1e6 / b['pii_seconds']:.1f} MB/s, "

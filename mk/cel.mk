@@ -4,5 +4,6 @@ BENCH_TARGETS += bench-cel
 
 bench-cel: ## benchmark cel-lite (approval expression) against the cel crate, with the ratio
 	cargo bench -p harnessweaver-core --bench cel_lite --features bench-peer
+	$(BENCH_ROWS) cel
 
 .PHONY: bench-cel

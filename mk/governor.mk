@@ -3,5 +3,6 @@ BENCH_TARGETS += bench-governor
 
 bench-governor: ## benchmark a governed call (steps 1-9) against the bare handler
 	cargo bench -p harnessweaver-core --bench governor
+	$(BENCH_ROWS) governor
 
 .PHONY: bench-governor

@@ -8,14 +8,10 @@
 //
 //   make bench-node-call        (builds the addon first)
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const PKG = resolve(process.env.HW_NODE_PACKAGE || join(ROOT, 'bindings-node'))
-const hw = createRequire(import.meta.url)(join(PKG, 'index.js'))
+import { REPEATS, Results, hw, medianNs, medianNsAsync } from './benchlib.mjs'
 
 const manifest = {
   apiVersion: 'harnessweaver/v1',
@@ -33,29 +29,9 @@ const manifest = {
 
 const lookupOrder = ({ order_id }) => ({ order_id, status: 'shipped' })
 
-async function perCallUs(fn, n) {
-  for (let i = 0; i < Math.min(n, 500); i++) await fn()
-  let best = Infinity
-  for (let s = 0; s < 5; s++) {
-    const start = process.hrtime.bigint()
-    for (let i = 0; i < n; i++) await fn()
-    best = Math.min(best, Number(process.hrtime.bigint() - start) / n / 1000)
-  }
-  return best
-}
+const perCallUs = async (fn) => (await medianNsAsync(fn)) / 1000
+const perCallUsSync = (fn) => medianNs(fn) / 1000
 
-function perCallUsSync(fn, n) {
-  for (let i = 0; i < Math.min(n, 500); i++) fn()
-  let best = Infinity
-  for (let s = 0; s < 5; s++) {
-    const start = process.hrtime.bigint()
-    for (let i = 0; i < n; i++) fn()
-    best = Math.min(best, Number(process.hrtime.bigint() - start) / n / 1000)
-  }
-  return best
-}
-
-const n = Number(process.argv[2] || 5000)
 const dir = mkdtempSync(join(tmpdir(), 'hw-bench-node-'))
 try {
   mkdirSync(join(dir, 'tools'))
@@ -67,22 +43,29 @@ try {
   const check = await h.call('lookup_order', args, { principal })
   if (JSON.stringify(check.output) !== JSON.stringify(lookupOrder(args))) throw new Error('unexpected output')
 
-  const direct = perCallUsSync(() => lookupOrder(args), n)
-  const awaited = await perCallUs(async () => lookupOrder(args), n)
-  const governed = await perCallUs(() => h.call('lookup_order', args, { principal }), n)
+  const direct = perCallUsSync(() => lookupOrder(args))
+  const awaited = await perCallUs(async () => lookupOrder(args))
+  const governed = await perCallUs(() => h.call('lookup_order', args, { principal }))
   const rt = h._rt
   const core = perCallUsSync(() => {
     const ticket = JSON.parse(rt.begin('lookup_order', args, principal, null, null, null, null).slice(1))
     return JSON.parse(rt.finishReturned(ticket.ticket, lookupOrder(ticket.args)).split('\n', 1)[0].slice(1))
-  }, n)
+  })
 
   const f = (x) => x.toFixed(2).padStart(8)
-  console.log(`node: ${n} calls per sample, best of 5`)
+  console.log(`node: median of ${REPEATS} samples`)
   console.log(`  handler called directly            ${f(direct)} us/call`)
   console.log(`  handler awaited directly           ${f(awaited)} us/call`)
   console.log(`  await h.call                       ${f(governed)} us/call   added ${f(governed - awaited)} us`)
   console.log(`  core only (begin + finish, inline) ${f(core)} us/call   added ${f(core - direct)} us`)
   console.log('  goal: under 10 us added per call')
+  const res = new Results('decision-node')
+  const us = (name, v) => ({ name, value: v * 1e3, unit: 'ns' })
+  res.row('decision path', 'governed call, trivial sync handler, Node', us('await h.call', governed), us('handler awaited directly', awaited),
+    { goal: { metric: 'added', op: '<', value: 10000, text: '< 10 µs added' }, headline: true })
+  res.row('decision path', 'core part only (begin + finish, handler inline), Node', us('_rt.begin + finishReturned', core), us('handler called directly', direct),
+    { note: 'what the governor itself adds, without the promise machinery' })
+  res.write()
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

@@ -3,17 +3,12 @@
 // beside the same expression in @marcbachmann/cel-js (pure JavaScript), in the
 // same run. Prints ns per evaluation and the ratio.
 //
-// Run with `make bench-cel-node` (it builds a release addon and points the
-// package at it with NAPI_RS_NATIVE_LIBRARY_PATH). Every implementation must
+// Run with `make bench-cel-node` (it builds the release package into
+// target/bench-node-pkg and points HW_NODE_PACKAGE at it). Every implementation must
 // give the same answers on the same variables before it is timed.
-import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-
 import { parse } from '@marcbachmann/cel-js'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const hw = createRequire(import.meta.url)(join(ROOT, 'bindings-node', 'index.js'))
+import { PKG, REPEATS, Results, hw, medianNs, packageVersion, value } from './benchlib.mjs'
 
 const EXPR = "args.amount_usd > 100 && !('finance' in principal.roles) || tool.risk == 'critical'"
 
@@ -40,27 +35,13 @@ const VARS = [
 ]
 const EXPECTED = [true, false, true]
 
-function timeit(run, rounds, seconds = 1) {
-  let n = 1
-  let took
-  for (;;) {
-    const start = process.hrtime.bigint()
-    for (let i = 0; i < n; i++) for (const v of VARS) run(v)
-    took = Number(process.hrtime.bigint() - start)
-    if (took > 50e6) break
-    n *= 2
-  }
-  const loops = Math.max(1, Math.floor((n * seconds * 1e9) / took))
-  let best = Infinity
-  for (let r = 0; r < rounds; r++) {
-    const start = process.hrtime.bigint()
-    for (let i = 0; i < loops; i++) for (const v of VARS) run(v)
-    best = Math.min(best, Number(process.hrtime.bigint() - start) / (loops * VARS.length))
-  }
-  return best
+// Median ns per evaluation (one variable set after another).
+function timeit(run) {
+  return medianNs(() => {
+    for (const v of VARS) run(v)
+  }) / VARS.length
 }
 
-const rounds = Number(process.argv[2] || 5)
 const program = hw.celLite.compile(EXPR)
 const peer = parse(EXPR)
 const contenders = [
@@ -73,12 +54,16 @@ for (const [name, run] of contenders) {
   if (JSON.stringify(got) !== JSON.stringify(EXPECTED)) throw new Error(`${name} gives ${got}, expected ${EXPECTED}`)
 }
 console.log(`expression: ${EXPR}`)
-console.log(`node ${process.version}; addon ${process.env.NAPI_RS_NATIVE_LIBRARY_PATH || '(the package default, debug)'}`)
-console.log(`best of ${rounds} rounds, ${VARS.length} variable sets per loop\n`)
-const results = contenders.map(([name, run]) => [name, timeit(run, rounds)])
+console.log(`node ${process.version}; package ${PKG}`)
+console.log(`median of ${REPEATS} samples, ${VARS.length} variable sets per loop\n`)
+const results = contenders.map(([name, run]) => [name, timeit(run)])
 const ours = results[0][1]
 const width = Math.max(...results.map(([n]) => n.length))
 for (const [name, ns] of results) {
   const ratio = ns === ours ? '' : ns > ours ? `${(ns / ours).toFixed(1)}x slower than celLite` : `${(ours / ns).toFixed(1)}x faster than celLite`
   console.log(`  ${name.padEnd(width)}  ${ns.toFixed(0).padStart(10)} ns/eval  ${ratio}`)
 }
+const res = new Results('cel-node')
+res.row('cel-lite', `approval expression (${VARS.length} variable sets), Node`, value('celLite evaluate', ours, 'ns'),
+  value(`@marcbachmann/cel-js ${packageVersion('@marcbachmann/cel-js')} (pure JS)`, results[2][1], 'ns'))
+res.write()

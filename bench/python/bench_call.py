@@ -21,6 +21,8 @@ from typing import Any, Callable, Dict
 
 import harnessweaver as hw
 
+from benchlib import REPEATS, SMOKE, Results, max_goal, median_ns, value
+
 MANIFEST = {
     "apiVersion": "harnessweaver/v1",
     "kind": "Tool",
@@ -49,20 +51,12 @@ async def alookup_order(order_id: str) -> Dict[str, Any]:
     return {"order_id": order_id, "status": "shipped"}
 
 
-def per_call_us(fn: Callable[[], Any], n: int) -> float:
-    for _ in range(min(n, 500)):
-        fn()
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - start) / n)
-    return best * 1e6
+def per_call_us(fn: Callable[[], Any]) -> float:
+    return median_ns(fn) / 1e3
 
 
 def main() -> int:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else (20 if SMOKE else 5000)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "tools").mkdir()
@@ -78,8 +72,8 @@ def main() -> int:
         args = {"order_id": "A-1001"}
         assert h.call("lookup_order", args, principal=principal).output == lookup_order(**args)
 
-        direct = per_call_us(lambda: lookup_order(**args), n)
-        governed = per_call_us(lambda: h.call("lookup_order", args, principal=principal), n)
+        direct = per_call_us(lambda: lookup_order(**args))
+        governed = per_call_us(lambda: h.call("lookup_order", args, principal=principal))
 
         rt = h._rt
 
@@ -87,7 +81,7 @@ def main() -> int:
             ticket = rt.begin("lookup_order", args, principal)
             return rt.finish_returned(ticket, lookup_order(**ticket.args))
 
-        core = per_call_us(core_only, n)
+        core = per_call_us(core_only)
 
         loop = asyncio.new_event_loop()
 
@@ -101,24 +95,34 @@ def main() -> int:
 
         def timed(coro_fn: Callable[[int], Any]) -> float:
             loop.run_until_complete(coro_fn(min(n, 500)))
-            best = float("inf")
-            for _ in range(5):
+            samples = []
+            for _ in range(REPEATS):
                 start = time.perf_counter()
                 loop.run_until_complete(coro_fn(n))
-                best = min(best, (time.perf_counter() - start) / n)
-            return best * 1e6
+                samples.append((time.perf_counter() - start) / n)
+            return sorted(samples)[len(samples) // 2] * 1e6
 
         adirect = timed(adirect_n)
         agoverned = timed(agoverned_n)
         loop.close()
 
-    print(f"python: {n} calls per sample, best of 5")
+    print(f"python: median of {REPEATS} samples ({n} calls per async sample)")
     print(f"  handler called directly              {direct:8.2f} us/call")
     print(f"  h.call (sync handler, worker thread) {governed:8.2f} us/call   added {governed - direct:8.2f} us")
     print(f"  core only (begin + finish, inline)   {core:8.2f} us/call   added {core - direct:8.2f} us")
     print(f"  async handler awaited directly       {adirect:8.2f} us/call")
     print(f"  await h.acall (async handler)        {agoverned:8.2f} us/call   added {agoverned - adirect:8.2f} us")
     print("  goal: under 10 us added per call")
+    res = Results("decision-python")
+    goal = max_goal("added", 10_000, "< 10 µs added")
+    res.row("decision path", "governed call, trivial sync handler (worker thread for its timeout), Python",
+            value("h.call", governed * 1e3, "ns"), value("handler called directly", direct * 1e3, "ns"), goal=goal, headline=True)
+    res.row("decision path", "governed call, trivial async handler, Python", value("await h.acall", agoverned * 1e3, "ns"),
+            value("handler awaited directly", adirect * 1e3, "ns"), goal=goal, headline=True)
+    res.row("decision path", "core part only (begin + finish, handler inline), Python",
+            value("_rt.begin + finish_returned", core * 1e3, "ns"), value("handler called directly", direct * 1e3, "ns"),
+            note="what the governor itself adds, without the thread hop or the event loop")
+    res.write()
     return 0
 
 

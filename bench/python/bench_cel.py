@@ -10,14 +10,14 @@ same answers on the same variables before it is timed."""
 
 from __future__ import annotations
 
-import gc
 import platform
 import sys
-import time
 from typing import Any, Callable, Dict, List, Tuple
 
 import harnessweaver
 from harnessweaver import cel_lite
+
+from benchlib import REPEATS, Results, median_ns, pkg_version, ratio_goal, value
 
 EXPR = "args.amount_usd > 100 && !('finance' in principal.roles) || tool.risk == 'critical'"
 
@@ -45,28 +45,13 @@ VARS: List[Dict[str, Any]] = [
 EXPECTED = [True, False, True]
 
 
-def timeit(run: Callable[[Dict[str, Any]], Any], rounds: int, seconds: float = 1.0) -> float:
-    """Best ns per evaluation over `rounds` rounds of about `seconds` each (one variable set after another)."""
-    n = 1
-    while True:  # calibrate
-        start = time.perf_counter_ns()
-        for _ in range(n):
-            for v in VARS:
-                run(v)
-        took = time.perf_counter_ns() - start
-        if took > 50_000_000:
-            break
-        n *= 2
-    loops = max(1, int(n * seconds * 1e9 / took))
-    best = float("inf")
-    for _ in range(rounds):
-        gc.collect()
-        start = time.perf_counter_ns()
-        for _ in range(loops):
-            for v in VARS:
-                run(v)
-        best = min(best, (time.perf_counter_ns() - start) / (loops * len(VARS)))
-    return best
+def timeit(run: Callable[[Dict[str, Any]], Any], rounds: int) -> float:
+    """Median ns per evaluation over `rounds` samples (one variable set after another)."""
+
+    def one_loop() -> None:
+        for v in VARS:
+            run(v)
+    return median_ns(one_loop, repeats=rounds) / len(VARS)
 
 
 def peers() -> List[Tuple[str, Callable[[Dict[str, Any]], Any]]]:
@@ -102,7 +87,7 @@ def peers() -> List[Tuple[str, Callable[[Dict[str, Any]], Any]]]:
 
 
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else REPEATS
     program = cel_lite.compile(EXPR)
     contenders: List[Tuple[str, Callable[[Dict[str, Any]], Any]]] = [
         ("harnessweaver.cel_lite evaluate", program.evaluate),
@@ -115,7 +100,7 @@ def main() -> None:
 
     print(f"expression: {EXPR}")
     print(f"python {platform.python_version()} on {platform.machine()}; harnessweaver from {harnessweaver.__file__}")
-    print(f"best of {rounds} rounds, {len(VARS)} variable sets per loop\n")
+    print(f"median of {rounds} samples, {len(VARS)} variable sets per loop\n")
     results = [(name, timeit(run, rounds)) for name, run in contenders]
     ours = results[0][1]
     width = max(len(n) for n, _ in results)
@@ -126,6 +111,15 @@ def main() -> None:
     if celpy_ns is not None:
         verdict = "met" if celpy_ns / ours >= 10 else "NOT met"
         print(f"\ngoal (at least 10x faster than cel-python through the Python binding): {verdict}, {celpy_ns / ours:.0f}x")
+    res = Results("cel-python")
+    versions = {"cel-python": pkg_version("cel-python"), "common-expression-language": pkg_version("common-expression-language")}
+    for name, ns in results[2:]:
+        dist = "cel-python" if name.startswith("cel-python") else "common-expression-language"
+        res.row("cel-lite", f"approval expression ({len(VARS)} variable sets), vs {name}, Python",
+                value("hw.cel_lite evaluate", ours, "ns"), value(f"{dist} {versions[dist]}", ns, "ns"),
+                goal=ratio_goal(10, "cel-python") if name.startswith("cel-python (") else None,
+                headline=name.startswith("cel-python ("))
+    res.write()
 
 
 if __name__ == "__main__":

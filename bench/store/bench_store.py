@@ -211,6 +211,30 @@ def main() -> None:
         f = lambda x: "-" if x is None else f"{x:.2f}"
         print(f"| {name} | {unit} | {procs} | {r:,.0f} | {f(rts)} | {f(cmds)} |")
     print(f"\n`limits` under the race of the multi-process test (4 processes x 60 hits on 50/h): allowed {exact} (exact: 50)")
+    write_rows(rows, args.repeat, exact)
+
+
+def write_rows(rows, repeat, exact) -> None:
+    """Decisions per second as rows of the one benchmark table (bench/report.py): our Redis store
+    decision beside each `limits` strategy on the same Redis, per process count."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    from benchlib import Results, value
+
+    res = Results("store")
+    ours = {(procs, unit): r for name, unit, procs, r, _, _ in rows if name == "harnessweaver Redis"}
+    for name, unit, procs, r, _, _ in rows:
+        if name.startswith("Python `limits`") and (procs, "store decision (`Store::acquire`)") in ours:
+            res.row("store", f"rate-limit decision on Redis, {procs} process(es)",
+                    value("Store::acquire (Redis)", ours[(procs, "store decision (`Store::acquire`)")], "decisions/s"),
+                    value(name.replace("Python ", "").replace(", Redis", "").replace("`", ""), r, "decisions/s"),
+                    better="higher", repeats=repeat)
+    for name, unit, procs, r, _, _ in rows:
+        if not name.startswith("Python `limits`") and procs == 1:
+            res.row("store", f"{name}, {unit}, {procs} process(es)", value(name.replace("harnessweaver ", ""), r, "decisions/s"),
+                    better="higher", repeats=repeat)
+    res.fact("store", f"`limits` under the race of the multi-process test (4 processes x 60 hits on 50/h) allowed {exact} "
+                      "(exact: 50).")
+    res.write()
 
 
 def limits_version() -> str:

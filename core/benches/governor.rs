@@ -117,7 +117,8 @@ criterion_group!(benches, bench);
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("../criterion/governor");
+    let home = std::env::var_os("CRITERION_HOME").map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("../criterion"), PathBuf::from);
+    let base = home.join("governor");
     let read = |name: &str| -> Option<f64> {
         let text = std::fs::read_to_string(base.join(name).join("new/estimates.json")).ok()?;
         serde_json::from_str::<Value>(&text).ok()?["median"]["point_estimate"].as_f64()
