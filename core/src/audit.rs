@@ -73,6 +73,12 @@ pub trait AuditSink: Send + Sync + fmt::Debug {
     /// Records one event. A sink that fails reports it through `Err`; the
     /// governor then refuses nothing already decided but logs the failure.
     fn record(&self, event: &AuditEvent) -> Result<(), Error>;
+
+    /// True for a sink that drops every event: the governor then builds no
+    /// events and computes no args digest only they would carry.
+    fn is_null(&self) -> bool {
+        false
+    }
 }
 
 /// Drops every event (`audit: {sink: none}`).
@@ -82,6 +88,10 @@ pub struct NullSink;
 impl AuditSink for NullSink {
     fn record(&self, _event: &AuditEvent) -> Result<(), Error> {
         Ok(())
+    }
+
+    fn is_null(&self) -> bool {
+        true
     }
 }
 

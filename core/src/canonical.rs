@@ -83,6 +83,41 @@ pub fn len_upper_bound(value: &Value, limit: usize) -> usize {
     total
 }
 
+/// Checks that `value` has a canonical text (what [`to_string`] would refuse:
+/// integers beyond ±2^53, non-finite numbers, nesting too deep) without
+/// writing it: the governor's portability check when nothing needs the digest.
+pub fn check(value: &Value) -> Result<(), Error> {
+    fn walk(value: &Value, depth: usize) -> Result<(), Error> {
+        match value {
+            Value::Null | Value::Bool(_) | Value::String(_) => Ok(()),
+            Value::Number(n) => check_number(n),
+            Value::Array(items) => {
+                let depth = enter(depth)?;
+                items.iter().try_for_each(|item| walk(item, depth))
+            }
+            Value::Object(map) => {
+                let depth = enter(depth)?;
+                map.values().try_for_each(|item| walk(item, depth))
+            }
+        }
+    }
+    walk(value, 0)
+}
+
+fn check_number(n: &Number) -> Result<(), Error> {
+    if let Some(i) = n.as_i64() {
+        return if i.unsigned_abs() > MAX_SAFE_INTEGER { Err(out_of_range(&i.to_string())) } else { Ok(()) };
+    }
+    if let Some(u) = n.as_u64() {
+        return if u > MAX_SAFE_INTEGER { Err(out_of_range(&u.to_string())) } else { Ok(()) };
+    }
+    match n.as_f64() {
+        Some(f) if f.is_finite() => Ok(()),
+        Some(_) => Err(non_finite()),
+        None => Err(Error::value("invalid_number", "number is not representable".to_string())),
+    }
+}
+
 /// Returns the canonical JSON text of `value`.
 pub fn to_string(value: &Value) -> Result<String, Error> {
     let mut out = String::with_capacity(64);
@@ -191,17 +226,12 @@ pub fn write_str(out: &mut String, s: &str) {
 }
 
 fn write_number(out: &mut String, n: &Number) -> Result<(), Error> {
+    check_number(n)?;
     if let Some(i) = n.as_i64() {
-        if i.unsigned_abs() > MAX_SAFE_INTEGER {
-            return Err(out_of_range(&i.to_string()));
-        }
         let _ = write!(out, "{i}");
         return Ok(());
     }
     if let Some(u) = n.as_u64() {
-        if u > MAX_SAFE_INTEGER {
-            return Err(out_of_range(&u.to_string()));
-        }
         let _ = write!(out, "{u}");
         return Ok(());
     }
@@ -332,5 +362,25 @@ mod tests {
             deep = json!([deep]);
         }
         assert_eq!(to_string(&deep).unwrap_err().code(), "nesting_too_deep");
+        assert_eq!(check(&deep).unwrap_err().code(), "nesting_too_deep");
+    }
+
+    #[test]
+    fn check_agrees_with_to_string() {
+        let mut deep = json!(1);
+        for _ in 0..MAX_DEPTH {
+            deep = json!([deep]);
+        }
+        for v in [
+            json!(9007199254740993u64),
+            json!(9007199254740992u64),
+            json!(-9007199254740993i64),
+            json!({"a": [1.5, {"b": -9007199254740993i64}]}),
+            json!({"a": [1.5, {"b": "x", "c": null, "d": true}]}),
+            deep.clone(),
+            json!([deep]),
+        ] {
+            assert_eq!(check(&v).map_err(|e| e.code().to_string()), to_string(&v).map(|_| ()).map_err(|e| e.code().to_string()), "{v}");
+        }
     }
 }

@@ -91,9 +91,39 @@ impl IdSource {
     pub fn next(&self, prefix: &str) -> String {
         match self {
             Self::Sequential(n) => format!("{prefix}-{}", n.fetch_add(1, Ordering::Relaxed) + 1),
+            // As `format!("{prefix}_{seed:016x}{counter:08x}")`, without the
+            // formatting machinery (an id is made on every call).
             Self::Random { seed, counter } => {
-                format!("{prefix}_{seed:016x}{:08x}", counter.fetch_add(1, Ordering::Relaxed))
+                let mut out = String::with_capacity(prefix.len() + 33);
+                out.push_str(prefix);
+                out.push('_');
+                push_hex(&mut out, *seed, 16);
+                push_hex(&mut out, counter.fetch_add(1, Ordering::Relaxed), 8);
+                out
             }
+        }
+    }
+}
+
+/// Appends `v` in lowercase hex, zero-padded to at least `min_width` digits.
+fn push_hex(out: &mut String, v: u64, min_width: usize) {
+    let digits = (64 - v.leading_zeros()).div_ceil(4).max(1);
+    let width = u32::try_from(min_width).unwrap_or(16).max(digits).min(16);
+    for i in (0..width).rev() {
+        let nibble = (v >> (i * 4)) & 0xf;
+        out.push(char::from_digit(u32::try_from(nibble).unwrap_or(0), 16).unwrap_or('0'));
+    }
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::*;
+
+    #[test]
+    fn random_ids_keep_their_format() {
+        for (seed, count) in [(0u64, 0u64), (0xdead_beef, 7), (u64::MAX, 0xffff_ffff), (1, 0x1_0000_0000), (42, u64::MAX)] {
+            let ids = IdSource::Random { seed, counter: AtomicU64::new(count) };
+            assert_eq!(ids.next("call"), format!("call_{seed:016x}{count:08x}"));
         }
     }
 }

@@ -9,6 +9,7 @@
 //! failed; `&&`, `||`, `exists` and `all` absorb them as CEL does.
 
 use serde_json::{Map, Number, Value};
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::rc::Rc;
 
@@ -37,21 +38,22 @@ type R<T> = Result<T, String>;
 const SLOTS: usize = 8;
 
 pub(crate) fn run<B: Bindings + ?Sized>(program: &Program, vars: &B, want: Want) -> R<Done> {
-    let mut fixed: [Option<&Value>; SLOTS] = [None; SLOTS];
-    let heap: Vec<Option<&Value>>;
-    let slots: &[Option<&Value>] = if program.names.len() <= SLOTS {
-        for (slot, name) in fixed.iter_mut().zip(&program.names) {
-            *slot = vars.binding(name);
-        }
+    // Variables are looked up when first read: a host whose bindings build
+    // values on demand builds only those the evaluation reaches.
+    let fixed: [Slot<'_>; SLOTS] = Default::default();
+    let heap: Vec<Slot<'_>>;
+    let slots: &[Slot<'_>] = if program.names.len() <= SLOTS {
         fixed.get(..program.names.len()).unwrap_or_default()
     } else {
-        heap = program.names.iter().map(|n| vars.binding(n)).collect();
+        heap = program.names.iter().map(|_| Slot::default()).collect();
         &heap
     };
+    let resolve = |name: &str| vars.binding(name);
     let mut cx = Cx {
         src: &program.source,
         names: &program.names,
         slots,
+        resolve: &resolve,
         locals: Vec::new(),
         cost: program.max_cost,
         alloc: MAX_ALLOC_BYTES,
@@ -69,10 +71,14 @@ pub(crate) fn run<B: Bindings + ?Sized>(program: &Program, vars: &B, want: Want)
     }
 }
 
+/// A variable's binding once looked up (`Some(None)`: unbound).
+type Slot<'a> = Cell<Option<Option<&'a Value>>>;
+
 struct Cx<'a, 's> {
     src: &'a str,
     names: &'a [String],
-    slots: &'s [Option<&'a Value>],
+    slots: &'s [Slot<'a>],
+    resolve: &'s dyn Fn(&str) -> Option<&'a Value>,
     locals: Vec<Val<'a>>,
     cost: u64,
     alloc: u64,
@@ -95,6 +101,17 @@ fn size_u64(n: usize) -> u64 {
 }
 
 impl<'a> Cx<'a, '_> {
+    /// The value bound to variable `slot`, looked up on first use.
+    fn var(&self, slot: usize) -> Option<&'a Value> {
+        let cell = self.slots.get(slot)?;
+        if let Some(found) = cell.get() {
+            return found;
+        }
+        let found = self.names.get(slot).and_then(|name| (self.resolve)(name));
+        cell.set(Some(found));
+        found
+    }
+
     fn charge(&mut self, units: u64) -> R<()> {
         if self.exhausted || units > self.cost {
             self.exhausted = true;
@@ -143,7 +160,7 @@ impl<'a> Cx<'a, '_> {
             Kind::Double(d) => Ok(Val::Double(*d)),
             Kind::Str(s) => Ok(Val::Str(s)),
             Kind::Const(v) => Ok(Val::from_json(v)),
-            Kind::Var(slot) => match self.slots.get(usize::from(*slot)).copied().flatten() {
+            Kind::Var(slot) => match self.var(usize::from(*slot)) {
                 Some(v) => Ok(Val::from_json(v)),
                 None => Err(self.unset(*slot)),
             },

@@ -30,13 +30,14 @@ use crate::error::Error;
 use crate::store::{Acquire, ApprovalState, Budget, Labels, PendingApproval, Rate, RateKey, Store};
 use crate::validate::{Constraints, SchemaValidator};
 use crate::{canonical, sanitize};
-use crate::cel_lite::{Program, Vars};
+use crate::cel_lite::{Bindings, Program};
+use std::cell::OnceCell;
 use crate::transport::Transports;
 
 
 /// Evaluates a compiled cel-lite condition: `Ok(bool)`, or `Err(reason)`
 /// when it is unevaluable (a runtime error, or a value that is not a bool).
-pub fn condition(program: &Program, vars: &Vars<'_>) -> Result<bool, String> {
+pub fn condition<B: Bindings + ?Sized>(program: &Program, vars: &B) -> Result<bool, String> {
     let verdict = program.approval_required_with(vars);
     match verdict.reason {
         Some(reason) => Err(reason),
@@ -249,6 +250,8 @@ pub type Handler = Arc<dyn Fn(&Value, &str) -> Result<Value, String> + Send + Sy
 /// The governor of one loaded harness.
 pub struct Governor {
     tools: Vec<ToolRuntime>,
+    /// Per tool (same index): what the steps would otherwise work out per call.
+    plans: Vec<ToolPlan>,
     index: HashMap<String, usize>,
     rules: Vec<Rule>,
     settings: Settings,
@@ -256,6 +259,9 @@ pub struct Governor {
     clock: Arc<dyn Clock>,
     ids: IdSource,
     audit: Arc<dyn AuditSink>,
+    /// The sink records events (it is not the null sink): build them, and
+    /// the args digest they carry, only then.
+    audit_on: bool,
     approval_callback: Option<ApprovalCallback>,
     unmanifested: Vec<String>,
     transports: Arc<Transports>,
@@ -265,6 +271,33 @@ pub struct Governor {
 impl fmt::Debug for Governor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Governor").field("tools", &self.index.len()).field("rules", &self.rules.len()).finish()
+    }
+}
+
+/// What the steps need of one tool beyond its manifest, worked out once at
+/// load instead of per call.
+#[derive(Debug)]
+struct ToolPlan {
+    /// Indices of the rules whose tool globs cover the tool, in rule order.
+    rules: Vec<usize>,
+    /// `approval.when` or a covering rule has a condition: the call needs cel-lite variables.
+    uses_conditions: bool,
+    /// `rl/<tool>/principal/`: the per-principal rate-limit key, less the principal's id.
+    principal_key: String,
+    /// `rl/<tool>/tenant/`: the per-tenant rate-limit key, less the tenant.
+    tenant_key: String,
+}
+
+impl ToolPlan {
+    fn new(rt: &ToolRuntime, all: &[Rule]) -> Self {
+        let tool = rt.name.as_str();
+        let covering = |r: &Rule| r.tools.is_empty() || r.tools.iter().any(|g| glob_match(g, tool));
+        Self {
+            uses_conditions: rt.approval_when.is_some() || all.iter().filter(|r| covering(r)).any(|r| r.when.is_some()),
+            rules: all.iter().enumerate().filter(|(_, r)| covering(r)).map(|(i, _)| i).collect(),
+            principal_key: format!("rl/{tool}/principal/"),
+            tenant_key: format!("rl/{tool}/tenant/"),
+        }
     }
 }
 
@@ -300,8 +333,11 @@ impl Governor {
         audit: Arc<dyn AuditSink>,
     ) -> Self {
         let index = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
+        let plans = tools.iter().map(|t| ToolPlan::new(t, &rules)).collect();
+        let audit_on = !audit.is_null();
         Self {
             tools,
+            plans,
             index,
             rules,
             settings,
@@ -309,6 +345,7 @@ impl Governor {
             clock,
             ids,
             audit,
+            audit_on,
             approval_callback: None,
             unmanifested: Vec::new(),
             transports: Arc::new(Transports::default()),
@@ -359,6 +396,7 @@ impl Governor {
 
     /// Replaces the audit sink.
     pub fn set_audit_sink(&mut self, audit: Arc<dyn AuditSink>) {
+        self.audit_on = !audit.is_null();
         self.audit = audit;
     }
 
@@ -388,10 +426,11 @@ impl Governor {
         let ts_ms = self.clock.now_ms();
         let call_id = self.ids.next("call");
         let run_id = ctx.run_id.clone().unwrap_or_else(|| self.ids.next("run"));
-        let args_digest = canonical::to_string(&args).ok().map(|text| sha256_tagged(text.as_bytes()));
         let mut approval_used = None;
         let mut trace = Trace::default();
-        let decided = self.decide(tool, &args, ctx, &run_id, args_digest.as_deref(), ts_ms, &mut approval_used, &mut trace);
+        let digest = ArgsDigest::new(&args, self.audit_on);
+        let decided = self.decide(tool, &args, ctx, &run_id, &digest, ts_ms, &mut approval_used, &mut trace);
+        let args_digest = digest.into_inner();
         let shadow = trace.shadow;
         let mut known_labels = trace.labels;
         let decide_us = micros(started);
@@ -415,9 +454,8 @@ impl Governor {
                         }
                     }
                 }
-                let idempotency_key = ctx.idempotency_key.clone().unwrap_or_else(|| match &approval_used {
-                    Some(id) => format!("idem-{id}"),
-                    None => format!("idem-{call_id}"),
+                let idempotency_key = ctx.idempotency_key.clone().unwrap_or_else(|| {
+                    concat("idem-", approval_used.as_deref().unwrap_or(&call_id))
                 });
                 Begin::Invoke(Ticket {
                     call_id,
@@ -519,7 +557,7 @@ impl Governor {
         args: &Value,
         ctx: &CallContext,
         run_id: &str,
-        args_digest: Option<&str>,
+        digest: &ArgsDigest<'_>,
         now_ms: u64,
         approval_used: &mut Option<String>,
         trace: &mut Trace,
@@ -531,7 +569,7 @@ impl Governor {
             }
             return Err(Stop::Refused(Refusal::new("unknown_tool", Step::Resolve, format!("no tool named `{tool}`"))));
         };
-        let Some(rt) = self.tools.get(index) else {
+        let (Some(rt), Some(plan)) = (self.tools.get(index), self.plans.get(index)) else {
             return Err(Stop::Refused(Refusal::new("no_manifest", Step::Resolve, format!("`{tool}` has no manifest"))));
         };
         if !rt.enabled {
@@ -548,9 +586,9 @@ impl Governor {
         });
 
         // 2 validate
-        let Some(args_digest) = args_digest else {
+        if !digest.portable {
             return Err(Stop::Refused(Refusal::new("invalid_args", Step::Validate, "arguments have no portable JSON form")));
-        };
+        }
         if !args.is_object() {
             return Err(Stop::Refused(Refusal::new("invalid_args", Step::Validate, "arguments must be an object")));
         }
@@ -603,9 +641,7 @@ impl Governor {
             r.reasons = missing.iter().map(|s| format!("scope {s}")).collect();
             return Err(Stop::Refused(r));
         }
-        let applies = |r: &&Rule| r.tools.is_empty() || r.tools.iter().any(|g| glob_match(g, tool));
-        // The variables cost allocations; build them only for a condition.
-        let uses_conditions = rt.approval_when.is_some() || self.rules.iter().filter(applies).any(|r| r.when.is_some());
+        let uses_conditions = plan.uses_conditions;
         // Labels decide only through a condition or the trifecta (egress);
         // otherwise they are read later with the rate limit, in the same
         // round trip where the store allows it.
@@ -621,27 +657,12 @@ impl Governor {
         } else {
             Labels::default()
         };
-        let (principal_value, tenant_value, task_value, labels_value) = if uses_conditions {
-            (
-                ctx.principal.to_value(),
-                ctx.tenant.clone().map_or(Value::Null, Value::String),
-                ctx.task.clone().map_or(Value::Null, Value::String),
-                labels_to_value(labels),
-            )
-        } else {
-            (Value::Null, Value::Null, Value::Null, Value::Null)
-        };
-        let vars = Vars {
-            principal: Some(&principal_value),
-            tenant: Some(&tenant_value),
-            task: Some(&task_value),
-            tool: Some(&rt.tool_value),
-            args: Some(args),
-            labels: Some(&labels_value),
-        };
+        let vars = CallVars::new(ctx, &rt.tool_value, args, labels);
         let mut approval_reasons = Vec::new();
+        // Explain's notes on the policy step; a real call makes none.
+        let dry = trace.dry;
         let mut policy_notes = Vec::new();
-        if !rt.scopes.is_empty() {
+        if dry && !rt.scopes.is_empty() {
             policy_notes.push(format!("principal holds scope `{}`", rt.scopes.join("`, `")));
         }
         for (li, layer) in self.settings.layers.iter().enumerate() {
@@ -653,24 +674,26 @@ impl Governor {
                 }
             };
             let mut allowed = false;
-            for rule in self.rules.iter().filter(|r| r.layer == li).filter(applies) {
+            for rule in plan.rules.iter().filter_map(|&i| self.rules.get(i)).filter(|r| r.layer == li) {
                 let matched = match &rule.when {
                     None => Ok(true),
                     Some(program) => condition(program, &vars),
                 };
-                let label = match &matched {
+                let label = || match &matched {
                     Ok(_) => named(&rule.name),
                     Err(why) => format!("{} (unevaluable: {why})", named(&rule.name)),
                 };
-                match (rule.effect, matched) {
+                match (rule.effect, &matched) {
                     // Fail closed: a deny whose condition cannot be evaluated denies.
                     (Effect::Deny, Ok(true) | Err(_)) => {
                         if rule.shadow {
                             trace.would_refuse("policy_denied", Step::Policy, &layer.name, Some(&rule.name));
-                            policy_notes.push(format!("{label} (deny, shadow) would refuse"));
+                            if dry {
+                                policy_notes.push(format!("{} (deny, shadow) would refuse", label()));
+                            }
                         } else {
                             let mut r = Refusal::new("policy_denied", Step::Policy, format!("policy does not allow `{tool}` here"));
-                            r.reasons.push(label);
+                            r.reasons.push(label());
                             return Err(Stop::Refused(r));
                         }
                     }
@@ -679,28 +702,39 @@ impl Governor {
                         // the layer would do; a lone shadow allow rule in an
                         // enforced layer allows nothing yet.
                         if rule.shadow && !layer.shadow {
-                            policy_notes.push(format!("{label} (allow, shadow) matches"));
+                            if dry {
+                                policy_notes.push(format!("{} (allow, shadow) matches", label()));
+                            }
                         } else {
                             allowed = true;
-                            policy_notes.push(format!("{label} allows"));
+                            if dry {
+                                policy_notes.push(format!("{} allows", label()));
+                            }
                         }
                     }
                     (Effect::Approve, Ok(true) | Err(_)) => {
                         if rule.shadow {
                             trace.would_refuse("approval_required", Step::Approval, &layer.name, Some(&rule.name));
-                            policy_notes.push(format!("{label} (approve, shadow) would ask for approval"));
+                            if dry {
+                                policy_notes.push(format!("{} (approve, shadow) would ask for approval", label()));
+                            }
                         } else {
-                            approval_reasons.push(label);
+                            approval_reasons.push(label());
                         }
                     }
-                    (_, Ok(false)) => policy_notes.push(format!("{label} does not match")),
-                    (Effect::Allow, Err(_)) => policy_notes.push(format!("{label} does not match")),
+                    (_, Ok(false)) | (Effect::Allow, Err(_)) => {
+                        if dry {
+                            policy_notes.push(format!("{} does not match", label()));
+                        }
+                    }
                 }
             }
             if !allowed && !layer.default_allow {
                 if layer.shadow {
                     trace.would_refuse("policy_denied", Step::Policy, &layer.name, None);
-                    policy_notes.push(format!("layer `{}` (shadow): no rule allows `{tool}`, would refuse", layer.name));
+                    if dry {
+                        policy_notes.push(format!("layer `{}` (shadow): no rule allows `{tool}`, would refuse", layer.name));
+                    }
                 } else {
                     let mut r = Refusal::new("policy_denied", Step::Policy, format!("no policy rule allows `{tool}`"));
                     r.reasons.push(format!("layer `{}`: default deny", layer.name));
@@ -752,10 +786,10 @@ impl Governor {
         };
         let mut keys = Vec::with_capacity(2);
         if let Some(rate) = rt.per_principal {
-            keys.push(RateKey { key: format!("rl/{tool}/principal/{}", ctx.principal.id), rate });
+            keys.push(RateKey { key: concat(&plan.principal_key, &ctx.principal.id), rate });
         }
         if let (Some(rate), Some(tenant)) = (rt.per_tenant, &ctx.tenant) {
-            keys.push(RateKey { key: format!("rl/{tool}/tenant/{tenant}"), rate });
+            keys.push(RateKey { key: concat(&plan.tenant_key, tenant), rate });
         }
         if !keys.is_empty() && !trace.dry {
             let acquired = self.store.acquire_with_labels(&keys, now_ms, run_id).map(|(acquire, labels)| {
@@ -813,6 +847,11 @@ impl Governor {
             trace.pass(Step::Approval, || vec!["no approval needed".into()]);
             return Ok(index);
         }
+        // Approvals are bound to the digest: computed here when the audit
+        // sink did not already need it.
+        let Some(args_digest) = digest.get() else {
+            return Err(release(Stop::Refused(Refusal::new("invalid_args", Step::Validate, "arguments have no portable JSON form"))));
+        };
         let approver_role = rt.approver_role.clone().or_else(|| self.settings.default_approver_role.clone());
         if let Some(id) = &ctx.approval_id {
             match self.consume_approval(id, tool, args_digest, ctx, now_ms, trace.dry) {
@@ -989,10 +1028,10 @@ impl Governor {
     pub fn explain(&self, tool: &str, args: Value, ctx: &CallContext) -> Explanation {
         let now_ms = self.clock.now_ms();
         let run_id = ctx.run_id.clone().unwrap_or_default();
-        let args_digest = canonical::to_string(&args).ok().map(|text| sha256_tagged(text.as_bytes()));
+        let digest = ArgsDigest::new(&args, false);
         let mut trace = Trace { dry: true, ..Trace::default() };
         let mut used = None;
-        let decided = self.decide(tool, &args, ctx, &run_id, args_digest.as_deref(), now_ms, &mut used, &mut trace);
+        let decided = self.decide(tool, &args, ctx, &run_id, &digest, now_ms, &mut used, &mut trace);
         let (decision, code, step, message, reasons) = match decided {
             Ok(index) => {
                 trace.steps.push(StepTrace { step: Step::Invoke, verdict: "skip", code: None, details: vec!["explain does not invoke the tool".into()] });
@@ -1124,8 +1163,14 @@ impl Governor {
             let r = Refusal::new("invalid_output", Step::Output, format!("the output of `{}` at `{at}` fails `{}`", ticket.tool, v.keyword));
             return self.finish_refused(ticket, r, invoke_us, micros(output_started));
         }
-        let (value, report) = sanitize::apply(&value, &rt.output.sanitize);
-        let redactions = report.counts.as_map().clone();
+        // No sanitizer: the value is already what step 9 would rebuild (an
+        // object's keys come out in the same sorted order), so skip the copy.
+        let (value, redactions) = if rt.output.sanitize.is_empty() {
+            (value, Counts::new())
+        } else {
+            let (value, report) = sanitize::apply(&value, &rt.output.sanitize);
+            (value, report.counts.as_map().clone())
+        };
         let (value, truncated) = cut(value, rt.output.max_bytes);
         let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         if rt.output.untrusted {
@@ -1138,9 +1183,30 @@ impl Governor {
                 }
             }
         }
+        if self.audit_on {
+            let timings = Timings { decide_us: ticket.decide_us, invoke_us, output_us: micros(output_started) };
+            self.record(AuditEvent {
+                ts_ms: ticket.ts_ms,
+                call_id: ticket.call_id.clone(),
+                run_id: ticket.run_id.clone(),
+                tool: ticket.tool.clone(),
+                principal: ticket.principal,
+                tenant: ticket.tenant,
+                decision: Decision::Allowed,
+                code: None,
+                step: None,
+                args_digest: ticket.args_digest,
+                original_args_digest: ticket.original_args_digest,
+                approval_id: ticket.approval_id,
+                redactions: Some(redactions.clone()),
+                truncated: Some(truncated),
+                would_refuse: ticket.would_refuse.clone(),
+                timings,
+            });
+        }
         let report = OutputReport {
             truncated,
-            redactions: redactions.clone(),
+            redactions,
             label: if rt.output.untrusted { "untrusted" } else { "trusted" }.to_string(),
         };
         let result = CallResult {
@@ -1148,36 +1214,17 @@ impl Governor {
             code: None,
             step: None,
             message: String::new(),
-            tool: ticket.tool.clone(),
-            call_id: ticket.call_id.clone(),
-            run_id: ticket.run_id.clone(),
+            tool: ticket.tool,
+            call_id: ticket.call_id,
+            run_id: ticket.run_id,
             output: Some(value),
             output_report: Some(report),
             approval: None,
             retry_after_ms: None,
             reasons: Vec::new(),
             labels,
-            would_refuse: ticket.would_refuse.clone(),
-        };
-        let timings = Timings { decide_us: ticket.decide_us, invoke_us, output_us: micros(output_started) };
-        self.record(AuditEvent {
-            ts_ms: ticket.ts_ms,
-            call_id: ticket.call_id,
-            run_id: ticket.run_id,
-            tool: ticket.tool,
-            principal: ticket.principal,
-            tenant: ticket.tenant,
-            decision: Decision::Allowed,
-            code: None,
-            step: None,
-            args_digest: ticket.args_digest,
-            original_args_digest: ticket.original_args_digest,
-            approval_id: ticket.approval_id,
-            redactions: Some(redactions),
-            truncated: Some(truncated),
             would_refuse: ticket.would_refuse,
-            timings,
-        });
+        };
         if ticket.own_run {
             let _ = self.store.end_run(&result.run_id);
         }
@@ -1261,6 +1308,9 @@ impl Governor {
     }
 
     fn record(&self, event: AuditEvent) {
+        if !self.audit_on {
+            return;
+        }
         if let Err(e) = self.audit.record(&event) {
             // The decision stands; the failure to record it must be visible.
             eprintln!("harnessweaver: audit sink failed: {e}");
@@ -1285,6 +1335,93 @@ impl Governor {
         };
         self.finish(ticket, outcome)
     }
+}
+
+/// The call's args digest (`sha256:` of the canonical args), computed at
+/// most once and only when something needs it: an audit sink that records
+/// events (then at once), or an approval the call asks for or consumes.
+/// Whether the args have a canonical form at all is always known.
+struct ArgsDigest<'a> {
+    args: &'a Value,
+    portable: bool,
+    digest: OnceCell<Option<String>>,
+}
+
+impl<'a> ArgsDigest<'a> {
+    fn new(args: &'a Value, now: bool) -> Self {
+        if now {
+            let digest = canonical::to_string(args).ok().map(|text| sha256_tagged(text.as_bytes()));
+            Self { args, portable: digest.is_some(), digest: OnceCell::from(digest) }
+        } else {
+            Self { args, portable: canonical::check(args).is_ok(), digest: OnceCell::new() }
+        }
+    }
+
+    fn get(&self) -> Option<&str> {
+        self.digest
+            .get_or_init(|| {
+                if !self.portable {
+                    return None;
+                }
+                canonical::to_string(self.args).ok().map(|text| sha256_tagged(text.as_bytes()))
+            })
+            .as_deref()
+    }
+
+    fn into_inner(self) -> Option<String> {
+        self.digest.into_inner().flatten()
+    }
+}
+
+/// cel-lite's variables for one call; `principal`, `tenant`, `task` and
+/// `labels` become JSON only when an expression reads them.
+struct CallVars<'a> {
+    ctx: &'a CallContext,
+    tool: &'a Value,
+    args: &'a Value,
+    labels: Labels,
+    principal_value: OnceCell<Value>,
+    tenant_value: OnceCell<Value>,
+    task_value: OnceCell<Value>,
+    labels_value: OnceCell<Value>,
+}
+
+impl<'a> CallVars<'a> {
+    fn new(ctx: &'a CallContext, tool: &'a Value, args: &'a Value, labels: Labels) -> Self {
+        Self {
+            ctx,
+            tool,
+            args,
+            labels,
+            principal_value: OnceCell::new(),
+            tenant_value: OnceCell::new(),
+            task_value: OnceCell::new(),
+            labels_value: OnceCell::new(),
+        }
+    }
+}
+
+impl Bindings for CallVars<'_> {
+    fn binding(&self, name: &str) -> Option<&Value> {
+        let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
+        match name {
+            "principal" => Some(self.principal_value.get_or_init(|| self.ctx.principal.to_value())),
+            "tenant" => Some(self.tenant_value.get_or_init(|| text(&self.ctx.tenant))),
+            "task" => Some(self.task_value.get_or_init(|| text(&self.ctx.task))),
+            "tool" => Some(self.tool),
+            "args" => Some(self.args),
+            "labels" => Some(self.labels_value.get_or_init(|| labels_to_value(self.labels))),
+            _ => None,
+        }
+    }
+}
+
+/// `a` then `b`, in one allocation.
+fn concat(a: &str, b: &str) -> String {
+    let mut out = String::with_capacity(a.len() + b.len());
+    out.push_str(a);
+    out.push_str(b);
+    out
 }
 
 enum Stop {

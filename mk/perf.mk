@@ -1,0 +1,20 @@
+# Profiling (not a test, not a benchmark): instructions per governed call under
+# callgrind, which counts the same on a busy shared machine as on an idle one.
+# Runs core/examples/profile_call.rs (the decision-path benchmark's tool, steps
+# 1-9 with a 1 KB output) for 0 and PROFILE_CALLS calls; the difference divided
+# by PROFILE_CALLS is the per-call cost. The profile stays in target/profile/.
+PROFILE_CALLS ?= 2000
+PROFILE_DIR := $(ROOT)/target/profile
+
+profile-governor: ## instructions per governed call (callgrind; needs valgrind)
+	@command -v valgrind >/dev/null || { echo "profile-governor needs valgrind (apt-get install valgrind)"; exit 1; }
+	mkdir -p $(PROFILE_DIR)
+	cargo build --release -p harnessweaver-core --example profile_call --message-format=json \
+		| python3 -c 'import json,sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' > $(PROFILE_DIR)/bin
+	for n in 0 $(PROFILE_CALLS); do \
+		valgrind --tool=callgrind --callgrind-out-file=$(PROFILE_DIR)/callgrind.$$n $$(cat $(PROFILE_DIR)/bin) $$n 2>&1 | sed -n 's/.*refs: *//p' | tr -d , > $(PROFILE_DIR)/ir.$$n; \
+	done
+	@echo "governed call: $$(( ($$(cat $(PROFILE_DIR)/ir.$(PROFILE_CALLS)) - $$(cat $(PROFILE_DIR)/ir.0)) / $(PROFILE_CALLS) )) instructions per call (incl. cloning the args and the 1 KB output and dropping the result); profile: $(PROFILE_DIR)/callgrind.$(PROFILE_CALLS)"
+	@echo "breakdown: callgrind_annotate --inclusive=yes $(PROFILE_DIR)/callgrind.$(PROFILE_CALLS) | head -60"
+
+.PHONY: profile-governor
