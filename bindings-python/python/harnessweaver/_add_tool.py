@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
-import importlib
 import inspect
 import json
-import os
 import re
 import sys
 import typing
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _native
+from ._governor import _import_handler
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -47,8 +46,8 @@ models, Annotated[T, "description"], defaults → default/required), parameter
 descriptions from an `Args:` section or `:param x:` lines. Then adds the
 manifest's directory to the harness's tools.manifests (editing harness.yaml's
 text, so comments stay; a missing harness.yaml is created) and pins the tool
-(`harnessweaver tools add`). The module is imported from the current directory
-or the harness directory.
+(`harnessweaver tools add`). The module is imported as `hw.load` imports
+handlers: from the harness directory, or an installed package.
 
 options:
   --risk R            low, medium, high or critical (default low)
@@ -416,22 +415,6 @@ def manifest_text(fn: Callable[..., Any], ref: str, risk: str, side_effect: str)
     return head + _yaml(body, 0).lstrip("\n") + "\n"
 
 
-def _resolve(ref: str, search: List[str]) -> Callable[..., Any]:
-    module_name, _, attr = ref.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"`{ref}` is not `module:function`")
-    for entry in reversed(search):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    module = importlib.import_module(module_name)
-    obj: Any = module
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise ValueError(f"`{ref}` is not callable")
-    return obj
-
-
 def _fail(message: str, as_json: bool, code: str) -> int:
     if as_json:
         print(json.dumps({"ok": False, "problems": [{"code": code, "message": message}]}, indent=2))
@@ -465,7 +448,9 @@ def main(argv: List[str]) -> int:
         harness = harness / "harness.yaml"
     base = harness.parent if str(harness.parent) else Path(".")
     try:
-        fn = _resolve(args.ref, [os.getcwd(), str(base.resolve())])
+        # Imported as `hw.load` will import it: from the harness directory,
+        # and only code of the project or an installed package.
+        fn = _import_handler(args.ref, str(base.resolve()))
     except Exception as exc:
         return _fail(f"cannot import `{args.ref}`: {type(exc).__name__}: {exc}", args.json, "import_failed")
     try:

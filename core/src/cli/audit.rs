@@ -80,22 +80,20 @@ fn tail(args: &[&str], io: &mut Io<'_>) -> i32 {
         AuditSink::Jsonl(file) => Source::Jsonl(harness.dir().join(file)),
         AuditSink::Sqlite(file) => Source::Sqlite(harness.dir().join(file)),
         AuditSink::None => {
-            let _ = writeln!(
-                io.err,
-                "harnessweaver audit tail: `{}` keeps no audit trail (`spec.audit.sink` is `none`); set it to a \
-                 JSON Lines path (`audit: {{sink: audit.jsonl}}`) or `sqlite:<path>` to keep one [no_audit_sink]",
+            let why = format!(
+                "`{}` keeps no audit trail (`spec.audit.sink` is `none`); set it to a JSON Lines path \
+                 (`audit: {{sink: audit.jsonl}}`) or `sqlite:<path>` to keep one",
                 path.display()
             );
-            return 1;
+            return no_sink(io, &why, json);
         }
         AuditSink::Callback => {
-            let _ = writeln!(
-                io.err,
-                "harnessweaver audit tail: `{}` sends audit events to a host callback (`spec.audit.sink: callback`), \
-                 which the CLI cannot read; set it to a JSON Lines path or `sqlite:<path>` to tail it [no_audit_sink]",
+            let why = format!(
+                "`{}` sends audit events to a host callback (`spec.audit.sink: callback`), which the CLI cannot read; \
+                 set it to a JSON Lines path or `sqlite:<path>` to tail it",
                 path.display()
             );
-            return 1;
+            return no_sink(io, &why, json);
         }
     };
     let result = match source {
@@ -109,6 +107,16 @@ fn tail(args: &[&str], io: &mut Io<'_>) -> i32 {
             1
         }
     }
+}
+
+/// A sink the CLI cannot read: says how to configure one; exit 1.
+fn no_sink(io: &mut Io<'_>, why: &str, json: bool) -> i32 {
+    if json {
+        io.json(&json!({"ok": false, "problems": [{"code": "no_audit_sink", "message": why}]}));
+    } else {
+        let _ = writeln!(io.err, "harnessweaver audit tail: {why} [no_audit_sink]");
+    }
+    1
 }
 
 /// Prints one event; `false` when stdout is gone (a closed pipe ends `--follow`).
