@@ -220,6 +220,43 @@ def test_a_misbehaving_handler_is_refused_or_cut_and_the_run_goes_on(tmp_path: P
         assert run.call("echo", {"i": i}).output == {"i": i}
 
 
+def test_sync_calls_from_many_threads_share_the_workers_and_keep_their_results(tmp_path: Path) -> None:
+    # Each call hands its handler to a pooled worker; a worker must never give
+    # one call's result (or exception) to another.
+    import threading
+
+    path = write_harness(tmp_path, [tool("echo"), tool("boom"), tool("hang", timeout="50ms")])
+
+    def boom(**a: Any) -> None:
+        raise KeyError(a["i"])
+
+    h = hw.load(path, handlers={"echo": lambda **a: a, "boom": boom, "hang": lambda **a: time.sleep(30)})
+    failures: List[str] = []
+
+    def caller(t: int) -> None:
+        for i in range(200):
+            if i % 50 == 7:
+                r = h.call("hang", {}, principal=ALICE, raise_on_refusal=False)
+                expected = ("refused", "timeout")
+            elif i % 3 == 0:
+                r = h.call("boom", {"i": i}, principal=ALICE, raise_on_refusal=False)
+                expected = ("refused", "handler_error")
+            else:
+                r = h.call("echo", {"t": t, "i": i}, principal=ALICE, raise_on_refusal=False)
+                expected = ("allowed", None)
+                if r.output != {"t": t, "i": i}:
+                    failures.append(f"thread {t} call {i} got {r.output!r}")
+            if (r.decision, r.code) != expected:
+                failures.append(f"thread {t} call {i}: {(r.decision, r.code)} != {expected}")
+
+    threads = [threading.Thread(target=caller, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert failures == []
+
+
 # --- approvals -------------------------------------------------------------------------------
 
 def test_approval_flow_with_a_finance_approver() -> None:

@@ -12,15 +12,14 @@ handlers run under ``asyncio.wait_for``.
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import importlib
 import inspect
 import os
-import queue
 import sys
 import threading
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as _FutureTimeout
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
@@ -138,28 +137,58 @@ def _blocked(result: CallResult) -> ToolBlocked:
 
 
 class _Worker:
-    """One daemon thread running sync handlers, one at a time."""
+    """One daemon thread running sync handlers, one at a time.
 
-    __slots__ = ("jobs", "pool")
+    A synchronous call hands its job over with two bare locks, ``go`` (wakes
+    the worker) and ``done`` (wakes the caller), and waits on ``done`` with
+    the tool's timeout: two thread switches and no ``Future``, queue or
+    condition variable per call. ``acall`` still gets a ``Future`` it can
+    await. A worker whose handler overran is abandoned: it finishes on its own,
+    then exits, and is never reused."""
+
+    __slots__ = ("pool", "go", "done", "job", "value", "error", "abandoned")
 
     def __init__(self, pool: "_Workers") -> None:
         self.pool = pool
-        self.jobs: "queue.SimpleQueue[Tuple[Callable[..., Any], Dict[str, Any], Future]]" = queue.SimpleQueue()
+        self.go = _thread.allocate_lock()
+        self.go.acquire()
+        self.done = _thread.allocate_lock()
+        self.done.acquire()
+        self.job: Optional[Tuple[Callable[..., Any], Dict[str, Any], Optional[Future]]] = None
+        self.value: Any = None
+        self.error: Optional[BaseException] = None
+        self.abandoned = False
         threading.Thread(target=self._loop, name="harnessweaver-handler", daemon=True).start()
 
     def _loop(self) -> None:
         while True:
-            fn, kwargs, future = self.jobs.get()
-            value = None
+            self.go.acquire()
+            job, self.job = self.job, None
+            if job is None:  # told to stop
+                return
+            fn, kwargs, future = job
+            del job
+            value = error = None
             try:
                 value = fn(**kwargs)
                 if inspect.iscoroutine(value):
                     value = asyncio.run(value)
             except BaseException as exc:  # noqa: BLE001 - every failure is reported as the call's outcome
-                future.set_exception(exc)
+                error = exc
+            del fn, kwargs
+            if future is None:
+                # The caller reads the outcome and puts the worker back.
+                self.value, self.error = value, error
+                del value, error
+                self.done.release()
+                if self.abandoned:
+                    return
+                continue
+            if error is not None:
+                future.set_exception(error)
             else:
                 future.set_result(value)
-            del fn, kwargs, future, value
+            del future, value, error
             if not self.pool.give_back(self):
                 return
 
@@ -172,25 +201,62 @@ class _Workers:
     def __init__(self) -> None:
         self._idle: List[_Worker] = []
         self._lock = threading.Lock()
-        self._abandoned: "set[int]" = set()
 
-    def submit(self, fn: Callable[..., Any], kwargs: Dict[str, Any]) -> Tuple[Future, _Worker]:
+    def _take(self) -> _Worker:
         with self._lock:
             worker = self._idle.pop() if self._idle else None
         if worker is None:
-            worker = _Worker(self)
+            return _Worker(self)
+        worker.abandoned = False
+        return worker
+
+    def run(self, fn: Callable[..., Any], kwargs: Dict[str, Any], timeout: float) -> Tuple[bool, Any, Optional[BaseException]]:
+        """Runs ``fn(**kwargs)`` on a worker and waits at most ``timeout``
+        seconds: ``(finished, value, error)``; an unfinished handler is abandoned."""
+        worker = self._take()
+        worker.job = (fn, kwargs, None)
+        worker.go.release()
+        try:
+            finished = worker.done.acquire(timeout=min(timeout, threading.TIMEOUT_MAX))
+        except BaseException:  # interrupted (KeyboardInterrupt): let the handler finish alone
+            self._abandon_sync(worker)
+            raise
+        if not finished and not self._abandon_sync(worker):
+            return False, None, None
+        value, error = worker.value, worker.error
+        worker.value = worker.error = None
+        if not worker.abandoned:
+            with self._lock:
+                self._idle.append(worker)
+        return True, value, error
+
+    def _abandon_sync(self, worker: _Worker) -> bool:
+        """Abandons a worker that has not signalled ``done``; True when it
+        finished just now after all (it then stops instead of being reused)."""
+        worker.abandoned = True
+        if worker.done.acquire(blocking=False):
+            # It may already be waiting for a next job: tell it to stop.
+            worker.job = None
+            worker.go.release()
+            return True
+        return False
+
+    def submit(self, fn: Callable[..., Any], kwargs: Dict[str, Any]) -> Tuple[Future, _Worker]:
+        worker = self._take()
         future: Future = Future()
-        worker.jobs.put((fn, kwargs, future))
+        worker.job = (fn, kwargs, future)
+        worker.go.release()
         return future, worker
 
     def abandon(self, worker: _Worker) -> None:
         with self._lock:
-            self._abandoned.add(id(worker))
+            # Already back among the idle: it finished after all.
+            if not any(w is worker for w in self._idle):
+                worker.abandoned = True
 
     def give_back(self, worker: _Worker) -> bool:
         with self._lock:
-            if id(worker) in self._abandoned:
-                self._abandoned.discard(id(worker))
+            if worker.abandoned:
                 return False
             self._idle.append(worker)
             return True
@@ -367,23 +433,12 @@ class GovernedHarness:
         kwargs = ticket.args
         if handler.takes_key:
             kwargs["idempotency_key"] = ticket.idempotency_key
-        future, worker = self._workers.submit(handler.fn, kwargs)
-        try:
-            value = future.result(timeout=ticket.timeout_ms / 1000.0)
-        except _FutureTimeout:
-            self._workers.abandon(worker)
-            if future.done():  # finished just now: not abandoned after all
-                return self._settle(ticket, future)
+        finished, value, error = self._workers.run(handler.fn, kwargs, ticket.timeout_ms / 1000.0)
+        if not finished:
             return self._rt.finish_timed_out(ticket)
-        except BaseException as exc:  # noqa: BLE001
-            return self._rt.finish_failed(ticket, type(exc).__name__)
+        if error is not None:
+            return self._rt.finish_failed(ticket, type(error).__name__)
         return self._rt.finish_returned(ticket, value)
-
-    def _settle(self, ticket: "_native.Ticket", future: Future) -> CallResult:
-        exc = future.exception()
-        if exc is not None:
-            return self._rt.finish_failed(ticket, type(exc).__name__)
-        return self._rt.finish_returned(ticket, future.result())
 
     async def _ainvoke(self, ticket: "_native.Ticket") -> CallResult:
         handler = self._handlers.get(ticket.tool)
