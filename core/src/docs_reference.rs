@@ -189,7 +189,10 @@ fn compare(page: &str, read: &BTreeSet<String>, doc: &BTreeSet<String>) {
     let unknown: Vec<&String> = doc.iter().filter(|p| !read.contains(*p)).collect();
     assert!(
         undocumented.is_empty() && unknown.is_empty(),
-        "{page} and the parser disagree.\n  read by the parser, no row in {page}: {undocumented:?}\n  rows in {page} the parser never reads: {unknown:?}"
+        "{page} and the parser disagree.\n  read by the parser, no row in {page}: {undocumented:?}\n  rows in {page} the parser never reads: {unknown:?}\n\
+         Add a row to a `| Field | … |` table of {page} for each field the parser reads, or remove the row of a field it no longer reads. \
+         A new mapping (a field with fields of its own) must also be set in FULL_MANIFEST / FULL_HARNESS in core/src/docs_reference.rs, \
+         or the parser never descends into it here."
     );
 }
 
