@@ -27,6 +27,7 @@ MUST_RUN = {
     "docs/policy.md",
     "docs/cel-lite.md",
     "docs/sanitizers.md",
+    "docs/state.md",
     "README.md",
 }
 
