@@ -287,6 +287,8 @@ pub struct HarnessSpec {
     pub mcp_servers: BTreeMap<String, McpServer>,
     /// `spec.mcp.connect`.
     pub mcp_connect: McpConnect,
+    /// `spec.gateway`: the MCP gateway's callers (see docs/gateway.md).
+    pub gateway: crate::gateway::GatewaySpec,
 }
 
 /// A loaded harness: its settings and every tool's manifest.
@@ -794,8 +796,10 @@ fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -> Option<(H
     }
     let state_options = spec.get("state_options").map(|n| parse_state_options(n, cx)).unwrap_or_default();
     let (mcp_servers, mcp_connect) = spec.get("mcp").map(|n| parse_mcp(n, cx)).unwrap_or_default();
+    let gateway = spec.get("gateway").map(|n| crate::gateway::config::parse(n, cx)).unwrap_or_default();
     spec.finish(cx);
-    let spec = HarnessSpec { name, mode, tools, layers, rules, trifecta, budgets, audit_sink, state, state_options, mcp_servers, mcp_connect };
+    let spec =
+        HarnessSpec { name, mode, tools, layers, rules, trifecta, budgets, audit_sink, state, state_options, mcp_servers, mcp_connect, gateway };
     Some((spec, globs, layer_files))
 }
 

@@ -15,6 +15,7 @@ pub mod digest;
 #[cfg(test)]
 mod docs_reference;
 pub mod error;
+pub mod gateway;
 pub mod governor;
 pub mod harness;
 pub mod manifest;

@@ -32,6 +32,10 @@ commands:
                                             run the nine steps without invoking anything; print each verdict
   audit tail [harness.yaml] [-n N] [--follow]
                                             print the last audit events from the harness's audit sink
+  gateway mcp [harness.yaml] [--stdio | --http ADDR]
+                                            serve the harness's tools over MCP, every call governed
+  approvals list|approve ID|deny ID [--reason TEXT] [--harness FILE]
+                                            list, grant or deny pending approvals in the shared state store
   add tool module:function | ./tools.ts#name
                                             write a manifest from a function (Python package / npm bin only)
 
@@ -44,6 +48,10 @@ run `harnessweaver <command> --help` for more";
 /// 3 not available here. Colour is on when stdout is a terminal and
 /// `NO_COLOR` is unset or empty.
 pub fn run(args: &[String]) -> i32 {
+    // The MCP gateway writes to stdout from its own threads: hold no lock.
+    if args.first().is_some_and(|a| a == "gateway") {
+        return run_with(args, &mut std::io::stdout(), &mut std::io::stderr());
+    }
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -76,6 +84,8 @@ fn dispatch(args: &[String], io: &mut Io<'_>) -> i32 {
         ["tools", rest @ ..] => tools::run(rest, io),
         ["explain", rest @ ..] => explain::run(rest, io),
         ["audit", rest @ ..] => audit::run(rest, io),
+        ["gateway", rest @ ..] => crate::gateway::cli::gateway(rest, io.out, io.err),
+        ["approvals", rest @ ..] => crate::gateway::cli::approvals(rest, io.out, io.err),
 
         ["add", ..] => {
             let _ = writeln!(

@@ -141,6 +141,37 @@ fn effective_egress(m: &manifest::Manifest) -> Vec<String> {
     egress
 }
 
+/// The store `spec.state` names: memory, a SQLite file (opened on first use:
+/// a file that cannot be written now refuses calls with `store_unavailable`
+/// until it can, like a Redis that is down) or Redis. `clock_injected`: an
+/// injected clock (fixtures, simulations) decides instead of the Redis
+/// server's clock, shared by every host.
+pub fn open_store(harness: &Harness, clock_injected: bool) -> Result<Arc<dyn Store>, Box<Problem>> {
+    let state_options = harness.spec().state_options;
+    let timeout = std::time::Duration::from_millis(state_options.timeout_ms);
+    let sqlite_options = SqliteOptions { busy_timeout: timeout, run_ttl_ms: state_options.run_ttl_ms };
+    match &harness.spec().state {
+        StateBackend::Memory => Ok(Arc::new(MemoryStore::new())),
+        StateBackend::Sqlite(path) => Ok(Arc::new(SqliteStore::open_lazy(harness.dir().join(path), sqlite_options))),
+        StateBackend::Redis(url) => {
+            let redis_options = RedisOptions {
+                namespace: state_namespace(harness),
+                clock: if clock_injected { RedisClock::Caller } else { RedisClock::Server },
+                timeout,
+                run_ttl_ms: state_options.run_ttl_ms,
+            };
+            match RedisStore::open(url, redis_options) {
+                Ok(store) => Ok(Arc::new(store)),
+                Err(e) => Err(Box::new(Problem {
+                    path: "spec.state".into(),
+                    file: Some("harness.yaml".into()),
+                    ..Problem::new("state_unavailable", e.message)
+                })),
+            }
+        }
+    }
+}
+
 /// The Redis namespace of a harness: its `metadata.name`, or else a digest
 /// of its settings (identical harness files on several hosts share state).
 fn state_namespace(harness: &Harness) -> String {
@@ -193,34 +224,15 @@ impl Governor {
         let state_options = spec.state_options;
         let timeout = std::time::Duration::from_millis(state_options.timeout_ms);
         let sqlite_options = SqliteOptions { busy_timeout: timeout, run_ttl_ms: state_options.run_ttl_ms };
-        let store: Arc<dyn Store> = match (options.store, &spec.state) {
-            (Some(store), _) => store,
-            (None, StateBackend::Memory) => Arc::new(MemoryStore::new()),
-            // Opened on first use: a file that cannot be written now refuses
-            // calls with `store_unavailable` until it can, like a Redis that
-            // is down.
-            (None, StateBackend::Sqlite(path)) => Arc::new(SqliteStore::open_lazy(harness.dir().join(path), sqlite_options)),
-            (None, StateBackend::Redis(url)) => {
-                let redis_options = RedisOptions {
-                    namespace: state_namespace(harness),
-                    // An injected clock (fixtures, simulations) decides;
-                    // otherwise the server's clock, shared by every host.
-                    clock: if options.clock.is_some() { RedisClock::Caller } else { RedisClock::Server },
-                    timeout,
-                    run_ttl_ms: state_options.run_ttl_ms,
-                };
-                match RedisStore::open(url, redis_options) {
-                    Ok(store) => Arc::new(store),
-                    Err(e) => {
-                        problems.push(Problem {
-                            path: "spec.state".into(),
-                            file: Some("harness.yaml".into()),
-                            ..Problem::new("state_unavailable", e.message)
-                        });
-                        Arc::new(MemoryStore::new())
-                    }
+        let store: Arc<dyn Store> = match options.store {
+            Some(store) => store,
+            None => match open_store(harness, options.clock.is_some()) {
+                Ok(store) => store,
+                Err(problem) => {
+                    problems.push(*problem);
+                    Arc::new(MemoryStore::new())
                 }
-            }
+            },
         };
         let audit: Arc<dyn AuditSink> = match (options.audit, &spec.audit_sink) {
             (Some(audit), _) => audit,

@@ -18,7 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use build::GovernorOptions;
+pub use build::{open_store, GovernorOptions};
 pub use crate::harness::{Effect, TrifectaMode};
 pub use output::{cut, truncate};
 pub use types::{ApprovalRequest, CallContext, CallResult, Decision, OutputReport, Principal, Step};
