@@ -84,11 +84,12 @@ impl ServerHandler for Session {
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let who = self.identity(&context)?;
         let run_id = self.run_for(&who);
-        let approval_id = request
-            .meta
-            .as_ref()
-            .and_then(|m| serde_json::to_value(m).ok())
-            .and_then(|m| m.get(APPROVAL_META_KEY).and_then(Value::as_str).map(str::to_string));
+        // `_meta` of the request: rmcp hands it over in the context (and
+        // may leave a copy in the params).
+        let approval_id = [serde_json::to_value(&context.meta).ok(), request.meta.as_ref().and_then(|m| serde_json::to_value(m).ok())]
+            .into_iter()
+            .flatten()
+            .find_map(|m| m.get(APPROVAL_META_KEY).and_then(Value::as_str).map(str::to_string));
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let gateway = Arc::clone(&self.gateway);

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The upstream MCP server behind the gateway in `make conformance-gateway`:
+the conformance suite's fixture tools (tools-call-* scenarios), written with
+the official Python SDK. The gateway fronts it (transport: mcp) under pinned
+manifests, so the suite sees them as governed tools.
+"""
+import asyncio
+import base64
+
+import mcp_types as t
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("conformance-fixtures")
+# A 1x1 PNG and a tiny WAV header, as the scenarios ask for base64 data.
+PNG = base64.b64encode(bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d4944415478da63f8cfc0f01f0005000201a5dd2f4d0000000049454e44ae426082")).decode()
+WAV = base64.b64encode(b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00@\x1f\x00\x00\x80>\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00").decode()
+
+
+@server.tool(description="Returns simple text.", structured_output=False)
+def test_simple_text() -> str:
+    return "This is a simple text response for testing."
+
+
+@server.tool(description="Always fails.", structured_output=False)
+def test_error_handling() -> str:
+    raise ValueError("This tool intentionally returns an error for testing")
+
+
+@server.tool(description="Returns an image.", structured_output=False)
+def test_image_content() -> list:
+    return [t.ImageContent(type="image", data=PNG, mime_type="image/png")]
+
+
+@server.tool(description="Returns audio.", structured_output=False)
+def test_audio_content() -> list:
+    return [t.AudioContent(type="audio", data=WAV, mime_type="audio/wav")]
+
+
+@server.tool(description="Returns an embedded resource.", structured_output=False)
+def test_embedded_resource() -> list:
+    res = t.TextResourceContents(uri="test://embedded-resource", mime_type="text/plain", text="This is an embedded resource content.")
+    return [t.EmbeddedResource(type="resource", resource=res)]
+
+
+@server.tool(description="Returns text, an image and a resource.", structured_output=False)
+def test_multiple_content_types() -> list:
+    res = t.TextResourceContents(uri="test://mixed-content-resource", mime_type="application/json", text='{"test":"data","value":123}')
+    return [t.TextContent(type="text", text="Multiple content types test:"),
+            t.ImageContent(type="image", data=PNG, mime_type="image/png"),
+            t.EmbeddedResource(type="resource", resource=res)]
+
+
+@server.tool(description="Logs three messages while it runs.", structured_output=False)
+async def test_tool_with_logging(ctx: Context) -> str:
+    for message in ["Tool execution started", "Tool processing data", "Tool execution completed"]:
+        await ctx.info(message)
+        await asyncio.sleep(0.05)
+    return "Logging test completed"
+
+
+@server.tool(description="Reports progress while it runs.", structured_output=False)
+async def test_tool_with_progress(ctx: Context) -> str:
+    for done in (0, 50, 100):
+        await ctx.report_progress(done, 100)
+        await asyncio.sleep(0.05)
+    return "Progress test completed"
+
+
+if __name__ == "__main__":
+    server.run()

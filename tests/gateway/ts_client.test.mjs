@@ -1,0 +1,174 @@
+// `harnessweaver gateway mcp` driven by the official MCP TypeScript SDK client
+// (@modelcontextprotocol/sdk, pinned by tests/gateway/package-lock.json), over
+// stdio and streamable HTTP, with approvals resolved by `harnessweaver approvals`
+// in another process. The harness is tests/gateway/harness (see make_harness.py).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, "..", "..");
+const HW = process.env.HW_GATEWAY_BIN ?? join(ROOT, "target", "x86_64-unknown-linux-gnu", "debug", "harnessweaver");
+const PYTHON = process.env.HW_GATEWAY_PYTHON ?? "python3";
+const FINANCE = '{"id": "fiona", "roles": ["finance"]}';
+
+function makeHarness(...args) {
+  const dest = join(mkdtempSync(join(tmpdir(), "hw-gateway-ts-")), "h");
+  const r = spawnSync(PYTHON, [join(HERE, "make_harness.py"), dest, ...args], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+const envFor = (info) => ({ ...process.env, ...info.env });
+
+function approvals(info, ...args) {
+  return spawnSync(HW, ["approvals", ...args, "--harness", info.dir], { encoding: "utf8" });
+}
+
+async function withStdio(info, body) {
+  const transport = new StdioClientTransport({ command: HW, args: ["gateway", "mcp", info.dir, "--stdio"], env: envFor(info), stderr: "ignore" });
+  const client = new Client({ name: "hw-ts-test", version: "1.0.0" });
+  await client.connect(transport);
+  try {
+    return await body(client);
+  } finally {
+    await client.close();
+  }
+}
+
+async function withHttpGateway(info, body) {
+  const proc = spawn(HW, ["gateway", "mcp", info.dir, "--http", "127.0.0.1:0"], { env: envFor(info), stdio: ["ignore", "ignore", "pipe"] });
+  const lines = createInterface({ input: proc.stderr });
+  const url = await new Promise((resolve, reject) => {
+    const seen = [];
+    lines.on("line", (line) => {
+      seen.push(line);
+      const m = /serving MCP at (http:\/\/\S+\/mcp)/.exec(line);
+      if (m) resolve(m[1]);
+    });
+    proc.on("exit", (code) => reject(new Error(`gateway exited ${code}:\n${seen.join("\n")}`)));
+  });
+  try {
+    return await body(url);
+  } finally {
+    const exited = new Promise((resolve) => proc.on("exit", resolve));
+    proc.kill("SIGTERM");
+    await exited;
+  }
+}
+
+async function withHttpClient(url, token, body) {
+  const opts = token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {};
+  const client = new Client({ name: "hw-ts-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), opts));
+  try {
+    return await body(client);
+  } finally {
+    await client.close();
+  }
+}
+
+const names = (listed) => listed.tools.map((t) => t.name).sort();
+
+function refused(result) {
+  assert.equal(result.isError, true, JSON.stringify(result));
+  return result.structuredContent;
+}
+
+test("stdio: list hides what the caller may not use; calls run; refusals carry codes", async () => {
+  const info = makeHarness();
+  await withStdio(info, async (c) => {
+    const listed = await c.listTools();
+    assert.deepEqual(names(listed), ["add", "calc", "shout"]);
+    const add = listed.tools.find((t) => t.name === "add");
+    assert.equal(add.description, "Add two integers.");
+    assert.deepEqual(add.inputSchema.required, ["a", "b"]);
+
+    const sum = await c.callTool({ name: "add", arguments: { a: 20, b: 22 } });
+    assert.equal(sum.isError, false);
+    assert.equal(sum.content[0].text, "42");
+    const calc = await c.callTool({ name: "calc", arguments: { code: "2 ** 10" } });
+    assert.equal(JSON.parse(calc.content[0].text).value, 1024);
+
+    const cases = [
+      ["calc", { code: ["not", "a", "string"] }, "invalid_args", "validate"],
+      ["calc", { code: "'secret'" }, "policy_denied", "policy"],
+      ["payroll", { code: "1" }, "scope_missing", "policy"],
+      ["retired", {}, "tool_disabled", "resolve"],
+      ["nope", {}, "unknown_tool", "resolve"],
+    ];
+    for (const [name, args, code, step] of cases) {
+      const s = refused(await c.callTool({ name, arguments: args }));
+      assert.deepEqual([s.status, s.code, s.step], ["refused", code, step], name);
+    }
+  });
+});
+
+test("stdio: pending approval, approved by `harnessweaver approvals` in another process, then the retried call runs", async () => {
+  const info = makeHarness();
+  await withStdio(info, async (c) => {
+    const pending = refused(await c.callTool({ name: "add", arguments: { a: 101, b: 1 } }));
+    assert.equal(pending.status, "pending");
+    assert.equal(pending.code, "approval_required");
+    const listed = approvals(info, "list", "--json");
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.ok(JSON.parse(listed.stdout).some((a) => a.id === pending.approval_id && a.state === "pending"));
+
+    // The gateway is still running (this client is connected) while another process decides.
+    const ok = approvals(info, "approve", pending.approval_id, "--approver", FINANCE);
+    assert.equal(ok.status, 0, ok.stderr);
+    const done = await c.callTool({ name: "add", arguments: { a: 101, b: 1 } });
+    assert.equal(done.isError, false);
+    assert.equal(done.content[0].text, "102");
+
+    const again = refused(await c.callTool({ name: "add", arguments: { a: 150, b: 0 } }));
+    const no = approvals(info, "deny", again.approval_id, "--reason", "no", "--approver", FINANCE);
+    assert.equal(no.status, 0, no.stderr);
+    const denied = refused(
+      await c.callTool({ name: "add", arguments: { a: 150, b: 0 }, _meta: { "harnessweaver/approval_id": again.approval_id } }),
+    );
+    assert.deepEqual([denied.status, denied.code], ["refused", "approval_denied"]);
+  });
+});
+
+test("http: no token or a wrong one gets 401; keys map to principal, scopes and tenant", async () => {
+  const info = makeHarness();
+  await withHttpGateway(info, async (url) => {
+    for (const auth of [undefined, "Bearer wrong", `Bearer ${info.alice_token}x`]) {
+      const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+      if (auth) headers.authorization = auth;
+      const r = await fetch(url, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      });
+      assert.equal(r.status, 401, String(auth));
+      assert.match(r.headers.get("www-authenticate"), /^Bearer/);
+    }
+    await assert.rejects(withHttpClient(url, null, (c) => c.listTools()));
+    await assert.rejects(withHttpClient(url, "wrong", (c) => c.listTools()));
+
+    await withHttpClient(url, info.alice_token, async (c) => {
+      assert.deepEqual(names(await c.listTools()), ["add", "calc", "payroll", "shout"]);
+      const shout = await c.callTool({ name: "shout", arguments: { text: "governed" } });
+      assert.equal(shout.content[0].text, "GOVERNED");
+    });
+    await withHttpClient(url, info.bob_token, async (c) => {
+      assert.deepEqual(names(await c.listTools()), ["add"]);
+      assert.equal(refused(await c.callTool({ name: "shout", arguments: { text: "x" } })).code, "tenant_not_enabled");
+      const pending = refused(await c.callTool({ name: "add", arguments: { a: 1000, b: 1 } }));
+      assert.equal(pending.status, "pending");
+      assert.equal(approvals(info, "approve", pending.approval_id, "--approver", FINANCE).status, 0);
+      const done = await c.callTool({ name: "add", arguments: { a: 1000, b: 1 } });
+      assert.equal(done.content[0].text, "1001");
+    });
+  });
+});
