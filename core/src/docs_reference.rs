@@ -87,6 +87,20 @@ spec:
     servers:
       KEY: { command: c, args: [a], env: { X: Y } }
       KEY2: { url: "https://example.invalid/mcp", headers_env: { Authorization: TOKEN } }
+  gateway:
+    stdio: { principal: { id: p }, tenant: x }
+    http:
+      keys:
+        - { token_sha256: "sha256:0000000000000000000000000000000000000000000000000000000000000000", principal: p, tenant: x }
+        - { token_env: TOKEN, principal: p }
+      jwt:
+        algorithm: RS256
+        secret_env: S
+        public_key_file: k.pem
+        issuer: i
+        audience: a
+        leeway: 1
+        claims: { principal: sub, roles: roles, scopes: scope, tenant: tenant }
 "#;
 
 const LAYER_FILE: &str = "apiVersion: harnessweaver/v1\nkind: Policy\nmetadata: { name: l }\nspec: { mode: enforce, default: allow, rules: [] }\n";
