@@ -107,7 +107,8 @@ function collect(d) {
     if (entry.isDirectory()) collect(p);
     else if (entry.name === "checks.json") {
       const checks = JSON.parse(readFileSync(p, "utf8"));
-      const scenario = dirname(p).slice(outDir.length + 1);
+      // `server-<scenario>-<timestamp>`.
+      const scenario = dirname(p).slice(outDir.length + 1).replace(/^server-/, "").replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, "");
       const failed = checks.filter((c) => c.status === "FAILURE");
       const passed = checks.filter((c) => c.status === "SUCCESS");
       const warned = checks.filter((c) => c.status === "WARNING");
