@@ -96,7 +96,7 @@ fn principal_from(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Principal>
 }
 
 /// A principal argument: a `Principal` or a mapping.
-fn principal_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<CorePrincipal> {
+pub(crate) fn principal_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<CorePrincipal> {
     if let Ok(p) = obj.cast::<Principal>() {
         return Ok(p.get().inner.clone());
     }
@@ -110,13 +110,13 @@ fn principal_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<CorePrincip
 /// hands the outcome to `Runtime.finish_*`. A ticket finishes once.
 #[pyclass(frozen, module = "harnessweaver._native", name = "Ticket")]
 pub struct Ticket {
-    inner: Mutex<Option<CoreTicket>>,
+    pub(crate) inner: Mutex<Option<CoreTicket>>,
     #[pyo3(get)]
-    tool: String,
+    pub(crate) tool: String,
     #[pyo3(get)]
-    idempotency_key: String,
+    pub(crate) idempotency_key: String,
     #[pyo3(get)]
-    timeout_ms: u64,
+    pub(crate) timeout_ms: u64,
 }
 
 #[pymethods]
@@ -151,7 +151,7 @@ impl Ticket {
 /// `approval`, `retry_after_ms`, `reasons`, `labels`, `run_id`, `call_id`.
 #[pyclass(frozen, module = "harnessweaver", name = "CallResult")]
 pub struct CallResult {
-    inner: CoreResult,
+    pub(crate) inner: CoreResult,
 }
 
 #[pymethods]
@@ -298,7 +298,7 @@ fn approval_callback(callback: Py<PyAny>) -> ApprovalCallback {
 /// A loaded harness with its governor (native side); `harnessweaver.Harness` wraps it.
 #[pyclass(frozen, module = "harnessweaver._native", name = "Runtime")]
 pub struct Runtime {
-    inner: CoreRuntime,
+    pub(crate) inner: CoreRuntime,
     clock: Option<ManualClock>,
 }
 

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Value};
 
+mod gateway;
 mod governor;
 
 create_exception!(harnessweaver, HarnessweaverError, PyException, "Base class of every harnessweaver error; `.code` is its stable snake_case code.");
@@ -306,6 +307,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
     governor::register(m)?;
+    gateway::register(m)?;
     cel_lite::register(m)?;
     sanitize::register(m)?;
     Ok(())

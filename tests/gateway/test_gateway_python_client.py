@@ -12,6 +12,7 @@ retired (disabled) and greet (native: hidden by the bare CLI).
 import asyncio
 import json
 import subprocess
+import sys
 import time
 
 import httpx2
@@ -22,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from gateway_support import HW, approvals, gateway_env, http_gateway, make_harness
+from gateway_support import HERE, HW, approvals, gateway_env, http_gateway, make_harness
 
 FINANCE = '{"id": "fiona", "roles": ["finance"]}'
 
@@ -278,3 +279,45 @@ def test_gateway_http_without_credentials_does_not_start(tmp_path):
     r = subprocess.run([HW, "gateway", "mcp", info["dir"], "--http", "127.0.0.1:0"], env=gateway_env(info),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "needs credentials" in r.stderr
+
+
+# -- hw.serve_mcp: native tools served by the Python host --------------------
+
+PY_HOST = str(HERE / "py_host.py")
+
+
+def test_serve_mcp_stdio_runs_python_handlers(harness):
+    async def body(s):
+        return (await s.list_tools(), await s.call_tool("greet", {"name": "Ada"}), await s.call_tool("greet", {"name": ""}),
+                await s.call_tool("greet", {"name": "boom"}), await s.call_tool("add", {"a": 1, "b": 2}))
+
+    params = StdioServerParameters(command=sys.executable, args=[PY_HOST, harness["dir"]], env=gateway_env(harness))
+
+    async def run_host():
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                return await body(s)
+
+    tools, hello, empty, boom, add = run(run_host())
+    assert names(tools) == ["add", "calc", "greet", "shout"]
+    assert hello.is_error is False and hello.content[0].text == "Hello, Ada!"
+    assert refusal(empty)["code"] == "invalid_args"
+    s = refusal(boom)
+    assert (s["code"], s["step"]) == ("handler_error", "invoke")
+    assert "on purpose" not in boom.content[0].text  # handler internals stay out
+    assert add.content[0].text == "3"
+
+
+def test_serve_mcp_http_checks_tokens_and_runs_python_handlers(harness):
+    with http_gateway(harness, [sys.executable, PY_HOST, harness["dir"], "--http", "127.0.0.1:0"]) as url:
+        r = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                        headers={"Accept": "application/json, text/event-stream"})
+        assert r.status_code == 401
+
+        async def body(s):
+            return await s.list_tools(), await s.call_tool("greet", {"name": "Grace"})
+
+        tools, hello = run(http_session(url, harness["bob_token"], body))
+        assert names(tools) == ["add", "greet"]
+        assert hello.content[0].text == "Hello, Grace!"

@@ -70,6 +70,7 @@ __all__ = [
     "definition_digest",
     "load",
     "sanitize",
+    "serve_mcp",
 ]
 
 JSONValue = Any
@@ -208,6 +209,22 @@ def inspect(path: Union[str, "os.PathLike[str]"]) -> Harness:
     harness = Harness(_native.load(text), text)
     harness._rt = _NotForCalls()  # type: ignore[assignment]
     return harness
+
+
+def serve_mcp(harness: Harness, *, http: Optional[str] = None, principal: Any = None, tenant: Optional[str] = None) -> None:
+    """Serves the harness's tools over MCP, every call governed, until the
+    client disconnects (stdio) or the process ends (HTTP).
+
+    Native tools run through this process's handlers, as :meth:`Harness.call`
+    runs them; http, code and mcp tools through the core's transports. Without
+    ``http`` it speaks MCP on stdin/stdout as ``principal`` (a dict or an id)
+    in ``tenant`` (default: ``spec.gateway.stdio`` of harness.yaml). With
+    ``http="127.0.0.1:PORT"`` it serves streamable HTTP at ``/mcp``, each
+    request authenticated against ``spec.gateway.http`` (bearer keys or JWTs;
+    no token, 401), and prints the address on stderr. See docs/gateway.md.
+    Raises ``InvalidArgumentError`` (``invalid_argument``, ``gateway_failed``).
+    """
+    _native.serve_mcp(harness._rt, harness._invoke, http, principal, tenant)
 
 
 def definition_digest(name: str, description: str, input_schema: JSONValue) -> str:

@@ -2,7 +2,7 @@
 # tests/python/test_api.py fails when it names something the module lacks or misses an export,
 # and tests/docs/test_api_docs.py when a public name here has no docstring (this is the API reference).
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final, overload
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final, overload
 
 MAX_DEPTH: int
 """The deepest nesting a value may have (512); deeper values raise ``nesting_too_deep``."""
@@ -309,3 +309,10 @@ def make_problem(code: str, message: str, file: Optional[str] = None, path: str 
                  column: Optional[int] = None) -> Problem:
     """Builds a load problem (for problems found on the Python side, such as a
     handler that cannot be imported)."""
+
+def serve_mcp(runtime: Runtime, invoke: Callable[[Ticket], CallResult], http: Optional[str] = None, principal: Any = None,
+              tenant: Optional[str] = None) -> None:
+    """Serves ``runtime``'s harness over MCP (blocking): stdio, or streamable
+    HTTP at ``http``; ``invoke(ticket)`` runs a native tool's handler and
+    finishes the ticket. Raises :class:`InvalidArgumentError`
+    (``invalid_argument``, ``gateway_failed``)."""

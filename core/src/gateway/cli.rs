@@ -5,8 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::auth::Authenticator;
-use super::{server, Gateway, Identity};
+use super::{server, Gateway};
 use crate::audit::NullSink;
 use crate::clock::{IdSource, SystemClock};
 use crate::error::Error;
@@ -163,55 +162,13 @@ pub fn gateway(args: &[&str], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         );
     }
     let gateway = Arc::new(Gateway::new(Arc::new(runtime), None));
-    let how = match http {
-        Some(addr) => {
-            let auth = match Authenticator::new(&harness.spec().gateway, harness.dir()) {
-                Ok(a) => a,
-                Err(e) => {
-                    let _ = writeln!(err, "harnessweaver gateway: {e}");
-                    return 1;
-                }
-            };
-            if auth.is_empty() {
-                let _ = writeln!(
-                    err,
-                    "harnessweaver gateway: --http needs credentials: add spec.gateway.http.keys or spec.gateway.http.jwt to `{}` (see docs/gateway.md)",
-                    path.display()
-                );
-                return 1;
-            }
-            server::Serve::Http { addr, auth: Arc::new(auth) }
-        }
-        None => {
-            let configured = harness.spec().gateway.stdio.as_ref().map(Identity::from_spec);
-            let identity = match (principal, configured) {
-                (Some(p), configured) => {
-                    let configured_tenant = configured.and_then(Result::ok).and_then(|i| i.tenant);
-                    Identity { principal: p, tenant: tenant.clone().or(configured_tenant) }
-                }
-                (None, Some(Ok(mut id))) => {
-                    if tenant.is_some() {
-                        id.tenant = tenant.clone();
-                    }
-                    id
-                }
-                (None, Some(Err(e))) => {
-                    let _ = writeln!(err, "harnessweaver gateway: spec.gateway.stdio: {e}");
-                    return 1;
-                }
-                (None, None) => {
-                    return usage(err, "--stdio needs a caller: set spec.gateway.stdio.principal in harness.yaml or pass --principal".into())
-                }
-            };
-            server::Serve::Stdio(identity)
-        }
-    };
     let _ = err.flush();
-    match server::run(gateway, how, &mut |addr| {
+    match server::serve_harness(gateway, http, principal, tenant, &mut |addr| {
         eprintln!("harnessweaver gateway: serving MCP at http://{addr}/mcp");
     }) {
         Ok(()) => 0,
-        Err(e) => {
+        Err(server::ServeError::Usage(e)) => usage(err, e),
+        Err(server::ServeError::Failed(e)) => {
             let _ = writeln!(err, "harnessweaver gateway: {e}");
             1
         }

@@ -40,43 +40,57 @@ pub struct Identity {
     pub tenant: Option<String>,
 }
 
-/// Runs a native tool's handler held by the host (a Python or JS function):
-/// given the ticket, returns the outcome for `finish`. Called from a worker
+/// Runs a native tool's handler held by the host (a Python or JS function)
+/// through the host's own invoke-and-finish path (the one its `call` uses):
+/// given the ticket, returns the finished result. Called from a worker
 /// thread, never from the gateway's event loop.
-pub type NativeInvoker = Arc<dyn Fn(&Ticket) -> InvokeOutcome + Send + Sync>;
+pub type NativeInvoker = Arc<dyn Fn(Ticket) -> CallResult + Send + Sync>;
+
+/// Where the gateway's [`Runtime`] lives: the CLI owns one; a binding lends
+/// the one inside its host object.
+pub trait HostRuntime: Send + Sync {
+    /// The runtime.
+    fn runtime(&self) -> &Runtime;
+}
+
+impl HostRuntime for Runtime {
+    fn runtime(&self) -> &Runtime {
+        self
+    }
+}
 
 /// The meta key a client may use to name the approval its call carries.
 pub const APPROVAL_META_KEY: &str = "harnessweaver/approval_id";
 
 /// A loaded harness, served.
 pub struct Gateway {
-    runtime: Arc<Runtime>,
+    runtime: Arc<dyn HostRuntime>,
     native: Option<NativeInvoker>,
 }
 
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gateway").field("runtime", &self.runtime).field("native", &self.native.is_some()).finish()
+        f.debug_struct("Gateway").field("runtime", self.runtime.runtime()).field("native", &self.native.is_some()).finish()
     }
 }
 
 impl Gateway {
     /// A gateway over `runtime`. `native` runs native tools; without it
     /// (the bare CLI) native tools are hidden and their calls refused.
-    pub fn new(runtime: Arc<Runtime>, native: Option<NativeInvoker>) -> Self {
+    pub fn new(runtime: Arc<dyn HostRuntime>, native: Option<NativeInvoker>) -> Self {
         Self { runtime, native }
     }
 
     /// The runtime.
     pub fn runtime(&self) -> &Runtime {
-        &self.runtime
+        self.runtime.runtime()
     }
 
     /// Whether `tool` is offered to `who`: it could ever be called by them,
     /// its pin holds (and, for MCP tools, the upstream still serves the
     /// pinned definition), and it can run here.
     fn offered(&self, tool: &crate::manifest::Tool, who: &Identity) -> bool {
-        let governor = self.runtime.governor();
+        let governor = self.runtime().governor();
         let name = tool.name();
         let Some(rt) = governor.tool(name) else { return false };
         if rt.pin_mismatch || governor.transports().live_pin_mismatch(name).is_some() {
@@ -91,28 +105,16 @@ impl Gateway {
     /// `tools/list`: MCP tool entries (`name`, `description`, `inputSchema`)
     /// from the manifests' pinned definitions.
     pub fn list(&self, who: &Identity) -> Value {
-        let tools: Vec<&crate::manifest::Tool> = self.runtime.tools().filter(|t| self.offered(t, who)).collect();
+        let tools: Vec<&crate::manifest::Tool> = self.runtime().tools().filter(|t| self.offered(t, who)).collect();
         tool_specs(tools.into_iter(), SpecFormat::Mcp)
-    }
-
-    /// Native tools this gateway cannot run (no host handlers): for a warning.
-    pub fn unserved_native(&self) -> Vec<String> {
-        if self.native.is_some() {
-            return Vec::new();
-        }
-        self.runtime
-            .tools()
-            .filter(|t| t.manifest().transport == crate::manifest::Transport::Native)
-            .map(|t| t.name().to_string())
-            .collect()
     }
 
     /// An open approval for exactly this call (tool, args digest, principal,
     /// tenant), not expired: its id and whether it is granted.
     fn matching_approval(&self, tool: &str, args: &Value, who: &Identity) -> Option<(String, bool)> {
         let digest = sha256_tagged(canonical::to_string(args).ok()?.as_bytes());
-        let now = self.runtime.governor().clock().now_ms();
-        let open = self.runtime.governor().open_approvals().ok()?;
+        let now = self.runtime().governor().clock().now_ms();
+        let open = self.runtime().governor().open_approvals().ok()?;
         let mine = open.into_iter().filter(|a| {
             a.tool == tool
                 && a.args_digest == digest
@@ -145,18 +147,20 @@ impl Gateway {
             None => None,
         });
         let ctx = CallContext { principal: who.principal.clone(), tenant: who.tenant.clone(), run_id, approval_id, ..CallContext::default() };
-        let result = match self.runtime.begin(tool, args, &ctx) {
+        let runtime = self.runtime();
+        let result = match runtime.begin(tool, args, &ctx) {
             Begin::Done(result) => result,
-            Begin::Invoke(ticket) => {
-                let outcome = match (&ticket.transport, &self.native) {
-                    (Transport::Native { .. }, Some(native)) => native(&ticket),
-                    (Transport::Native { .. }, None) => InvokeOutcome::TransportRefused {
-                        reason: format!("`{}` is a native tool: serve it from its host (hw.serve_mcp / serveMcp)", ticket.tool),
-                    },
-                    _ => self.runtime.invoke(&ticket),
-                };
-                self.runtime.finish(ticket, outcome)
-            }
+            Begin::Invoke(ticket) => match (&ticket.transport, &self.native) {
+                (Transport::Native { .. }, Some(native)) => native(ticket),
+                (Transport::Native { .. }, None) => {
+                    let reason = format!("`{}` is a native tool: serve it from its host (hw.serve_mcp / serveMcp)", ticket.tool);
+                    runtime.finish(ticket, InvokeOutcome::TransportRefused { reason })
+                }
+                _ => {
+                    let outcome = runtime.invoke(&ticket);
+                    runtime.finish(ticket, outcome)
+                }
+            },
         };
         GatewayResult { result, waiting_on }
     }

@@ -221,3 +221,56 @@ pub fn run(gateway: Arc<Gateway>, how: Serve, on_bound: &mut dyn FnMut(SocketAdd
     drop(keep);
     served
 }
+
+/// Why [`serve_harness`] did not serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServeError {
+    /// The caller must say more (no stdio identity): a usage error.
+    Usage(String),
+    /// Configuration or the server failed.
+    Failed(String),
+}
+
+/// Serves `gateway` as its harness's `spec.gateway` says: over HTTP at
+/// `http` (callers checked against `spec.gateway.http`), or over stdio as
+/// `principal`/`tenant` (each overriding `spec.gateway.stdio`). Blocks until
+/// the stdio client disconnects (HTTP: until the process ends). What the CLI
+/// and the bindings' `serve_mcp` run.
+pub fn serve_harness(
+    gateway: Arc<Gateway>,
+    http: Option<SocketAddr>,
+    principal: Option<crate::governor::Principal>,
+    tenant: Option<String>,
+    on_bound: &mut dyn FnMut(SocketAddr),
+) -> Result<(), ServeError> {
+    let harness = gateway.runtime().harness();
+    let spec = &harness.spec().gateway;
+    let how = match http {
+        Some(addr) => {
+            let auth = Authenticator::new(spec, harness.dir()).map_err(ServeError::Failed)?;
+            if auth.is_empty() {
+                return Err(ServeError::Failed(
+                    "serving HTTP needs credentials: add spec.gateway.http.keys or spec.gateway.http.jwt to harness.yaml (see docs/gateway.md)".into(),
+                ));
+            }
+            Serve::Http { addr, auth: Arc::new(auth) }
+        }
+        None => {
+            let configured = match spec.stdio.as_ref().map(Identity::from_spec).transpose() {
+                Ok(c) => c,
+                Err(e) => return Err(ServeError::Failed(format!("spec.gateway.stdio: {e}"))),
+            };
+            let identity = match (principal, configured) {
+                (Some(p), configured) => Identity { principal: p, tenant: tenant.or(configured.and_then(|c| c.tenant)) },
+                (None, Some(c)) => Identity { principal: c.principal, tenant: tenant.or(c.tenant) },
+                (None, None) => {
+                    return Err(ServeError::Usage(
+                        "stdio needs a caller: set spec.gateway.stdio.principal in harness.yaml or pass a principal".into(),
+                    ))
+                }
+            };
+            Serve::Stdio(identity)
+        }
+    };
+    run(gateway, how, on_bound).map_err(ServeError::Failed)
+}
