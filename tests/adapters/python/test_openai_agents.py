@@ -5,6 +5,7 @@ tool output with their code, approvals pause the run as SDK interruptions."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from typing import Any, Dict, List
 
@@ -133,6 +134,16 @@ def test_approval_pauses_the_run_and_the_approved_call_runs_once(shop: Shop) -> 
     assert shop.refunds() == [("refund_payment", "A-1002", 180)]
     assert json.loads(model.outputs()["c1"])["refunded_usd"] == 180
     assert shop.h.approvals() == []  # used up
+
+
+def test_a_copied_tool_still_ties_the_approval(shop: Shop) -> None:
+    model = ScriptedModel([call("c1", "refund_payment", {"order_id": "A-1002", "amount_usd": 180})], [say("refunded")])
+    ag = agent(model, [dataclasses.replace(t) for t in hwa.tools(shop.h, shop.h.run(principal=BOB))])
+    result = asyncio.run(Runner.run(ag, "refund A-1002"))
+    state = result.to_state()
+    hwa.approve(state, result.interruptions[0], approver=FINANCE)
+    asyncio.run(Runner.run(ag, state))
+    assert shop.refunds() == [("refund_payment", "A-1002", 180)]
 
 
 def test_rejected_call_never_runs_and_the_model_reads_the_denial(shop: Shop) -> None:

@@ -74,7 +74,10 @@ def tools(h: Any, ctx: Run, *, names: Optional[Iterable[str]] = None) -> List[An
             strict_json_schema=False,
             needs_approval=_approval_check(gate, spec),
         )
-        tool._harnessweaver_gate = gate  # type: ignore[attr-defined]  # read by approve()/reject()
+        # Read by approve()/reject(); kept on the invoker too, which a copy of the tool
+        # (dataclasses.replace, Agent.clone) shares.
+        tool._harnessweaver_gate = gate  # type: ignore[attr-defined]
+        tool.on_invoke_tool._harnessweaver_gate = gate  # type: ignore[attr-defined]
         out.append(tool)
     return out
 
@@ -124,7 +127,8 @@ def _gate_of(item: Any) -> Optional[_Gate]:
     agent = getattr(item, "agent", None)
     name = getattr(item, "tool_name", None) or getattr(item, "name", None)
     for tool in getattr(agent, "tools", None) or []:
-        gate = getattr(tool, "_harnessweaver_gate", None)
+        gate = getattr(tool, "_harnessweaver_gate", None) or getattr(getattr(tool, "on_invoke_tool", None),
+                                                                       "_harnessweaver_gate", None)
         if gate is not None and getattr(tool, "name", None) == name:
             return gate
     return None
