@@ -83,8 +83,11 @@ def test_an_answer_that_is_not_a_harness_decision_leaves_the_call_waiting(shop: 
     g = refund_graph(shop)
     [paused] = g.invoke({"messages": [("user", "refund A-1002")]}, CONFIG)["__interrupt__"]
     state = g.invoke(Command(resume=True), CONFIG)
+    [again] = state["__interrupt__"]  # the harness still holds the call: it asks again
+    assert again.value == paused.value
     assert shop.refunds() == []
-    assert tool_messages(state)["c2"].content.startswith("[tool call refused: approval_required]")
+    state = g.invoke(Command(resume=hwa.approve_interrupt(shop.h, again, approver=FINANCE)), CONFIG)
+    assert shop.refunds() == [("refund_payment", "A-1002", 180)]
     with pytest.raises(hw.InvalidArgumentError) as bad:
         hwa.approve_interrupt(shop.h, {"something": "else"}, approver=FINANCE)
     assert bad.value.code == "invalid_interrupt"
@@ -117,9 +120,9 @@ def test_two_waiting_calls_in_one_step_are_answered_each_on_its_own(shop: Shop) 
             else:
                 answers[i.id] = hwa.approve_interrupt(shop.h, i, approver=FINANCE)
         state = g.invoke(Command(resume=answers), CONFIG)
-    # LangGraph surfaces one interrupt per step of its ToolNode and runs the whole step again on
-    # resume; each call is still decided and run once.
-    assert rounds == [["A-1001"], ["A-1002"]]
+    # LangGraph's ToolNode surfaces one interrupt per step, from whichever call asked first, and
+    # runs the whole step again on resume; each call is still decided and run once.
+    assert sorted(sum(rounds, [])) == ["A-1001", "A-1002"]
     assert shop.refunds() == [("refund_payment", "A-1002", 180)]
     seen = tool_messages(state)
     assert seen["c1"].content.startswith("[tool call refused: approval_denied]")
@@ -138,4 +141,5 @@ def test_an_async_graph_interrupts_and_resumes_the_same_way(shop: Shop) -> None:
 
     state = asyncio.run(main())
     assert state["messages"][-1].content == "refunded"
-    assert shop.calls == [("lookup_order", "A-1002"), ("refund_payment", "A-1002", 180)]
+    # Each call ran once; the lookup started before the pause may finish after the refund.
+    assert sorted(shop.calls) == [("lookup_order", "A-1002"), ("refund_payment", "A-1002", 180)]

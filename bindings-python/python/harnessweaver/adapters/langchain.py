@@ -29,6 +29,7 @@ pause the graph with LangGraph's ``interrupt()`` instead; resume it with
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 from typing import Any, Dict, Iterable, List, Optional
 
@@ -113,14 +114,89 @@ def tools(h: Any, ctx: Run, *, names: Optional[Iterable[str]] = None, interrupt:
     interrupt's value, and is resumed with ``Command(resume=...)`` and the value
     of :func:`approve_interrupt` or :func:`reject_interrupt`."""
     cls = _tool_class()
-    pause = require("langgraph.types", "langchain", "langgraph", "langgraph").interrupt if interrupt else None
-    # A resumed graph node runs every tool call of its step again: each call's
-    # decided result is kept by tool call id, so a call runs (and is audited) once.
-    done: Dict[str, Any] = {}
-    return [_tool(cls, h, ctx, spec, pause, done) for spec in specs(h, ctx, names)]
+    graph = _Graph(h, require("langgraph.types", "langchain", "langgraph", "langgraph").interrupt) if interrupt else None
+    return [_tool(cls, ctx, spec, graph) for spec in specs(h, ctx, names)]
 
 
-def _tool(cls: Any, h: Any, run: Run, spec: Spec, pause: Any, done: Dict[str, Any]) -> Any:
+class _Graph:
+    """What one set of tools remembers inside a LangGraph graph. A resumed node
+    runs every tool call of its step again, and LangGraph hands resume values to
+    the ``interrupt()`` calls of a step in the order they are made, which for a
+    ``ToolNode`` running calls in parallel is not the calls' order. So decisions
+    are taken from the harness, not from the resume value: a call waits while
+    its approval is pending (each ``interrupt()`` either pauses the graph or,
+    resumed, means "look again"), and each call's result is kept by tool call id,
+    so a call is decided, run and audited once."""
+
+    __slots__ = ("h", "pause", "done", "asked", "running")
+
+    def __init__(self, h: Any, pause: Any) -> None:
+        self.h = h
+        self.pause = pause
+        self.done: Dict[str, Any] = {}  # tool call id -> CallResult
+        self.asked: Dict[str, str] = {}  # tool call id -> harness approval id
+        self.running: Dict[str, Any] = {}  # tool call id -> asyncio task of its governed call
+
+    def recall(self, run: Run, tool: str, args: Dict[str, Any], call_id: Optional[str]) -> "tuple[Any, Optional[str]]":
+        """The result this call already has, or the approval it asked for (by
+        call id, else by run, tool and arguments: tools made anew)."""
+        if call_id and call_id in self.done:
+            return self.done[call_id], None
+        approval = self.asked.get(call_id) if call_id else None
+        if approval is None:
+            found = stored_approval(self.h, run, tool, args)
+            approval = None if found is None else found["id"]
+        return None, approval
+
+    def asked_for(self, call_id: Optional[str], result: Any) -> Optional[str]:
+        if result.decision != "pending":
+            return None
+        if call_id:
+            self.asked[call_id] = result.approval["id"]
+        return result.approval["id"]
+
+    def wait(self, tool: str, args: Dict[str, Any], approval: str) -> None:
+        """Returns once ``approval`` is no longer pending; raises LangGraph's
+        GraphInterrupt (pausing the graph) while it is."""
+        while True:
+            entry = next((a for a in self.h.approvals() if a["id"] == approval), None)
+            if entry is None or entry["state"] != "pending":
+                return
+            self.pause(_request(tool, args, entry))
+
+    def keep(self, call_id: Optional[str], result: Any) -> None:
+        if call_id:
+            self.done[call_id] = result
+            self.asked.pop(call_id, None)
+
+    async def finish(self, call_id: Optional[str], governed: Any) -> Any:
+        """Awaits the governed call ``governed`` to its end even when the tool is
+        cancelled (an interrupt of another call of the step cancels the step's
+        other calls), and remembers its outcome."""
+
+        async def to_the_end() -> Any:
+            try:
+                result = await governed
+                if self.asked_for(call_id, result) is None:
+                    self.keep(call_id, result)
+                return result
+            finally:
+                self.running.pop(call_id or "", None)
+
+        task = asyncio.ensure_future(to_the_end())
+        if call_id:
+            self.running[call_id] = task
+        return await asyncio.shield(task)
+
+    async def settled(self, call_id: Optional[str]) -> None:
+        """Waits for this call's governed call still running from before the
+        graph paused (its outcome is then remembered)."""
+        task = self.running.get(call_id) if call_id else None
+        if task is not None:
+            await asyncio.wait([task])
+
+
+def _tool(cls: Any, run: Run, spec: Spec, graph: Optional[_Graph]) -> Any:
     tools_mod = require("langchain_core.tools", *_ADAPTER)
 
     def settle(result: Any, args: Dict[str, Any]) -> Any:
@@ -131,61 +207,46 @@ def _tool(cls: Any, h: Any, run: Run, spec: Spec, pause: Any, done: Dict[str, An
         raise tools_mod.ToolException(result.to_model())
 
     def call(**args: Any) -> Any:
-        if pause is None:
+        if graph is None:
             return settle(run.call(spec.name, args, raise_on_refusal=False), args)
         call_id = _CALL_ID.get()
-        result = done.get(call_id) if call_id else None
+        result, approval = graph.recall(run, spec.name, args, call_id)
         if result is None:
-            # A resumed node finds the approval its call asked for the first time.
-            approval = stored_approval(h, run, spec.name, args)
             if approval is None:
                 result = run.call(spec.name, args, raise_on_refusal=False)
-                approval = result.approval if result.decision == "pending" else None
+                approval = graph.asked_for(call_id, result)
             if approval is not None:
-                answer = pause(_request(spec.name, args, approval))  # raises GraphInterrupt until resumed
-                result = run.call(spec.name, args, approval=_answer(h, approval, answer), raise_on_refusal=False)
-            if call_id:
-                done[call_id] = result
+                graph.wait(spec.name, args, approval)
+                result = run.call(spec.name, args, approval=approval, raise_on_refusal=False)
+            graph.keep(call_id, result)
         return settle(result, args)
 
     async def acall(**args: Any) -> Any:
-        if pause is None:
+        if graph is None:
             return settle(await run.acall(spec.name, args, raise_on_refusal=False), args)
         call_id = _CALL_ID.get()
-        result = done.get(call_id) if call_id else None
+        await graph.settled(call_id)
+        result, approval = graph.recall(run, spec.name, args, call_id)
         if result is None:
-            approval = stored_approval(h, run, spec.name, args)
             if approval is None:
-                result = await run.acall(spec.name, args, raise_on_refusal=False)
-                approval = result.approval if result.decision == "pending" else None
+                result = await graph.finish(call_id, run.acall(spec.name, args, raise_on_refusal=False))
+                approval = result.approval["id"] if result.decision == "pending" else None
             if approval is not None:
-                answer = pause(_request(spec.name, args, approval))
-                result = await run.acall(spec.name, args, approval=_answer(h, approval, answer), raise_on_refusal=False)
-            if call_id:
-                done[call_id] = result
+                graph.wait(spec.name, args, approval)
+                result = await graph.finish(call_id, run.acall(spec.name, args, approval=approval, raise_on_refusal=False))
         return settle(result, args)
 
     return cls(name=spec.name, description=spec.description, args_schema=spec.parameters, func=call,
                coroutine=acall, handle_tool_error=True, response_format="content_and_artifact")
 
 
-_KEY = "harnessweaver_approval"  # the approval id, in an interrupt's value and its answer
+_KEY = "harnessweaver_approval"  # the approval id, in an interrupt's value
 
 
 def _request(tool: str, args: Dict[str, Any], approval: Dict[str, Any]) -> Dict[str, Any]:
     """The value of the interrupt of a call waiting for a human."""
     return {_KEY: approval["id"], "tool": tool, "args": args, "approver_role": approval.get("approver_role"),
             "reasons": list(approval.get("reasons") or [])}
-
-
-def _answer(h: Any, approval: Dict[str, Any], answer: Any) -> str:
-    """Applies a resumed interrupt's answer: a denial from :func:`reject_interrupt`
-    is recorded now; a grant was recorded by :func:`approve_interrupt`. Any other
-    answer leaves the approval as it is, and the core decides the call."""
-    if isinstance(answer, dict) and answer.get(_KEY) == approval["id"] and answer.get("approved") is False:
-        if approval.get("state") != "denied":
-            h.deny(approval["id"], str(answer.get("reason") or ""), by=answer.get("by"))
-    return approval["id"]
 
 
 def _interrupt_value(interrupt: Any) -> Dict[str, Any]:
@@ -206,22 +267,23 @@ def _not_ours() -> Exception:
 def approve_interrupt(h: Any, interrupt: Any, *, approver: Any) -> Dict[str, Any]:
     """Grants the harness approval of a LangGraph ``interrupt`` (the ``Interrupt``
     or its value) as ``approver`` (raises ``HarnessweaverError`` with code
-    ``approver_not_allowed`` without the tool's ``approver_role``) and returns the
-    value to resume the graph with (``Command(resume=...)``); the resumed call
-    runs its handler once."""
+    ``approver_not_allowed`` without the tool's ``approver_role``, and the call
+    keeps waiting) and returns a value to resume the graph with
+    (``Command(resume=...)``); the resumed call runs its handler once. The
+    decision is the harness's: the value only says what was decided."""
     value = _interrupt_value(interrupt)
     h.grant(value[_KEY], approver=approver)
     return {_KEY: value[_KEY], "approved": True}
 
 
 def reject_interrupt(h: Any, interrupt: Any, *, by: Any, reason: str = "") -> Dict[str, Any]:
-    """The value to resume a LangGraph ``interrupt`` with to deny its call: the
-    resumed call records the denial (with ``by``, a principal mapping, and
-    ``reason``) and the model reads the core's ``approval_denied`` refusal; the
+    """Denies the harness approval of a LangGraph ``interrupt`` (recorded with
+    ``by`` and ``reason``) and returns a value to resume the graph with; the
+    resumed call is refused ``approval_denied``, which the model reads, and the
     handler never runs."""
     value = _interrupt_value(interrupt)
-    by = by.to_dict() if hasattr(by, "to_dict") else dict(by)  # the answer is kept in the checkpoint: plain data
-    return {_KEY: value[_KEY], "approved": False, "by": by, "reason": reason}
+    h.deny(value[_KEY], reason, by=by)
+    return {_KEY: value[_KEY], "approved": False}
 
 
 def _message(pending: ApprovalPending, result: Any) -> Any:
