@@ -167,4 +167,36 @@ function parseArgs(value) {
 
 const GATE = Symbol('harnessweaver.gate')
 
-module.exports = { frameworkMissing, isMissing, requireFramework, specs, Gate, GATE, parseArgs }
+/** An adapter's public functions, its `tools` bound to `sdk()`. */
+function bind(impl, sdk) {
+  return {
+    tools: (harness, run, options) => impl.tools(sdk, harness, run, options),
+    approve: impl.approve,
+    reject: impl.reject,
+  }
+}
+
+/** The adapter `impl` over the framework's CommonJS build (the `require` entry). */
+function requireEntry(impl, adapter) {
+  return bind(impl, () => requireFramework(impl.PACKAGE, adapter, impl.RANGE))
+}
+
+/**
+ * The adapter `impl` over the framework's ES build (the `import` entry). A
+ * missing framework is thrown by `tools()`, as the `require` entry does, so
+ * importing the adapter never fails for it.
+ */
+async function importEntry(impl, adapter) {
+  let framework
+  try {
+    framework = await import(impl.PACKAGE)
+  } catch (err) {
+    if (!isMissing(err, impl.PACKAGE)) throw err
+    return bind(impl, () => {
+      throw frameworkMissing(impl.PACKAGE, adapter, impl.RANGE)
+    })
+  }
+  return bind(impl, () => framework)
+}
+
+module.exports = { frameworkMissing, isMissing, requireFramework, requireEntry, importEntry, specs, Gate, GATE, parseArgs }

@@ -1,41 +1,12 @@
 // harnessweaver/ai-sdk driven by the real Vercel AI SDK (`generateText`) with its
 // own mock model (MockLanguageModelV3 from ai/test): no network, no key.
 import assert from 'node:assert/strict'
-import { join, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
-import { createRequire } from 'node:module'
+import { alice, finance, hw, intern, require, setup } from './support.mjs'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
-const require = createRequire(join(ROOT, 'bindings-node', 'package.json'))
-const hw = require('harnessweaver')
 const adapter = require('harnessweaver/ai-sdk')
 const { generateText, stepCountIs } = require('ai')
 const { MockLanguageModelV3 } = require('ai/test')
-
-const HARNESS = join(ROOT, 'tests', 'adapters', 'node', 'harness', 'harness.yaml')
-const alice = { id: 'alice', roles: ['support'] }
-const finance = { id: 'fran', roles: ['finance'] }
-
-function setup(principal = alice) {
-  const calls = []
-  const audit = []
-  const h = hw.load(HARNESS, {
-    tools: {
-      lookup_order: (args) => {
-        calls.push(['lookup_order', args])
-        return { id: args.order_id, email: 'ann@example.com' }
-      },
-      refund: (args) => {
-        calls.push(['refund', args])
-        return { refunded: args.amount_usd }
-      },
-    },
-    audit: (event) => audit.push(event),
-  })
-  const run = h.run({ principal })
-  return { h, run, calls, audit }
-}
 
 const USAGE = {
   inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
@@ -100,7 +71,6 @@ test('an allowed call runs the real handler; the model sees the cleaned output',
 })
 
 test('schema and policy refusals reach the model as tool errors with their codes; no handler runs', async () => {
-  const intern = { id: 'ivan', roles: ['intern'] }
   const { h, run, calls, audit } = setup(intern)
   const s = scripted(
     toolCalls(['bad', 'lookup_order', { order_id: 'nope' }], ['deny', 'refund', { order_id: 'A-1001', amount_usd: 5 }]),

@@ -6,14 +6,11 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { join, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { test } from 'node:test'
-import { createRequire } from 'node:module'
+import { NODE_DIR, ROOT, require } from './support.mjs'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
-const NODE_DIR = join(ROOT, 'bindings-node')
-const ts = createRequire(join(NODE_DIR, 'package.json'))('typescript')
+const ts = require('typescript')
 const SHOP = join(ROOT, 'examples', 'shop', 'harness.yaml')
 
 /** The first ```ts block under the heading line `heading`. */

@@ -1,41 +1,12 @@
 // harnessweaver/openai-agents driven by the real OpenAI Agents SDK with its own
 // scripted model (ScriptedModel from @openai/agents/testing): no network, no key.
 import assert from 'node:assert/strict'
-import { join, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
-import { createRequire } from 'node:module'
+import { alice, finance, intern, require, setup } from './support.mjs'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
-const require = createRequire(join(ROOT, 'bindings-node', 'package.json'))
-const hw = require('harnessweaver')
 const adapter = require('harnessweaver/openai-agents')
 const { Agent, Runner, RunState } = require('@openai/agents')
 const { ScriptedModel, functionCall, assistantMessage, modelResponder } = require('@openai/agents/testing')
-
-const HARNESS = join(ROOT, 'tests', 'adapters', 'node', 'harness', 'harness.yaml')
-const alice = { id: 'alice', roles: ['support'] }
-const finance = { id: 'fran', roles: ['finance'] }
-
-function setup(principal = alice) {
-  const calls = []
-  const audit = []
-  const h = hw.load(HARNESS, {
-    tools: {
-      lookup_order: (args) => {
-        calls.push(['lookup_order', args])
-        return { id: args.order_id, email: 'ann@example.com' }
-      },
-      refund: (args) => {
-        calls.push(['refund', args])
-        return { refunded: args.amount_usd }
-      },
-    },
-    audit: (event) => audit.push(event),
-  })
-  const run = h.run({ principal })
-  return { h, run, calls, audit }
-}
 
 // The model's view: the output of each function call it made, by call id.
 function outputsSeen(call) {
@@ -83,13 +54,11 @@ test('an allowed call runs the real handler; the model sees the cleaned output',
   assert.equal(result.finalOutput, 'found it')
   assert.deepEqual(calls, [['lookup_order', { order_id: 'A-1001' }]])
   assert.deepEqual(JSON.parse(seen.c1), { email: '[EMAIL]', id: 'A-1001' })
-  assert.equal(h.run === undefined, false)
   assert.equal(run.labels.private, false)
 })
 
 test('schema and policy refusals reach the model with their codes; no handler runs', async () => {
-  const { h, calls, audit } = setup({ id: 'ivan', roles: ['intern'] })
-  const run = h.run({ principal: { id: 'ivan', roles: ['intern'] } })
+  const { h, run, calls, audit } = setup(intern)
   let seen
   const { agent, runner } = agentWith(adapter.tools(h, run), [
     [

@@ -4,14 +4,11 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { join, dirname, posix } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { join, posix } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { test } from 'node:test'
-import { createRequire } from 'node:module'
+import { NODE_DIR, ROOT, require } from './support.mjs'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
-const NODE_DIR = join(ROOT, 'bindings-node')
-const require = createRequire(join(NODE_DIR, 'package.json'))
 
 test('the adapters type-check (strict) against their .d.ts and the frameworks', () => {
   const tsc = join(NODE_DIR, 'node_modules', 'typescript', 'bin', 'tsc')
