@@ -2,6 +2,8 @@
 //! (`make profile-governor`): `profile_call N` runs N calls of the
 //! decision-path benchmark's tool (steps 1-9, 1 KB output); the per-call
 //! cost is the difference between two counts divided by the difference in N.
+//! `profile_call load PATH` loads the harness at PATH once and prints the
+//! time taken (`make profile-load` profiles a load of generated manifests).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "profiling code")]
 
@@ -18,6 +20,14 @@ fn output_1kb() -> Value {
 }
 
 fn main() {
+    let mut argv = std::env::args().skip(1);
+    if argv.next().as_deref() == Some("load") {
+        let path = argv.next().expect("profile_call load PATH");
+        let started = std::time::Instant::now();
+        let rt = Runtime::load(&path, LoadOptions::default()).unwrap();
+        println!("loaded {} tools in {:.1} ms", rt.harness().tools().len(), started.elapsed().as_secs_f64() * 1e3);
+        return;
+    }
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
     let dir = std::env::temp_dir().join(format!("hw-profile-call-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("tools")).unwrap();

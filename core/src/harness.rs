@@ -309,7 +309,11 @@ impl Harness {
     /// Loads `harness.yaml` and every manifest it names, reporting every problem at once.
     /// A directory stands for the `harness.yaml` inside it.
     pub fn load(path: impl AsRef<Path>) -> Result<Harness, Error> {
-        let given = path.as_ref();
+        // Manifests that share an input schema share its compiled form.
+        crate::validate::with_compile_cache(|| Self::load_uncached(path.as_ref()))
+    }
+
+    fn load_uncached(given: &Path) -> Result<Harness, Error> {
         let joined;
         let path = if given.is_dir() {
             joined = given.join("harness.yaml");

@@ -3,7 +3,7 @@
 //! the same pieces with their hosts' functions.
 
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::error::{Error, Problem};
@@ -63,8 +63,10 @@ pub struct Runtime {
 /// needs one, and (S2) every handler needs a manifest. Returns the problems.
 pub fn check_handlers<'a>(tools: impl Iterator<Item = &'a Tool> + Clone, handler_names: &[&str], require_manifest: bool) -> Vec<Problem> {
     let mut problems = Vec::new();
+    // Sets, not scans: a harness may have thousands of tools and handlers.
+    let handlers: HashSet<&str> = handler_names.iter().copied().collect();
     for tool in tools.clone() {
-        if tool.manifest().transport == Transport::Native && !handler_names.contains(&tool.name()) {
+        if tool.manifest().transport == Transport::Native && !handlers.contains(tool.name()) {
             problems.push(Problem {
                 file: tool.file().map(str::to_string),
                 path: "spec.handler".into(),
@@ -73,8 +75,9 @@ pub fn check_handlers<'a>(tools: impl Iterator<Item = &'a Tool> + Clone, handler
         }
     }
     if require_manifest {
+        let declared: HashSet<&str> = tools.map(Tool::name).collect();
         for name in handler_names {
-            if !tools.clone().any(|t| t.name() == *name) {
+            if !declared.contains(name) {
                 problems.push(Problem::new(
                     "no_manifest",
                     format!("a handler is registered for `{name}` but no manifest declares it (tools.require_manifest)"),
@@ -95,6 +98,11 @@ impl Runtime {
     /// Loads `harness.yaml`, its manifests and the tools given in code, and
     /// compiles the governor.
     pub fn load(path: impl AsRef<Path>, options: LoadOptions) -> Result<Runtime, Error> {
+        // Each distinct input schema is compiled once for the whole load.
+        crate::validate::with_compile_cache(|| Self::load_uncached(path.as_ref(), options))
+    }
+
+    fn load_uncached(path: &Path, options: LoadOptions) -> Result<Runtime, Error> {
         let harness = Harness::load(path)?;
         let names: Vec<&str> = options.handlers.keys().map(String::as_str).chain(options.host_handlers.iter().map(String::as_str)).collect();
         let all = harness.tools().iter().chain(options.governor.extra_tools.iter());
@@ -103,9 +111,10 @@ impl Runtime {
             return Err(Error::Load(problems));
         }
         let extra = options.governor.extra_tools.clone();
+        let declared: HashSet<&str> = harness.tools().iter().chain(extra.iter()).map(Tool::name).collect();
         let unmanifested: Vec<String> = names
             .iter()
-            .filter(|n| !harness.tools().iter().chain(extra.iter()).any(|t| t.name() == **n))
+            .filter(|n| !declared.contains(**n))
             .map(|n| (*n).to_string())
             .collect();
         let mut governor = Governor::from_harness(&harness, options.governor)?;

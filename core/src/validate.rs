@@ -3,7 +3,9 @@
 //! offending value is never echoed (it may be a secret).
 
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use crate::manifest::Constraint;
 
@@ -27,20 +29,66 @@ impl Violation {
     }
 }
 
-/// A compiled input schema.
-#[derive(Debug)]
+/// A compiled input schema (shared by the tools of one load whose schemas are equal).
+#[derive(Debug, Clone)]
 pub struct SchemaValidator {
-    inner: jsonschema::Validator,
+    inner: Arc<jsonschema::Validator>,
+}
+
+thread_local! {
+    /// Schemas compiled during the current [`with_compile_cache`] scope, by
+    /// their JSON text: a load checks each manifest's schema and then builds
+    /// the governor from it, and many tools share one schema.
+    static COMPILED: RefCell<Option<HashMap<String, Arc<jsonschema::Validator>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with a cache of compiled schemas (nested calls share the
+/// outermost scope's). The cache lives only for the scope, so it holds no
+/// memory after a load.
+pub fn with_compile_cache<T>(f: impl FnOnce() -> T) -> T {
+    struct Scope(bool);
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            if self.0 {
+                COMPILED.with(|c| c.borrow_mut().take());
+            }
+        }
+    }
+    let opened = COMPILED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.is_some() {
+            return false;
+        }
+        *c = Some(HashMap::new());
+        true
+    });
+    let _scope = Scope(opened);
+    f()
 }
 
 impl SchemaValidator {
     /// Compiles `schema`; `pattern`s use the linear-time `regex` engine.
+    /// Within [`with_compile_cache`], an equal schema compiled before is reused.
     pub fn compile(schema: &Value) -> Result<Self, String> {
-        jsonschema::options()
+        let key = COMPILED.with(|c| c.borrow().is_some()).then(|| serde_json::to_string(schema).ok()).flatten();
+        if let Some(key) = &key {
+            if let Some(inner) = COMPILED.with(|c| c.borrow().as_ref().and_then(|m| m.get(key).cloned())) {
+                return Ok(Self { inner });
+            }
+        }
+        let inner = jsonschema::options()
             .with_pattern_options(jsonschema::PatternOptions::regex().size_limit(PATTERN_SIZE_LIMIT))
             .build(schema)
-            .map(|inner| Self { inner })
-            .map_err(|e| format!("input_schema is not a valid JSON Schema: `{}` at `{}`", e.kind().keyword(), e.schema_path().as_str()))
+            .map(Arc::new)
+            .map_err(|e| format!("input_schema is not a valid JSON Schema: `{}` at `{}`", e.kind().keyword(), e.schema_path().as_str()))?;
+        if let Some(key) = key {
+            COMPILED.with(|c| {
+                if let Some(m) = c.borrow_mut().as_mut() {
+                    m.insert(key, inner.clone());
+                }
+            });
+        }
+        Ok(Self { inner })
     }
 
     /// The first violation, if any (a quick `is_valid` first: the common case).
@@ -163,6 +211,26 @@ fn same_value(a: &Value, b: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn equal_schemas_compile_once_within_a_cache_scope_only() {
+        let schema = json!({"type": "object", "properties": {"id": {"type": "string", "pattern": "^A-[0-9]+$"}}});
+        let other = json!({"type": "object", "properties": {"id": {"type": "string"}}});
+        let (a, b, c) = with_compile_cache(|| {
+            let a = SchemaValidator::compile(&schema).unwrap();
+            // Nested scopes share the outer cache.
+            let b = with_compile_cache(|| SchemaValidator::compile(&schema).unwrap());
+            (a, b, SchemaValidator::compile(&other).unwrap())
+        });
+        assert!(Arc::ptr_eq(&a.inner, &b.inner));
+        assert!(!Arc::ptr_eq(&a.inner, &c.inner));
+        assert!(a.check(&json!({"id": "A-1"})).is_none() && c.check(&json!({"id": "B"})).is_none());
+        assert_eq!(a.check(&json!({"id": "B"})).map(|v| v.keyword), Some("pattern".to_string()));
+        // Outside a scope nothing is kept.
+        let d = SchemaValidator::compile(&schema).unwrap();
+        assert!(!Arc::ptr_eq(&a.inner, &d.inner));
+        assert!(COMPILED.with(|c| c.borrow().is_none()));
+    }
 
     #[test]
     fn schema_violation_names_pointer_and_keyword_not_value() {

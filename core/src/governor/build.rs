@@ -52,9 +52,9 @@ fn rate(r: Option<manifest::Rate>) -> Option<Rate> {
     r.map(|r| Rate { count: r.count, period_ms: r.period_ms() })
 }
 
-/// What cel-lite sees as `tool`: the manifest's decision fields.
-pub fn tool_value(tool: &Tool) -> Value {
-    let d = tool.describe();
+/// What cel-lite sees as `tool`: the manifest's decision fields, picked
+/// from the tool's description ([`Tool::describe`]).
+fn tool_value(d: &Value) -> Value {
     let pick = |k: &str| d.get(k).cloned().unwrap_or(Value::Null);
     json!({
         "name": pick("name"),
@@ -70,7 +70,7 @@ pub fn tool_value(tool: &Tool) -> Value {
     })
 }
 
-fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
+fn runtime(tool: &Tool, described: &Value, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
     let m = tool.manifest();
     let validator = match SchemaValidator::compile(&m.input_schema) {
         Ok(v) => v,
@@ -118,7 +118,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
             untrusted: m.output.label == TrustLabel::Untrusted,
         },
         transport,
-        tool_value: tool_value(tool),
+        tool_value: tool_value(described),
     })
 }
 
@@ -192,11 +192,17 @@ fn state_namespace(harness: &Harness) -> String {
 impl Governor {
     /// Compiles `harness` (and any tools registered in code) into a governor.
     pub fn from_harness(harness: &Harness, options: GovernorOptions) -> Result<Governor, Error> {
+        crate::validate::with_compile_cache(|| Self::build(harness, options))
+    }
+
+    fn build(harness: &Harness, options: GovernorOptions) -> Result<Governor, Error> {
         let spec = harness.spec();
         let mut problems = Vec::new();
         let mut tools = Vec::new();
         let mut names: HashMap<String, ()> = HashMap::new();
-        for tool in harness.tools().iter().chain(options.extra_tools.iter()) {
+        // Each tool described once: for cel-lite's `tool` and the policy version.
+        let described: Vec<Value> = harness.tools().iter().chain(options.extra_tools.iter()).map(Tool::describe).collect();
+        for (tool, d) in harness.tools().iter().chain(options.extra_tools.iter()).zip(&described) {
             if names.insert(tool.name().to_string(), ()).is_some() {
                 let mut p = Problem::new("duplicate_tool", format!("tool `{}` is defined twice (a manifest file and code)", tool.name()));
                 p.file = tool.file().map(str::to_string);
@@ -204,7 +210,7 @@ impl Governor {
                 problems.push(p);
                 continue;
             }
-            if let Some(rt) = runtime(tool, &mut problems) {
+            if let Some(rt) = runtime(tool, d, &mut problems) {
                 tools.push(rt);
             }
         }
@@ -278,7 +284,7 @@ impl Governor {
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let ids = if options.sequential_ids { IdSource::sequential() } else { IdSource::random() };
         let mut governor = Governor::new(tools, rules, settings, store, clock, ids, audit);
-        governor.set_policy_version(policy_version(harness, &options.extra_tools));
+        governor.set_policy_version(policy_version(harness, described));
         governor.set_transports(transports);
         Ok(governor)
     }
@@ -286,9 +292,13 @@ impl Governor {
 
 /// A digest of everything that decides: the harness settings and every
 /// tool's full description. Approvals are bound to it.
-pub fn policy_version(harness: &Harness, extra: &[Tool]) -> String {
-    let tools: Vec<Value> = harness.tools().iter().chain(extra.iter()).map(Tool::describe).collect();
-    let whole = json!({"harness": harness.describe(), "tools": tools});
+/// `tools` are the descriptions of the harness's tools and the tools registered in code, in order.
+fn policy_version(harness: &Harness, tools: Vec<Value>) -> String {
+    // Built in place: `json!` would serialise the tools into a second copy.
+    let mut whole = serde_json::Map::new();
+    whole.insert("harness".into(), harness.describe());
+    whole.insert("tools".into(), Value::Array(tools));
+    let whole = Value::Object(whole);
     let text = crate::canonical::to_string(&whole).unwrap_or_default();
     crate::digest::sha256_tagged(text.as_bytes())
 }
