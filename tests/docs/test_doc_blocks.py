@@ -26,6 +26,7 @@ MUST_RUN = {
     "docs/governor.md",
     "docs/policy.md",
     "docs/cel-lite.md",
+    "docs/cli.md",
     "docs/sanitizers.md",
     "docs/state.md",
     "README.md",

@@ -215,7 +215,8 @@ fn show(args: &[&str], io: &mut Io<'_>) -> i32 {
             }
             (_, v) => v.to_string(),
         };
-        let _ = writeln!(io.out, "{label} {text}");
+        let sep = if text.starts_with('\n') { "" } else { " " };
+        let _ = writeln!(io.out, "{}{sep}{text}", if sep.is_empty() { label.trim_end().to_string() } else { label });
     }
     0
 }
