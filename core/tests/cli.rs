@@ -340,6 +340,15 @@ fn audit_tail_reads_jsonl_and_sqlite() {
         assert_eq!(events.len(), 3);
         assert_eq!((events[2]["principal"].as_str(), events[2]["code"].as_str()), (Some("p11"), Some("invalid_args")));
     }
+    // A line that is not an event is reported with its file and line, and skipped.
+    let (dir, g) = audited("events.jsonl");
+    call(&g, "p0", json!({"n": 1}));
+    fs::OpenOptions::new().append(true).open(dir.join("events.jsonl")).unwrap().write_all(b"{not json\n").unwrap();
+    call(&g, "p1", json!({"n": 1}));
+    let (code, out, err) = run(&["audit", "tail", dir.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(err.contains("events.jsonl:2: not an audit event"), "{err}");
     let (dir, _) = audited("none");
     let (code, _, err) = run(&["audit", "tail", dir.to_str().unwrap()]);
     assert_eq!(code, 1);
@@ -353,22 +362,27 @@ fn audit_tail_reads_jsonl_and_sqlite() {
 
 #[test]
 fn audit_tail_follow_prints_new_events() {
-    let (dir, g) = audited("audit.jsonl");
-    call(&g, "before", json!({"n": 1}));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harnessweaver"))
-        .args(["audit", "tail", "--follow", "--json", "-n", "1"])
-        .current_dir(&dir)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-    assert_eq!(first["principal"], "before");
-    call(&g, "after", json!({"n": 2}));
-    let next: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-    assert_eq!(next["principal"], "after");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    for sink in ["audit.jsonl", "sqlite:audit.db"] {
+        let (dir, g) = audited(sink);
+        call(&g, "before", json!({"n": 1}));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_harnessweaver"))
+            .args(["audit", "tail", "--follow", "--json", "-n", "1"])
+            .current_dir(&dir)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        assert_eq!(first["principal"], "before", "{sink}");
+        call(&g, "after", json!({"n": 2}));
+        call(&g, "later", json!({"n": "bad"}));
+        for (who, decision) in [("after", "allowed"), ("later", "refused")] {
+            let next: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            assert_eq!((next["principal"].as_str(), next["decision"].as_str()), (Some(who), Some(decision)), "{sink}");
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }
 
 #[test]
