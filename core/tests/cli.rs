@@ -371,6 +371,14 @@ fn audit_tail_follow_prints_new_events() {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
+        // A watchdog, so a broken --follow fails the test instead of hanging it.
+        let pid = child.id();
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(std::time::Duration::from_secs(120)) {
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+            }
+        });
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
         assert_eq!(first["principal"], "before", "{sink}");
@@ -380,6 +388,8 @@ fn audit_tail_follow_prints_new_events() {
             let next: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
             assert_eq!((next["principal"].as_str(), next["decision"].as_str()), (Some(who), Some(decision)), "{sink}");
         }
+        drop(done);
+        watchdog.join().unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
     }
