@@ -182,6 +182,10 @@ def main() -> int:
                 f"({git('log', '-1', '--format=%s')[:100]}).")
     head.append("")
     head += machine()
+    loads = [r["load"] for r in table if isinstance(r.get("load"), (int, float))]
+    if loads:
+        head.append(f"- Load average (1 min) while the rows were measured: {min(loads):.1f} to {max(loads):.1f} "
+                    f"(median {sorted(loads)[len(loads) // 2]:.1f}) on {os.cpu_count()} CPUs")
     head.append("")
     head.append("Every row measures ours and its peer in the same run, on the same inputs; times are medians over "
                 "repeated samples (criterion's median for Rust rows). **ratio** is how many times better ours is "

@@ -9,6 +9,10 @@
 # for the Node scripts (peers in bench/node, package-lock.json). Nothing here
 # runs in `make test` except bench-smoke (about 10 s), which asserts nothing about speed.
 #
+# Every `cargo bench` of the core (digest_validate, cel_lite, governor,
+# transports) runs with `--features bench-peer`: one feature set, so the core
+# is built once for all of them instead of once per set.
+#
 # BENCH_QUICK=1 make bench: fewer repeats and shorter samples.
 BENCH_TARGETS += bench-digest bench-validate bench-policy bench-load bench-concurrency
 TEST_TARGETS += bench-smoke
@@ -60,13 +64,13 @@ bench-inputs: bench-wheel ## write the shared digest and validation inputs (targ
 	$(BENCH_PY) bench/inputs.py
 
 bench-digest: bench-inputs bench-addon ## definition_digest (small, large) in Rust, Python and Node beside sorted-key JSON + sha256
-	HW_BENCH_INPUTS=$(ROOT)/target/bench-inputs cargo bench -p harnessweaver-core --bench digest_validate -- digest $(CRITERION_ARGS)
+	HW_BENCH_INPUTS=$(ROOT)/target/bench-inputs cargo bench -p harnessweaver-core --bench digest_validate --features bench-peer -- digest $(CRITERION_ARGS)
 	$(BENCH_ROWS) digest
 	$(BENCH_PY) bench/python/bench_digest.py
 	$(BENCH_NODE) bench/node/bench_digest.mjs
 
 bench-validate: bench-inputs bench-addon ## input validation beside jsonschema, fastjsonschema (Python) and ajv (Node)
-	HW_BENCH_INPUTS=$(ROOT)/target/bench-inputs cargo bench -p harnessweaver-core --bench digest_validate -- validate $(CRITERION_ARGS)
+	HW_BENCH_INPUTS=$(ROOT)/target/bench-inputs cargo bench -p harnessweaver-core --bench digest_validate --features bench-peer -- validate $(CRITERION_ARGS)
 	$(BENCH_ROWS) validate
 	$(BENCH_PY) bench/python/bench_validate.py
 	$(BENCH_NODE) bench/node/bench_validate.mjs

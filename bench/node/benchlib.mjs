@@ -7,6 +7,7 @@
 // for one tiny sample (asserts nothing about speed).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { loadavg } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -100,7 +101,7 @@ export class Results {
   }
 
   row(area, kase, ours, peer = null, { better = 'lower', goal = null, note = '', repeats = REPEATS, headline = false } = {}) {
-    const r = { area, case: kase, ours, peer, better, goal, note, repeats, headline, suite: this.suite, run: RUN }
+    const r = { area, case: kase, ours, peer, better, goal, note, repeats, headline, suite: this.suite, run: RUN, load: loadavg()[0] }
     this.rows.push(r)
     let line = `  [${area}] ${kase}: ${ours.name} ${ours.value.toPrecision(4)} ${ours.unit}`
     if (peer) {

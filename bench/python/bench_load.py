@@ -59,6 +59,25 @@ print(json.dumps({"ns": took, "rss_before_kb": before, "rss_after_kb": after, "t
 """
 
 
+# Where load() spends its time (private names: skipped if they change).
+BREAKDOWN = r"""
+import json, sys, time
+from harnessweaver import _native
+path = sys.argv[1]
+t0 = time.perf_counter_ns()
+h = _native.load(path)
+t1 = time.perf_counter_ns()
+rt = _native.Runtime(path, [], [], None, None)
+t2 = time.perf_counter_ns()
+print(json.dumps({"parse_ns": t1 - t0, "runtime_ns": t2 - t1}))
+"""
+
+
+def breakdown(path: Path) -> Dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", BREAKDOWN, str(path)], capture_output=True, text=True)
+    return json.loads(out.stdout) if out.returncode == 0 else {}
+
+
 def write_harness(root: Path, n: int) -> Path:
     (root / "tools").mkdir(parents=True)
     for i in range(n):
@@ -90,7 +109,7 @@ def measure(what: str, path: Path, n: int) -> Dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="10,100" if SMOKE else "10,1000,10000")
-    ap.add_argument("--repeats", type=int, default=REPEATS if SMOKE else (3 if QUICK else 5))
+    ap.add_argument("--repeats", type=int, default=REPEATS if SMOKE else (2 if QUICK else 3))
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     res = Results("load-python")
@@ -122,6 +141,15 @@ def main() -> int:
                              f"manifests ({hi / lo:g}x) time grows {by[hi]['ns'] / by[lo]['ns']:.1f}x and added memory "
                              f"{by[hi]['added_mb'] / max(by[lo]['added_mb'], 0.01):.1f}x: about {per / 1e3:.0f} µs and "
                              f"{mem:.1f} KB per manifest.")
+        big = max(sizes)
+        parts = [breakdown(base / str(big) / "harness.yaml") for _ in range(args.repeats)]
+        if all(parts):
+            parse = statistics.median(p["parse_ns"] for p in parts)
+            runtime = statistics.median(p["runtime_ns"] for p in parts)
+            res.fact("load", f"Where `load()` of {big:,} manifests spends its time: the harness is read twice, once for the "
+                             f"tool descriptions (`_native.load`, what `inspect()` does: {parse / 1e6:.0f} ms) and again by "
+                             f"the runtime (`_native.Runtime`: parse, validate, compile schemas and conditions: "
+                             f"{runtime / 1e6:.0f} ms); the rest is Python (tool descriptions, handler lookup).")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     res.write()

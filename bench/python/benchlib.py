@@ -80,7 +80,7 @@ class Results:
             better: str = "lower", goal: Optional[Dict[str, Any]] = None, note: str = "",
             repeats: int = REPEATS, headline: bool = False) -> None:
         self.rows.append({"area": area, "case": case, "ours": ours, "peer": peer, "better": better, "goal": goal,
-                          "note": note, "repeats": repeats, "headline": headline, "suite": self.suite, "run": RUN})
+                          "note": note, "repeats": repeats, "headline": headline, "suite": self.suite, "run": RUN, "load": os.getloadavg()[0]})
         self._print(self.rows[-1])
 
     def fact(self, area: str, text: str) -> None:
