@@ -8,11 +8,13 @@
 //! problems found or call refused, 2 usage error, 3 not available here. The
 //! commands, their `--json` shapes and exit codes are in `docs/cli.md`.
 
+mod approvals;
 mod args;
 mod audit;
 
 mod doctor;
 mod explain;
+mod gateway;
 mod tools;
 mod ui;
 
@@ -84,8 +86,8 @@ fn dispatch(args: &[String], io: &mut Io<'_>) -> i32 {
         ["tools", rest @ ..] => tools::run(rest, io),
         ["explain", rest @ ..] => explain::run(rest, io),
         ["audit", rest @ ..] => audit::run(rest, io),
-        ["gateway", rest @ ..] => crate::gateway::cli::gateway(rest, io.out, io.err),
-        ["approvals", rest @ ..] => crate::gateway::cli::approvals(rest, io.out, io.err),
+        ["gateway", rest @ ..] => gateway::run(rest, io),
+        ["approvals", rest @ ..] => approvals::run(rest, io),
 
         ["add", ..] => {
             let _ = writeln!(

@@ -16,7 +16,6 @@
 //! See docs/gateway.md.
 
 pub mod auth;
-pub mod cli;
 pub mod config;
 pub mod server;
 
@@ -153,7 +152,7 @@ impl Gateway {
             Begin::Invoke(ticket) => match (&ticket.transport, &self.native) {
                 (Transport::Native { .. }, Some(native)) => native(ticket),
                 (Transport::Native { .. }, None) => {
-                    let reason = format!("`{}` is a native tool: serve it from its host (hw.serve_mcp / serveMcp)", ticket.tool);
+                    let reason = format!("`{}` is a native tool: serve it from its host (hw.serve_mcp)", ticket.tool);
                     runtime.finish(ticket, InvokeOutcome::TransportRefused { reason })
                 }
                 _ => {
