@@ -284,6 +284,37 @@ function governed(Harness, errors, rethrow, InvalidArgumentError) {
       }
     },
   })
+
+  // One gateway call, run as `call` runs it (begin, the handler, finish) on
+  // this thread; the finished `R…` text goes back to the gateway.
+  async function served(h, gw, call) {
+    let text
+    try {
+      text = runtime(h).begin(String(call.tool), call.args ?? {}, call.principal, call.tenant ?? null, null,
+        call.runId ?? null, call.approvalId ?? null)
+      if (text.charCodeAt(0) === 84 /* T */) text = await invoke(h, text)
+    } catch (err) {
+      text = 'E' + errorKind(err)
+    }
+    gw.reply(call.id, text)
+  }
+
+  /**
+   * Serves `h`'s tools over MCP until the stdio client disconnects (HTTP:
+   * until the process ends); see `serveMcp` in index.js.
+   */
+  async function serveMcp(h, options) {
+    const o = options || {}
+    const gw = native.serveMcp(runtime(h), o.http ?? null, o.principal ?? null, o.tenant ?? null)
+    for (;;) {
+      const text = await gw.next()
+      if (text === null) return
+      // Not awaited: calls run concurrently, as the gateway takes them.
+      served(h, gw, JSON.parse(text))
+    }
+  }
+
+  return { serveMcp }
 }
 
 /**

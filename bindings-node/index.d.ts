@@ -375,6 +375,25 @@ export declare function sanitize(
 /** Runs the `harnessweaver` command line with `args`; returns its exit code (0 clean, 1 problems, 2 usage). */
 export declare function cliRun(args: string[]): number
 
+/** Options of {@link serveMcp}. */
+export interface ServeMcpOptions {
+  /** Serve streamable HTTP on this address (`127.0.0.1:PORT`; port 0 picks one, printed on stderr) instead of stdio. */
+  http?: string
+  /** The stdio caller (an object `{ id, roles, scopes, attrs }` or an id); default `spec.gateway.stdio`. */
+  principal?: Principal | string
+  /** The stdio caller's tenant; default `spec.gateway.stdio.tenant`. */
+  tenant?: string
+}
+
+/**
+ * Serves the harness's tools over MCP, every call governed: stdio by default,
+ * or streamable HTTP at `/mcp` with callers checked against
+ * `spec.gateway.http` (no token, 401). Native tools run through this
+ * process's functions as `call` runs them. Resolves when the stdio client
+ * disconnects; over HTTP it serves until the process ends.
+ */
+export declare function serveMcp(h: Harness, options?: ServeMcpOptions): Promise<void>
+
 /**
  * cel-lite: the expression language of `approval.when` and policy rules, usable
  * outside a harness (to check an expression, or in tests).

@@ -95,7 +95,7 @@ const {
   OutputRejected,
 } = errors
 const { CallResult } = governor
-governor.governed(Harness, errors, rethrow, InvalidArgumentError)
+const gateway = governor.governed(Harness, errors, rethrow, InvalidArgumentError)
 
 /**
  * Loads `harness.yaml` and every manifest it names, ready for calls. Every
@@ -198,6 +198,19 @@ function sanitize(value, sanitizers) {
   }
 }
 
+/**
+ * Serves the harness's tools over MCP, every call governed: over stdio
+ * (`principal` and `tenant`, else `spec.gateway.stdio` of harness.yaml) or,
+ * with `http: '127.0.0.1:PORT'`, streamable HTTP at `/mcp` with callers checked
+ * against `spec.gateway.http` (no token, 401). Native tools run through this
+ * process's functions as `call` runs them. Resolves when the stdio client
+ * disconnects; over HTTP it serves until the process ends. Nothing else may
+ * write to stdout while serving stdio. See docs/gateway.md.
+ */
+function serveMcp(h, options) {
+  return gateway.serveMcp(h, options)
+}
+
 /** Runs the `harnessweaver` command line; returns its exit code. */
 function cliRun(args) {
   return native.cliRun(args.map(String))
@@ -225,6 +238,7 @@ module.exports = {
   canonicalJson,
   sanitize,
   cliRun,
+  serveMcp,
   celLite,
   Harness,
   ToolDescription,

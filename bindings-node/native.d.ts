@@ -21,6 +21,17 @@ export declare class CelProgram {
   approvalRequired(vars?: Record<string, unknown> | null): { required: boolean, reason: string | null }
 }
 
+/** A running gateway (native side); `serveMcp` in `governor.js` drives it. */
+export declare class NativeGateway {
+  /**
+   * The next call to run, as JSON text (`{id, tool, args, principal,
+   * tenant, runId, approvalId}`), or null once the gateway has stopped.
+   */
+  next(): Promise<string | null>
+  /** Hands back call `id`'s finished result (the `R…` text of `begin`/`finish*`). */
+  reply(id: number, text: string): void
+}
+
 /** A loaded harness (native side); `index.js` wraps it. */
 export declare class NativeHarness {
   /** Every tool's description (`Tool::describe()`), in load order. */
@@ -100,3 +111,11 @@ export declare function loadRuntime(path: string, handlers: string[], codeTools:
  * returns `{ value, counts }` (replacements per kind, never what was replaced).
  */
 export declare function sanitize(value: unknown, sanitizers: string[]): { value: unknown; counts: Record<string, number> }
+
+/**
+ * Starts serving `runtime`'s harness over MCP on a thread of its own: stdio
+ * (as `principal`/`tenant`, else `spec.gateway.stdio`) or, with
+ * `http: "127.0.0.1:PORT"`, streamable HTTP checked against
+ * `spec.gateway.http`. `governor.js` then takes calls with `next()`.
+ */
+export declare function serveMcp(runtime: NativeRuntime, http?: string | null, principal?: unknown, tenant?: string | null): NativeGateway

@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CelProgram = nativeBinding.CelProgram
+module.exports.NativeGateway = nativeBinding.NativeGateway
 module.exports.NativeHarness = nativeBinding.NativeHarness
 module.exports.NativeRuntime = nativeBinding.NativeRuntime
 module.exports.canonicalJson = nativeBinding.canonicalJson
@@ -846,3 +847,4 @@ module.exports.describeManifest = nativeBinding.describeManifest
 module.exports.loadHarness = nativeBinding.loadHarness
 module.exports.loadRuntime = nativeBinding.loadRuntime
 module.exports.sanitize = nativeBinding.sanitize
+module.exports.serveMcp = nativeBinding.serveMcp

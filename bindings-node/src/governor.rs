@@ -125,7 +125,7 @@ fn ended(result: &CallResult) -> String {
 /// A loaded harness with its governor (native side); `governor.js` wraps it.
 #[napi]
 pub struct NativeRuntime {
-    inner: Arc<Runtime>,
+    pub(crate) inner: Arc<Runtime>,
     clock: Option<ManualClock>,
     audit: sys::napi_ref,
     approval: sys::napi_ref,
@@ -150,7 +150,7 @@ fn reference(env: &Env, f: Option<Unknown<'_>>, what: &str) -> Result<sys::napi_
     Ok(r)
 }
 
-fn principal(env: &Env, value: &Unknown<'_>) -> Result<Principal> {
+pub(crate) fn principal(env: &Env, value: &Unknown<'_>) -> Result<Principal> {
     let v = unsafe { to_value(env.raw(), value.value().value, 0) }
         .map_err(|_| throw(env, &invalid("invalid_principal", "a principal is an object with `id`, `roles`, `scopes` and `attrs`")))?;
     Principal::from_value(&v).map_err(|e| throw(env, &e))

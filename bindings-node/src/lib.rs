@@ -26,6 +26,7 @@ use napi::sys;
 use napi_derive::napi;
 use serde_json::{Map, Value};
 
+mod gateway;
 mod governor;
 
 /// A value error raised while converting a JavaScript value.

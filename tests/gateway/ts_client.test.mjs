@@ -172,3 +172,51 @@ test("http: no token or a wrong one gets 401; keys map to principal, scopes and 
     });
   });
 });
+
+// -- serveMcp: native tools served by the Node host ------------------------
+
+const TS_HOST = join(HERE, "ts_host.mjs");
+
+test("serveMcp over stdio runs the JavaScript handler through the governor", async () => {
+  const info = makeHarness();
+  const transport = new StdioClientTransport({ command: process.execPath, args: [TS_HOST, info.dir], env: envFor(info), stderr: "ignore" });
+  const client = new Client({ name: "hw-ts-test", version: "1.0.0" });
+  await client.connect(transport);
+  try {
+    assert.deepEqual(names(await client.listTools()), ["add", "calc", "greet", "shout"]);
+    const hello = await client.callTool({ name: "greet", arguments: { name: "Ada" } });
+    assert.equal(hello.isError, false);
+    assert.equal(hello.content[0].text, "Hello, Ada!");
+    assert.equal(refused(await client.callTool({ name: "greet", arguments: { name: "" } })).code, "invalid_args");
+    const boom = refused(await client.callTool({ name: "greet", arguments: { name: "boom" } }));
+    assert.deepEqual([boom.code, boom.step], ["handler_error", "invoke"]);
+    assert.equal((await client.callTool({ name: "add", arguments: { a: 2, b: 2 } })).content[0].text, "4");
+  } finally {
+    await client.close();
+  }
+});
+
+test("serveMcp over HTTP checks the bearer token", async () => {
+  const info = makeHarness();
+  const proc = spawn(process.execPath, [TS_HOST, info.dir, "--http", "127.0.0.1:0"], { env: envFor(info), stdio: ["ignore", "ignore", "pipe"] });
+  const url = await new Promise((resolve, reject) => {
+    const seen = [];
+    createInterface({ input: proc.stderr }).on("line", (line) => {
+      seen.push(line);
+      const m = /serving MCP at (http:\/\/\S+\/mcp)/.exec(line);
+      if (m) resolve(m[1]);
+    });
+    proc.on("exit", (code) => reject(new Error(`host exited ${code}:\n${seen.join("\n")}`)));
+  });
+  try {
+    await assert.rejects(withHttpClient(url, null, (c) => c.listTools()));
+    await withHttpClient(url, info.bob_token, async (c) => {
+      assert.deepEqual(names(await c.listTools()), ["add", "greet"]);
+      assert.equal((await c.callTool({ name: "greet", arguments: { name: "Grace" } })).content[0].text, "Hello, Grace!");
+    });
+  } finally {
+    const exited = new Promise((resolve) => proc.on("exit", resolve));
+    proc.kill("SIGTERM");
+    await exited;
+  }
+});

@@ -28,7 +28,7 @@ Bearer <token>`, checked against spec.gateway.http.keys or .jwt; otherwise 401.
 --http 127.0.0.1:0 picks a free port; the address is printed on stderr.
 
 http, code and mcp tools run from the command line; native tools need their
-host (hw.serve_mcp in Python) and are hidden here. Diagnostics go to stderr.
+host (hw.serve_mcp in Python, serveMcp in TypeScript) and are hidden here. Diagnostics go to stderr.
 Exit 0 when the stdio client disconnects, 1 when the harness does not load or
 the server fails, 2 on a usage error. See docs/gateway.md.",
     opts: &[
@@ -113,7 +113,7 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
     if !natives.is_empty() {
         let _ = writeln!(
             io.err,
-            "harnessweaver gateway: not serving native tool{} {} (their handlers live in a host: serve them with hw.serve_mcp in Python)",
+            "harnessweaver gateway: not serving native tool{} {} (their handlers live in a host: serve them with hw.serve_mcp in Python or serveMcp in TypeScript)",
             if natives.len() == 1 { "" } else { "s" },
             natives.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
         );

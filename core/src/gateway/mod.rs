@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use crate::canonical;
 use crate::digest::sha256_tagged;
-use crate::governor::{Begin, CallContext, CallResult, Decision, InvokeOutcome, Principal, Ticket, Transport};
+use crate::governor::{Begin, CallContext, CallResult, InvokeOutcome, Principal, Ticket, Transport};
 use crate::runtime::{tool_specs, Runtime, SpecFormat};
 use crate::store::ApprovalState;
 
@@ -44,6 +44,12 @@ pub struct Identity {
 /// given the ticket, returns the finished result. Called from a worker
 /// thread, never from the gateway's event loop.
 pub type NativeInvoker = Arc<dyn Fn(Ticket) -> CallResult + Send + Sync>;
+
+/// A host that runs whole calls itself, on its own thread (begin, its
+/// handler, finish: Node, whose callbacks live on the JavaScript thread):
+/// given the call's context, tool and arguments, returns the result as
+/// [`GatewayResult`] without `waiting_on`. Called from a worker thread.
+pub type CallExecutor = Arc<dyn Fn(&CallContext, &str, Value) -> GatewayResult + Send + Sync>;
 
 /// Where the gateway's [`Runtime`] lives: the CLI owns one; a binding lends
 /// the one inside its host object.
@@ -65,6 +71,7 @@ pub const APPROVAL_META_KEY: &str = "harnessweaver/approval_id";
 pub struct Gateway {
     runtime: Arc<dyn HostRuntime>,
     native: Option<NativeInvoker>,
+    executor: Option<CallExecutor>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -77,7 +84,13 @@ impl Gateway {
     /// A gateway over `runtime`. `native` runs native tools; without it
     /// (the bare CLI) native tools are hidden and their calls refused.
     pub fn new(runtime: Arc<dyn HostRuntime>, native: Option<NativeInvoker>) -> Self {
-        Self { runtime, native }
+        Self { runtime, native, executor: None }
+    }
+
+    /// A gateway whose calls the host runs whole ([`CallExecutor`]); the
+    /// gateway still lists tools, identifies callers and finds approvals.
+    pub fn with_executor(runtime: Arc<dyn HostRuntime>, executor: CallExecutor) -> Self {
+        Self { runtime, native: None, executor: Some(executor) }
     }
 
     /// The runtime.
@@ -95,7 +108,7 @@ impl Gateway {
         if rt.pin_mismatch || governor.transports().live_pin_mismatch(name).is_some() {
             return false;
         }
-        if matches!(rt.transport, Transport::Native { .. }) && self.native.is_none() {
+        if matches!(rt.transport, Transport::Native { .. }) && self.native.is_none() && self.executor.is_none() {
             return false;
         }
         governor.can_ever_call(name, Some(&who.principal), who.tenant.as_deref())
@@ -146,13 +159,16 @@ impl Gateway {
             None => None,
         });
         let ctx = CallContext { principal: who.principal.clone(), tenant: who.tenant.clone(), run_id, approval_id, ..CallContext::default() };
+        if let Some(executor) = &self.executor {
+            return GatewayResult { waiting_on, ..executor(&ctx, tool, args) };
+        }
         let runtime = self.runtime();
         let result = match runtime.begin(tool, args, &ctx) {
             Begin::Done(result) => result,
             Begin::Invoke(ticket) => match (&ticket.transport, &self.native) {
                 (Transport::Native { .. }, Some(native)) => native(ticket),
                 (Transport::Native { .. }, None) => {
-                    let reason = format!("`{}` is a native tool: serve it from its host (hw.serve_mcp)", ticket.tool);
+                    let reason = format!("`{}` is a native tool: serve it from its host (hw.serve_mcp in Python, serveMcp in TypeScript)", ticket.tool);
                     runtime.finish(ticket, InvokeOutcome::TransportRefused { reason })
                 }
                 _ => {
@@ -161,90 +177,101 @@ impl Gateway {
                 }
             },
         };
-        GatewayResult { result, waiting_on }
+        GatewayResult::new(&result, waiting_on)
     }
 }
 
-/// A call's result, with the approval it is still waiting on when the call
-/// repeated one that no reviewer has decided yet.
+/// A call's result as the host hands it over: the `CallResult` as JSON
+/// ([`CallResult::to_value`]) and its model text ([`CallResult::to_model`]),
+/// with the approval it is still waiting on when the call repeated one that
+/// no reviewer has decided yet.
 #[derive(Debug, Clone)]
 pub struct GatewayResult {
-    /// What the governor decided.
-    pub result: CallResult,
+    /// What the governor decided, as JSON.
+    pub result: Value,
+    /// The text for the model.
+    pub model: String,
     /// The pending approval this call matched (not yet granted).
     pub waiting_on: Option<String>,
 }
 
 impl GatewayResult {
+    /// From a result the core made here.
+    pub fn new(result: &CallResult, waiting_on: Option<String>) -> Self {
+        Self { result: result.to_value(), model: result.to_model(), waiting_on }
+    }
+
+    fn field(&self, key: &str) -> Option<&str> {
+        self.result.get(key).and_then(Value::as_str)
+    }
+
     /// The MCP `CallToolResult` as JSON: `content`, `isError`,
     /// `structuredContent` (refusals and pending approvals) and `_meta`.
     pub fn to_mcp(&self) -> Value {
         let r = &self.result;
         let mut meta = Map::new();
-        meta.insert("call_id".into(), json!(r.call_id));
-        meta.insert("run_id".into(), json!(r.run_id));
+        meta.insert("call_id".into(), r.get("call_id").cloned().unwrap_or(Value::Null));
+        meta.insert("run_id".into(), r.get("run_id").cloned().unwrap_or(Value::Null));
         meta.insert("decision".into(), json!(self.status()));
-        let pending_id = match (&r.approval, &self.waiting_on) {
-            (Some(a), _) if r.decision == Decision::Pending => Some(a.id.clone()),
-            (_, Some(id)) if r.code.as_deref() == Some("approval_required") => Some(id.clone()),
+        let approval = r.get("approval").filter(|a| a.is_object());
+        let pending_id = match (approval.and_then(|a| a.get("id")).and_then(Value::as_str), &self.waiting_on) {
+            (Some(id), _) if self.field("decision") == Some("pending") => Some(id.to_string()),
+            (_, Some(id)) if self.field("code") == Some("approval_required") => Some(id.clone()),
             _ => None,
         };
-        match (r.decision, pending_id) {
-            (Decision::Allowed, _) => {
-                if let Some(report) = &r.output_report {
-                    meta.insert("output".into(), json!({"truncated": report.truncated, "redactions": report.redactions, "label": report.label}));
-                }
-                json!({
-                    "content": [{"type": "text", "text": r.to_model()}],
-                    "isError": false,
-                    "_meta": {"harnessweaver": meta},
-                })
+        if self.field("decision") == Some("allowed") {
+            if let Some(report) = r.get("output_report").filter(|o| o.is_object()) {
+                meta.insert("output".into(), report.clone());
             }
-            (_, Some(id)) => {
-                let expires = r.approval.as_ref().map(|a| a.expires_ms);
-                let message = format!(
-                    "`{}` is waiting for a human to approve it (approval {id}). Call it again with the same arguments once it is approved.",
-                    r.tool
-                );
-                let structured = json!({
-                    "status": "pending",
-                    "code": "approval_required",
-                    "step": "approval",
-                    "approval_id": id,
-                    "expires_ms": expires,
-                    "message": message,
-                });
-                json!({
-                    "content": [{"type": "text", "text": format!("[tool call waiting for approval: {id}] {message}")}],
-                    "structuredContent": structured,
-                    "isError": true,
-                    "_meta": {"harnessweaver": meta},
-                })
-            }
-            (_, None) => {
-                let code = r.code.clone().unwrap_or_else(|| "refused".into());
-                let structured = json!({
-                    "status": "refused",
-                    "code": code,
-                    "step": r.step.map(|s| s.as_str()),
-                    "message": r.message,
-                    "retry_after_ms": r.retry_after_ms,
-                });
-                json!({
-                    "content": [{"type": "text", "text": r.to_model()}],
-                    "structuredContent": structured,
-                    "isError": true,
-                    "_meta": {"harnessweaver": meta},
-                })
-            }
+            return json!({
+                "content": [{"type": "text", "text": self.model}],
+                "isError": false,
+                "_meta": {"harnessweaver": meta},
+            });
         }
+        if let Some(id) = pending_id {
+            let expires = approval.and_then(|a| a.get("expires_ms")).cloned().unwrap_or(Value::Null);
+            let message = format!(
+                "`{}` is waiting for a human to approve it (approval {id}). Call it again with the same arguments once it is approved.",
+                self.field("tool").unwrap_or_default()
+            );
+            let structured = json!({
+                "status": "pending",
+                "code": "approval_required",
+                "step": "approval",
+                "approval_id": id,
+                "expires_ms": expires,
+                "message": message,
+            });
+            return json!({
+                "content": [{"type": "text", "text": format!("[tool call waiting for approval: {id}] {message}")}],
+                "structuredContent": structured,
+                "isError": true,
+                "_meta": {"harnessweaver": meta},
+            });
+        }
+        let structured = json!({
+            "status": "refused",
+            "code": self.field("code").unwrap_or("refused"),
+            "step": r.get("step").cloned().unwrap_or(Value::Null),
+            "message": r.get("message").cloned().unwrap_or(Value::Null),
+            "retry_after_ms": r.get("retry_after_ms").cloned().unwrap_or(Value::Null),
+        });
+        json!({
+            "content": [{"type": "text", "text": self.model}],
+            "structuredContent": structured,
+            "isError": true,
+            "_meta": {"harnessweaver": meta},
+        })
     }
 
     /// `allowed`, `refused` or `pending`.
     pub fn status(&self) -> &'static str {
-        if self.waiting_on.is_some() && self.result.code.as_deref() == Some("approval_required") {
-            return "pending";
+        match (self.field("decision"), self.field("code")) {
+            (Some("allowed"), _) => "allowed",
+            (Some("pending"), _) => "pending",
+            (_, Some("approval_required")) if self.waiting_on.is_some() => "pending",
+            _ => "refused",
         }
-        self.result.decision.as_str()
     }
 }
