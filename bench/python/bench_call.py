@@ -68,12 +68,14 @@ def main() -> int:
         )
         h = hw.load(root / "harness.yaml", handlers={"lookup_order": lookup_order})
         ha = hw.load(root / "harness.yaml", handlers={"lookup_order": alookup_order})
+        hi = hw.load(root / "harness.yaml", handlers={"lookup_order": hw.inline(lookup_order)})
         principal = hw.Principal("alice", scopes=["orders:read"])
         args = {"order_id": "A-1001"}
         assert h.call("lookup_order", args, principal=principal).output == lookup_order(**args)
 
         direct = per_call_us(lambda: lookup_order(**args))
         governed = per_call_us(lambda: h.call("lookup_order", args, principal=principal))
+        inlined = per_call_us(lambda: hi.call("lookup_order", args, principal=principal))
 
         rt = h._rt
 
@@ -109,6 +111,7 @@ def main() -> int:
     print(f"python: median of {REPEATS} samples ({n} calls per async sample)")
     print(f"  handler called directly              {direct:8.2f} us/call")
     print(f"  h.call (sync handler, worker thread) {governed:8.2f} us/call   added {governed - direct:8.2f} us")
+    print(f"  h.call (hw.inline sync handler)      {inlined:8.2f} us/call   added {inlined - direct:8.2f} us")
     print(f"  core only (begin + finish, inline)   {core:8.2f} us/call   added {core - direct:8.2f} us")
     print(f"  async handler awaited directly       {adirect:8.2f} us/call")
     print(f"  await h.acall (async handler)        {agoverned:8.2f} us/call   added {agoverned - adirect:8.2f} us")
@@ -117,6 +120,9 @@ def main() -> int:
     goal = max_goal("added", 10_000, "< 10 µs added")
     res.row("decision path", "governed call, trivial sync handler (worker thread for its timeout), Python",
             value("h.call", governed * 1e3, "ns"), value("handler called directly", direct * 1e3, "ns"), goal=goal, headline=True)
+    res.row("decision path", "governed call, trivial sync handler marked hw.inline (calling thread), Python",
+            value("h.call", inlined * 1e3, "ns"), value("handler called directly", direct * 1e3, "ns"), goal=goal,
+            note="no thread hand-off: an overrun is refused when the handler returns, not abandoned")
     res.row("decision path", "governed call, trivial async handler, Python", value("await h.acall", agoverned * 1e3, "ns"),
             value("handler awaited directly", adirect * 1e3, "ns"), goal=goal, headline=True)
     res.row("decision path", "core part only (begin + finish, handler inline), Python",

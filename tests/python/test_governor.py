@@ -257,6 +257,48 @@ def test_sync_calls_from_many_threads_share_the_workers_and_keep_their_results(t
     assert failures == []
 
 
+def test_an_inline_handler_runs_on_the_calling_thread_and_an_overrun_is_refused_when_it_returns(tmp_path: Path) -> None:
+    import threading
+
+    path = write_harness(tmp_path, [tool("here"), tool("slow", timeout="50ms"), tool("boom")])
+    seen: List[int] = []
+
+    def here(**a: Any) -> Dict[str, Any]:
+        seen.append(threading.get_ident())
+        return {"got": a}
+
+    def slow(**a: Any) -> str:
+        time.sleep(0.2)  # longer than the 50 ms timeout, whatever the machine
+        return "late"
+
+    def boom(**a: Any) -> None:
+        raise ValueError("nope")
+
+    h = hw.load(path, handlers={"here": hw.inline(here), "slow": hw.inline(slow), "boom": hw.inline(boom)})
+    assert h.call("here", {"x": 1}, principal=ALICE).output == {"got": {"x": 1}}
+    assert seen == [threading.get_ident()]
+    late = h.call("slow", {}, principal=ALICE, raise_on_refusal=False)
+    assert (late.decision, late.code, late.output) == ("refused", "timeout", None)
+    failed = h.call("boom", {}, principal=ALICE, raise_on_refusal=False)
+    assert (failed.decision, failed.code) == ("refused", "handler_error")
+
+    async def main() -> None:
+        r = await h.acall("here", {"y": 2}, principal=ALICE)
+        assert r.output == {"got": {"y": 2}}
+
+    asyncio.run(main())
+    assert seen[-1] == threading.get_ident()
+    assert hw.inline(hw.inline(here)).fn is here
+
+    async def ahandler(**a: Any) -> None:
+        return None
+
+    with pytest.raises(TypeError):
+        hw.inline(ahandler)
+    with pytest.raises(TypeError):
+        hw.inline(42)  # type: ignore[arg-type]
+
+
 # --- approvals -------------------------------------------------------------------------------
 
 def test_approval_flow_with_a_finance_approver() -> None:

@@ -32,6 +32,7 @@ from ._governor import (
     ToolBlocked,
     ToolFailed,
     ToolNotFound,
+    inline,
 )
 from ._native import (
     HarnessweaverError,
@@ -68,6 +69,7 @@ __all__ = [
     "canonical_json",
     "cel_lite",
     "definition_digest",
+    "inline",
     "load",
     "sanitize",
     "serve_mcp",

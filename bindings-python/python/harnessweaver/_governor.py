@@ -7,7 +7,9 @@ turns refusals into exceptions when asked to.
 
 Sync handlers run on a daemon worker thread and are abandoned when they
 overrun (the thread is left to finish on its own and never reused); async
-handlers run under ``asyncio.wait_for``.
+handlers run under ``asyncio.wait_for``. A sync handler marked with
+:func:`inline` runs on the calling thread instead: no thread hand-off, and an
+overrun is refused with ``timeout`` when it returns, but it cannot be abandoned.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import inspect
 import os
 import sys
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -41,6 +44,7 @@ __all__ = [
     "ToolBlocked",
     "ToolFailed",
     "ToolNotFound",
+    "inline",
 ]
 
 
@@ -277,12 +281,46 @@ def _takes_key(fn: Callable[..., Any]) -> bool:
     return "idempotency_key" in params
 
 
+class _Inline:
+    """A sync handler to run on the calling thread (see :func:`inline`)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+def inline(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Marks a sync handler to run on the thread that makes the call, without
+    the hand-off to a worker thread (a few microseconds per call, more on a
+    busy machine). Its timeout is checked when it returns: an overrun is
+    refused with ``timeout`` and its output withheld, but a handler that never
+    returns blocks its caller, because it cannot be abandoned. Use it for
+    handlers that cannot hang (pure computation, in-memory lookups)::
+
+        hw.load(path, handlers={"lookup_order": hw.inline(lookup_order)})
+    """
+    if isinstance(fn, _Inline):
+        return fn
+    if not callable(fn):
+        raise TypeError(f"a handler must be callable, not {type(fn).__name__}")
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+        raise TypeError("inline() is for sync handlers; async handlers already run on the caller's event loop")
+    return _Inline(fn)
+
+
 class _Handler:
-    __slots__ = ("fn", "takes_key", "is_async")
+    __slots__ = ("fn", "takes_key", "is_async", "inline")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         if not callable(fn):
             raise TypeError(f"a handler must be callable, not {type(fn).__name__}")
+        self.inline = isinstance(fn, _Inline)
+        if isinstance(fn, _Inline):
+            fn = fn.fn
         self.fn = fn
         self.takes_key = _takes_key(fn)
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
@@ -433,11 +471,28 @@ class GovernedHarness:
         kwargs = ticket.args
         if handler.takes_key:
             kwargs["idempotency_key"] = ticket.idempotency_key
+        if handler.inline:
+            return self._invoke_inline(ticket, handler, kwargs)
         finished, value, error = self._workers.run(handler.fn, kwargs, ticket.timeout_ms / 1000.0)
         if not finished:
             return self._rt.finish_timed_out(ticket)
         if error is not None:
             return self._rt.finish_failed(ticket, type(error).__name__)
+        return self._rt.finish_returned(ticket, value)
+
+    def _invoke_inline(self, ticket: "_native.Ticket", handler: _Handler, kwargs: Dict[str, Any]) -> CallResult:
+        started = time.monotonic()
+        try:
+            value = handler.fn(**kwargs)
+            if inspect.iscoroutine(value):
+                value = asyncio.run(value)
+        except BaseException as exc:  # noqa: BLE001 - the call ends handler_error, as on a worker
+            result = self._rt.finish_failed(ticket, type(exc).__name__)
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: recorded, then raised
+                raise
+            return result
+        if time.monotonic() - started > ticket.timeout_ms / 1000.0:
+            return self._rt.finish_timed_out(ticket)
         return self._rt.finish_returned(ticket, value)
 
     async def _ainvoke(self, ticket: "_native.Ticket") -> CallResult:
@@ -448,6 +503,8 @@ class GovernedHarness:
         kwargs = ticket.args
         if handler.takes_key:
             kwargs["idempotency_key"] = ticket.idempotency_key
+        if handler.inline:  # on the event loop's thread, as asked
+            return self._invoke_inline(ticket, handler, kwargs)
         timeout = ticket.timeout_ms / 1000.0
         try:
             if handler.is_async:
