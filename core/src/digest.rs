@@ -28,7 +28,12 @@ pub fn definition_digest(name: &str, description: &str, input_schema: &Value) ->
 
 /// `sha256:` + the lowercase hex SHA-256 of `bytes`.
 pub fn sha256_tagged(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
+    hex_tagged(&Sha256::digest(bytes))
+}
+
+/// `sha256:` + the lowercase hex of a SHA-256 `hash` (computed elsewhere,
+/// for example a piece at a time).
+pub(crate) fn hex_tagged(hash: &[u8]) -> String {
     let mut out = String::with_capacity(PREFIX.len() + 64);
     out.push_str(PREFIX);
     for byte in hash {

@@ -310,10 +310,11 @@ impl Harness {
     /// A directory stands for the `harness.yaml` inside it.
     pub fn load(path: impl AsRef<Path>) -> Result<Harness, Error> {
         // Manifests that share an input schema share its compiled form.
-        crate::validate::with_compile_cache(|| Self::load_uncached(path.as_ref()))
+        crate::validate::with_compile_cache(|| Self::load_uncached(path.as_ref(), crate::parallel::parallelism()))
     }
 
-    fn load_uncached(given: &Path) -> Result<Harness, Error> {
+    /// Loads with manifests checked on up to `threads` threads.
+    fn load_uncached(given: &Path, threads: usize) -> Result<Harness, Error> {
         let joined;
         let path = if given.is_dir() {
             joined = given.join("harness.yaml");
@@ -358,52 +359,29 @@ impl Harness {
 
         let mut tools: Vec<Tool> = Vec::new();
         let mut seen: HashMap<String, String> = HashMap::new();
-        for file in files {
-            let rel = relative(&dir, &file);
-            let mut mcx = Checker::new(Some(rel.clone()));
-            match std::fs::read_to_string(&file) {
-                Err(e) => mcx.report("io_error", Pos::default(), "", format!("cannot read `{rel}`: {}", io_reason(&e))),
-                Ok(text) => {
-                    let is_json = file.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-                    match parse_text(&text, is_json) {
-                        Err(p) => mcx.extend(p),
-                        Ok(node) => {
-                            // Duplicates are found by the written name, even
-                            // when the manifest has other problems.
-                            let name_node = node.get("metadata").and_then(|m| m.get("name"));
-                            let written = name_node.and_then(Node::as_str).filter(|n| manifest::is_valid_name(n));
-                            let mut duplicate = false;
-                            if let (Some(name), Some(name_node)) = (written, name_node) {
-                                if let Some(first) = seen.get(name) {
-                                    duplicate = true;
-                                    mcx.report(
-                                        "duplicate_tool",
-                                        name_node.pos,
-                                        "metadata.name",
-                                        format!("tool `{name}` is defined in both `{first}` and `{rel}`"),
-                                    );
-                                } else {
-                                    seen.insert(name.to_string(), rel.clone());
-                                }
-                            }
-                            if let Some((m, schema_pos)) = parse_manifest(&node, &mut mcx) {
-                                check_mcp_server(&m, &node, &spec, &mut mcx);
-                                let clean = mcx.problems.is_empty() && !duplicate;
-                                if let Some(t) = Tool::build(
-                                    m,
-                                    Some(rel.clone()),
-                                    Some(file.clone()),
-                                    spec.tools.max_output_bytes,
-                                    &mut mcx,
-                                    schema_pos,
-                                ) {
-                                    if clean {
-                                        tools.push(t);
-                                    }
-                                }
-                            }
-                        }
-                    }
+        // Read, parse and check every manifest (in parallel for many); then,
+        // in file order, find duplicate names and collect the problems, so
+        // the result is the same as checking the files one after another.
+        for checked in crate::parallel::map_in_order(&files, threads, |f| check_manifest_file(&dir, f, &spec)) {
+            let CheckedFile { rel, mut mcx, name, tool } = checked;
+            let mut duplicate = false;
+            // Duplicates are found by the written name, even when the
+            // manifest has other problems.
+            if let Some((name, pos)) = name {
+                if let Some(first) = seen.get(&name) {
+                    duplicate = true;
+                    let mut dup = Checker::new(Some(rel.clone()));
+                    dup.report("duplicate_tool", pos, "metadata.name", format!("tool `{name}` is defined in both `{first}` and `{rel}`"));
+                    // Reported before the manifest's own problems, as when checked in turn.
+                    dup.problems.append(&mut mcx.problems);
+                    mcx.problems = dup.problems;
+                } else {
+                    seen.insert(name, rel.clone());
+                }
+            }
+            if let Some((t, clean)) = tool {
+                if clean && !duplicate {
+                    tools.push(t);
                 }
             }
             problems.append(&mut mcx.take_sorted());
@@ -513,6 +491,50 @@ impl Harness {
 }
 
 /// An mcp tool's `server: mcp://NAME` must name a server of `spec.mcp.servers`.
+/// One manifest file, read, parsed and checked on its own.
+struct CheckedFile {
+    /// The file relative to the harness directory.
+    rel: String,
+    /// Its problems, but not `duplicate_tool` (found afterwards, in file order).
+    mcx: Checker,
+    /// The written `metadata.name` when it is a valid name, with its position.
+    name: Option<(String, Pos)>,
+    /// The tool, and whether the manifest had no problem before it was built.
+    tool: Option<(Tool, bool)>,
+}
+
+/// Reads, parses and checks one manifest file (all but the duplicate check).
+fn check_manifest_file(dir: &Path, file: &Path, spec: &HarnessSpec) -> CheckedFile {
+    let rel = relative(dir, file);
+    let mut mcx = Checker::new(Some(rel.clone()));
+    let mut name = None;
+    let mut tool = None;
+    match std::fs::read_to_string(file) {
+        Err(e) => mcx.report("io_error", Pos::default(), "", format!("cannot read `{rel}`: {}", io_reason(&e))),
+        Ok(text) => {
+            let is_json = file.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+            match parse_text(&text, is_json) {
+                Err(p) => mcx.extend(p),
+                Ok(node) => {
+                    let name_node = node.get("metadata").and_then(|m| m.get("name"));
+                    if let Some(name_node) = name_node {
+                        if let Some(written) = name_node.as_str().filter(|n| manifest::is_valid_name(n)) {
+                            name = Some((written.to_string(), name_node.pos));
+                        }
+                    }
+                    if let Some((m, schema_pos)) = parse_manifest(&node, &mut mcx) {
+                        check_mcp_server(&m, &node, spec, &mut mcx);
+                        let clean = mcx.problems.is_empty();
+                        tool = Tool::build(m, Some(rel.clone()), Some(file.to_path_buf()), spec.tools.max_output_bytes, &mut mcx, schema_pos)
+                            .map(|t| (t, clean));
+                    }
+                }
+            }
+        }
+    }
+    CheckedFile { rel, mcx, name, tool }
+}
+
 fn check_mcp_server(m: &manifest::Manifest, node: &Node, spec: &HarnessSpec, cx: &mut Checker) {
     if m.transport != manifest::Transport::Mcp {
         return;
@@ -1088,5 +1110,59 @@ pub fn problems_of(path: &Path) -> Vec<Problem> {
     match Harness::load(path) {
         Ok(_) => Vec::new(),
         Err(e) => e.problems().to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A harness of `n` manifests, some with problems (syntax, bad fields,
+    /// duplicate names, a wrong pin) when `broken`.
+    fn write_harness(root: &Path, n: usize, broken: bool) -> PathBuf {
+        let _ = std::fs::remove_dir_all(root);
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        let schema = serde_json::json!({"type": "object", "properties": {"id": {"type": "string", "pattern": "^R-[0-9]+$"}}});
+        for i in 0..n {
+            // Every 7th broken manifest repeats an earlier one's name.
+            let name = if broken && i % 7 == 6 { format!("tool_{:04}", i / 2) } else { format!("tool_{i:04}") };
+            let description = format!("Tool number {i}.");
+            let digest = crate::digest::definition_digest(&name, &description, &schema).unwrap();
+            let digest = if broken && i % 11 == 3 { digest.replace('a', "b").replace('0', "1") } else { digest };
+            let risk = if broken && i % 13 == 5 { "extreme" } else { "medium" };
+            let mut text = format!(
+                "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{ name: {name}, version: 1.0.0, owner: team }}\nspec:\n  definition_digest: \"{digest}\"\n  transport: http\n  url: https://svc.internal/{name}\n  description: {description}\n  input_schema: {schema}\n  side_effect: read\n  risk: {risk}\n  approval: {{ when: \"args.id == 'R-{i}'\" }}\n  timeout: 10s\n"
+            );
+            if broken && i % 17 == 9 {
+                text.push_str("  bogus: [1, 2\n");
+            }
+            if broken && i % 19 == 4 {
+                text.push_str("  approval_extra: 1\n  timeout: 5s\n");
+            }
+            std::fs::write(root.join("tools").join(format!("m{i:04}.yaml")), text).unwrap();
+        }
+        let harness = root.join("harness.yaml");
+        std::fs::write(&harness, "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.yaml\"]\n").unwrap();
+        harness
+    }
+
+    #[test]
+    fn manifests_checked_in_parallel_load_as_one_after_another() {
+        let root = std::env::temp_dir().join(format!("hw-parallel-load-{}", std::process::id()));
+        let n = crate::parallel::PARALLEL_MIN_ITEMS * 2 + 5;
+        let clean = write_harness(&root, n, false);
+        let one = Harness::load_uncached(&clean, 1).unwrap();
+        let many = Harness::load_uncached(&clean, 4).unwrap();
+        assert_eq!(one.tools().len(), n);
+        let summary = |h: &Harness| h.tools().iter().map(|t| (t.name().to_string(), t.file().map(str::to_string), t.digest().to_string())).collect::<Vec<_>>();
+        assert_eq!(summary(&one), summary(&many));
+
+        let broken = write_harness(&root, n, true);
+        let one = Harness::load_uncached(&broken, 1).unwrap_err().problems().to_vec();
+        let many = Harness::load_uncached(&broken, 3).unwrap_err().problems().to_vec();
+        let _ = std::fs::remove_dir_all(&root);
+        let codes: HashSet<&str> = one.iter().map(|p| p.code.as_str()).collect();
+        assert!(codes.contains("duplicate_tool") && codes.contains("yaml_syntax") && codes.len() >= 4, "{codes:?}");
+        assert_eq!(format!("{one:?}"), format!("{many:?}"));
     }
 }

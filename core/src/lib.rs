@@ -19,6 +19,7 @@ pub mod gateway;
 pub mod governor;
 pub mod harness;
 pub mod manifest;
+mod parallel;
 pub mod pin;
 pub mod runtime;
 pub mod sanitize;

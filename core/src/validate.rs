@@ -66,6 +66,27 @@ pub fn with_compile_cache<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// The schemas compiled in a cache scope, by their JSON text.
+pub(crate) type CompiledSchemas = HashMap<String, Arc<jsonschema::Validator>>;
+
+/// A copy of the current scope's compiled schemas (empty outside a scope),
+/// for handing a worker thread's cache to the thread that spawned it.
+pub(crate) fn compiled_schemas() -> CompiledSchemas {
+    COMPILED.with(|c| c.borrow().clone().unwrap_or_default())
+}
+
+/// Adds schemas compiled elsewhere to the current scope's cache (nothing
+/// outside a scope); schemas already cached are kept.
+pub(crate) fn add_compiled_schemas(compiled: CompiledSchemas) {
+    COMPILED.with(|c| {
+        if let Some(m) = c.borrow_mut().as_mut() {
+            for (key, validator) in compiled {
+                m.entry(key).or_insert(validator);
+            }
+        }
+    });
+}
+
 impl SchemaValidator {
     /// Compiles `schema`; `pattern`s use the linear-time `regex` engine.
     /// Within [`with_compile_cache`], an equal schema compiled before is reused.

@@ -284,7 +284,7 @@ fn parse_with(text: &str, syntax_code: &str) -> Result<Node, Vec<Problem>> {
                     ScalarStyle::Literal | ScalarStyle::Folded => Style::Block,
                     _ => Style::Plain,
                 };
-                let node = Node { value: resolve_scalar(&text, style, tag.as_ref()), pos: Pos { style: written, ..pos } };
+                let node = Node { value: resolve_scalar(text, style, tag.as_ref()), pos: Pos { style: written, ..pos } };
                 if anchor > 0 {
                     anchors.insert(anchor, node.clone());
                 }
@@ -367,16 +367,17 @@ fn count(node: &Node) -> usize {
 
 /// Resolves a scalar with the YAML 1.2 core schema: quoted and block
 /// scalars are strings; plain ones may be null, booleans or numbers.
-fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Cow<'_, Tag>>) -> NodeValue {
+fn resolve_scalar(text: Cow<'_, str>, style: ScalarStyle, tag: Option<&Cow<'_, Tag>>) -> NodeValue {
+    // Strings take the parser's text (no copy when it owns it).
     if let Some(tag) = tag {
         if tag.suffix == "str" || tag.suffix.ends_with(":str") {
-            return NodeValue::Str(text.to_string());
+            return NodeValue::Str(text.into_owned());
         }
     }
     if style != ScalarStyle::Plain {
-        return NodeValue::Str(text.to_string());
+        return NodeValue::Str(text.into_owned());
     }
-    let t = text;
+    let t = text.as_ref();
     match t {
         "" | "~" | "null" | "Null" | "NULL" => return NodeValue::Null,
         "true" | "True" | "TRUE" => return NodeValue::Bool(true),
@@ -404,7 +405,7 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Cow<'_, Tag>>) ->
     if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
         return match t.parse::<i64>() {
             Ok(i) => NodeValue::Int(i),
-            Err(_) => t.parse::<f64>().map_or_else(|_| NodeValue::Str(t.to_string()), NodeValue::Float),
+            Err(_) => t.parse::<f64>().map_or_else(|_| NodeValue::Str(text.to_string()), NodeValue::Float),
         };
     }
     if is_core_float(digits) {
@@ -412,7 +413,7 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Cow<'_, Tag>>) ->
             return NodeValue::Float(f);
         }
     }
-    NodeValue::Str(t.to_string())
+    NodeValue::Str(text.into_owned())
 }
 
 /// `(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?` without the sign.

@@ -200,9 +200,20 @@ impl Governor {
         let mut problems = Vec::new();
         let mut tools = Vec::new();
         let mut names: HashMap<String, ()> = HashMap::new();
-        // Each tool described once: for cel-lite's `tool` and the policy version.
-        let described: Vec<Value> = harness.tools().iter().chain(options.extra_tools.iter()).map(Tool::describe).collect();
-        for (tool, d) in harness.tools().iter().chain(options.extra_tools.iter()).zip(&described) {
+        // Each tool described once: for cel-lite's `tool` and the policy
+        // version. Descriptions and runtimes are built in parallel for many
+        // tools, then taken in order (a duplicate's runtime and problems are
+        // dropped, as if never built).
+        let all: Vec<&Tool> = harness.tools().iter().chain(options.extra_tools.iter()).collect();
+        let built = crate::parallel::map_in_order(&all, crate::parallel::parallelism(), |tool| {
+            let d = tool.describe();
+            let mut own = Vec::new();
+            let rt = runtime(tool, &d, &mut own);
+            (d, rt, own)
+        });
+        let mut described: Vec<Value> = Vec::with_capacity(all.len());
+        for (tool, (d, rt, mut own)) in all.iter().zip(built) {
+            described.push(d);
             if names.insert(tool.name().to_string(), ()).is_some() {
                 let mut p = Problem::new("duplicate_tool", format!("tool `{}` is defined twice (a manifest file and code)", tool.name()));
                 p.file = tool.file().map(str::to_string);
@@ -210,7 +221,8 @@ impl Governor {
                 problems.push(p);
                 continue;
             }
-            if let Some(rt) = runtime(tool, d, &mut problems) {
+            problems.append(&mut own);
+            if let Some(rt) = rt {
                 tools.push(rt);
             }
         }
@@ -284,7 +296,7 @@ impl Governor {
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let ids = if options.sequential_ids { IdSource::sequential() } else { IdSource::random() };
         let mut governor = Governor::new(tools, rules, settings, store, clock, ids, audit);
-        governor.set_policy_version(policy_version(harness, described));
+        governor.set_policy_version(policy_version(harness, &described));
         governor.set_transports(transports);
         Ok(governor)
     }
@@ -293,14 +305,35 @@ impl Governor {
 /// A digest of everything that decides: the harness settings and every
 /// tool's full description. Approvals are bound to it.
 /// `tools` are the descriptions of the harness's tools and the tools registered in code, in order.
-fn policy_version(harness: &Harness, tools: Vec<Value>) -> String {
-    // Built in place: `json!` would serialise the tools into a second copy.
-    let mut whole = serde_json::Map::new();
-    whole.insert("harness".into(), harness.describe());
-    whole.insert("tools".into(), Value::Array(tools));
-    let whole = Value::Object(whole);
-    let text = crate::canonical::to_string(&whole).unwrap_or_default();
-    crate::digest::sha256_tagged(text.as_bytes())
+fn policy_version(harness: &Harness, tools: &[Value]) -> String {
+    // The canonical text of `{"harness": …, "tools": [...]}` ("harness"
+    // sorts first), hashed a piece at a time instead of built whole; a value
+    // with no canonical form makes it the digest of empty text, as before.
+    use sha2::{Digest as _, Sha256};
+    let mut hasher = Sha256::new();
+    let mut buf = String::with_capacity(4096);
+    let mut write = || -> Result<(), crate::error::Error> {
+        buf.push_str("{\"harness\":");
+        crate::canonical::write_value(&mut buf, &harness.describe(), 1)?;
+        buf.push_str(",\"tools\":[");
+        for (i, tool) in tools.iter().enumerate() {
+            if i > 0 {
+                buf.push(',');
+            }
+            crate::canonical::write_value(&mut buf, tool, 2)?;
+            if buf.len() >= 4096 {
+                hasher.update(buf.as_bytes());
+                buf.clear();
+            }
+        }
+        buf.push_str("]}");
+        hasher.update(buf.as_bytes());
+        Ok(())
+    };
+    match write() {
+        Ok(()) => crate::digest::hex_tagged(&hasher.finalize()),
+        Err(_) => crate::digest::sha256_tagged(b""),
+    }
 }
 
 /// Checks every rule's examples: a rule whose examples it does not decide
@@ -351,5 +384,34 @@ fn check_examples(specs: &[harness::PolicyRule], rules: &[Rule], tools: &[ToolRu
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The digest as it was computed before it was streamed: the whole
+    /// canonical text of `{"harness": …, "tools": [...]}`, or of nothing.
+    fn whole_text_digest(harness: &Harness, tools: &[Value]) -> String {
+        let whole = json!({"harness": harness.describe(), "tools": tools});
+        crate::digest::sha256_tagged(crate::canonical::to_string(&whole).unwrap_or_default().as_bytes())
+    }
+
+    #[test]
+    fn streamed_policy_version_is_the_digest_of_the_whole_text() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/load/harness_full");
+        let harness = Harness::load(&dir).unwrap();
+        let tool = |i: usize| json!({"name": format!("t{i}"), "description": "é \u{1f600} \"q\"".repeat(i % 50), "n": [i, 1.5, null, true], "nested": {"z": 1, "a": {"b": [i]}}});
+        for n in [0, 1, 3, 200] {
+            let tools: Vec<Value> = (0..n).map(tool).collect();
+            assert_eq!(policy_version(&harness, &tools), whole_text_digest(&harness, &tools), "{n} tools");
+        }
+        // A value with no canonical form, as the last tool or an early one.
+        let mut tools: Vec<Value> = (0..100).map(tool).collect();
+        tools.push(json!({"n": 9007199254740993u64}));
+        assert_eq!(policy_version(&harness, &tools), crate::digest::sha256_tagged(b""));
+        tools.swap(2, 100);
+        assert_eq!(policy_version(&harness, &tools), whole_text_digest(&harness, &tools));
     }
 }
