@@ -199,9 +199,13 @@ function governed(Harness, errors, rethrow, InvalidArgumentError) {
       const rt = runtime(this)
       const o = options || {}
       const harness = this
-      // Checked now, so a malformed principal fails here rather than at the first call.
+      // Converted once (a malformed principal fails here rather than at the
+      // first call); the run's calls pass the handle while `run.principal` is
+      // still this object, so its fields are read when the run starts.
+      const given = principalOf(options)
+      let handle
       try {
-        rt.toolSpecs('openai', principalOf(options), null)
+        handle = rt.principalHandle(given)
       } catch (err) {
         rethrow(err)
       }
@@ -214,7 +218,8 @@ function governed(Harness, errors, rethrow, InvalidArgumentError) {
           return rt.labels(this.id)
         },
         call(tool, args, callOptions) {
-          return harness.call(tool, args, { ...callOptions, principal: run.principal, tenant: run.tenant, task: run.task, run: run.id })
+          const principal = run.principal === given ? handle : run.principal
+          return harness.call(tool, args, { ...callOptions, principal, tenant: run.tenant, task: run.task, run: run.id })
         },
       }
       return run

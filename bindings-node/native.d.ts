@@ -56,6 +56,11 @@ export declare class NativeRuntime {
   finishFailed(ticket: number, kind: string): string
   /** Ends a call whose handler overran its timeout and was abandoned. */
   finishTimedOut(ticket: number): string
+  /**
+   * `principal` converted once, as a handle every call of a run passes
+   * instead of the object (refused as `invalid_principal` like any call's).
+   */
+  principalHandle(principal: unknown): unknown
   /** A new run id. */
   newRun(): string
   /** The labels of run `runId`: `{private, untrusted}`. */

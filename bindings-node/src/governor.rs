@@ -122,6 +122,24 @@ fn ended(result: &CallResult) -> String {
     out
 }
 
+/// `T{"ticket","tool","args","idempotency_key","timeout_ms"}`, written
+/// straight from the ticket (no copy of the args into a new JSON value).
+fn ticket_text(n: u32, ticket: &Ticket) -> String {
+    let mut out = String::with_capacity(96 + ticket.tool.len() + ticket.idempotency_key.len());
+    out.push_str("T{\"ticket\":");
+    out.push_str(&n.to_string());
+    out.push_str(",\"tool\":");
+    out.push_str(&serde_json::to_string(&ticket.tool).unwrap_or_default());
+    out.push_str(",\"args\":");
+    out.push_str(&serde_json::to_string(&ticket.args).unwrap_or_else(|_| "null".into()));
+    out.push_str(",\"idempotency_key\":");
+    out.push_str(&serde_json::to_string(&ticket.idempotency_key).unwrap_or_default());
+    out.push_str(",\"timeout_ms\":");
+    out.push_str(&ticket.timeout_ms.to_string());
+    out.push('}');
+    out
+}
+
 /// A loaded harness with its governor (native side); `governor.js` wraps it.
 #[napi]
 pub struct NativeRuntime {
@@ -151,6 +169,14 @@ fn reference(env: &Env, f: Option<Unknown<'_>>, what: &str) -> Result<sys::napi_
 }
 
 pub(crate) fn principal(env: &Env, value: &Unknown<'_>) -> Result<Principal> {
+    // A handle from `principalHandle` (a run's principal, converted once).
+    if value.get_type()? == ValueType::External {
+        let handle = unsafe { <External<Principal> as FromNapiRef>::from_napi_ref(env.raw(), value.value().value) };
+        return match handle {
+            Ok(p) => Ok(Principal::clone(p)),
+            Err(_) => Err(throw(env, &invalid("invalid_principal", "a principal is an object with `id`, `roles`, `scopes` and `attrs`"))),
+        };
+    }
     let v = unsafe { to_value(env.raw(), value.value().value, 0) }
         .map_err(|_| throw(env, &invalid("invalid_principal", "a principal is an object with `id`, `roles`, `scopes` and `attrs`")))?;
     Principal::from_value(&v).map_err(|e| throw(env, &e))
@@ -249,9 +275,9 @@ impl NativeRuntime {
             Begin::Invoke(ticket) => {
                 let n = self.next_ticket.get().wrapping_add(1);
                 self.next_ticket.set(n);
-                let head = json!({"ticket": n, "tool": ticket.tool, "args": ticket.args, "idempotency_key": ticket.idempotency_key, "timeout_ms": ticket.timeout_ms});
+                let head = ticket_text(n, &ticket);
                 self.tickets.borrow_mut().insert(n, ticket);
-                format!("T{head}")
+                head
             }
         }
     }
@@ -299,6 +325,13 @@ impl NativeRuntime {
         };
         let result = self.with_callbacks(env, || self.inner.finish(ticket, outcome));
         Ok(ended(&result))
+    }
+
+    /// `principal` converted once, as a handle every call of a run passes
+    /// instead of the object (refused as `invalid_principal` like any call's).
+    #[napi(ts_args_type = "principal: unknown", ts_return_type = "unknown")]
+    pub fn principal_handle(&self, env: Env, principal_value: Unknown<'_>) -> Result<External<Principal>> {
+        Ok(External::new(principal(&env, &principal_value)?))
     }
 
     /// A new run id.

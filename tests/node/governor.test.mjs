@@ -84,6 +84,28 @@ test('runs share labels; a call outside a run gets its own', async () => {
   assert.deepEqual(outside.labels, { private: false, untrusted: true })
 })
 
+test("a run's principal is converted when the run starts; reassigning run.principal takes effect", async () => {
+  const { path } = writeHarness([tool('refund', { scopes: ['payments:refund'] })])
+  const h = hw.load(path, { tools: { refund: () => 'done' } })
+  const principal = { id: 'bob', scopes: ['payments:refund'] }
+  const run = h.run({ principal })
+  assert.equal(run.principal, principal)
+  const ok = await run.call('refund')
+  assert.equal(ok.decision, 'allowed')
+  // Another run's calls with a principal lacking the scope are refused.
+  const weak = h.run({ principal: { id: 'eve' } })
+  await assert.rejects(weak.call('refund'), (e) => e.code === 'scope_missing')
+  // A principal put in place of the run's is converted at the call, as any call's.
+  weak.principal = principal
+  assert.equal((await weak.call('refund')).decision, 'allowed')
+  run.principal = { id: 3 }
+  await assert.rejects(run.call('refund'), (e) => e.code === 'invalid_principal')
+  // The handle stands for the principal in a plain call too.
+  const handle = h._rt.principalHandle(principal)
+  assert.equal((await h.call('refund', {}, { principal: handle })).decision, 'allowed')
+  assert.throws(() => h._rt.principalHandle({ id: 3 }), (e) => e.code === 'invalid_principal')
+})
+
 test('refusals reject with ToolBlocked subclasses carrying code, step and result', async () => {
   const { path } = writeHarness(
     [
