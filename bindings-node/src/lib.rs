@@ -148,6 +148,20 @@ fn bigint(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<Val
 }
 
 unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<String, CoreError> {
+    // Most keys and values are short: one N-API call into a stack buffer.
+    // N-API never writes part of a character (at most 4 bytes in UTF-8) and
+    // keeps one byte for the NUL, so fewer than 64 - 1 - 4 bytes written
+    // means the whole string was; anything longer is read again in full.
+    let mut small = [0u8; 64];
+    let mut written = 0usize;
+    check(
+        unsafe { sys::napi_get_value_string_utf8(env, value, small.as_mut_ptr().cast(), small.len(), &mut written) },
+        "string",
+    )?;
+    if written + 5 < small.len() {
+        let bytes = small.get(..written).unwrap_or_default();
+        return std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| value_error("invalid_string", "string is not valid Unicode"));
+    }
     let mut len = 0usize;
     check(unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) }, "string")?;
     let mut buf = vec![0u8; len + 1];

@@ -106,6 +106,21 @@ test("a run's principal is converted when the run starts; reassigning run.princi
   assert.throws(() => h._rt.principalHandle({ id: 3 }), (e) => e.code === 'invalid_principal')
 })
 
+test('strings of every length around the short-string buffer arrive whole', async () => {
+  const { path } = writeHarness([tool('echo')])
+  const h = hw.load(path, { tools: { echo: (a) => a } })
+  const args = {}
+  for (let n = 50; n <= 70; n++) {
+    for (const tail of ['', 'é', '€', '😀', '\ud800']) {
+      const s = 'x'.repeat(n) + tail
+      args[s] = s + s.slice(0, n % 7)
+    }
+  }
+  const out = (await h.call('echo', args, { principal: ALICE })).output
+  const expected = Object.fromEntries(Object.entries(args).map(([k, v]) => [k.replace('\ud800', '\ufffd'), v.replace('\ud800', '\ufffd')]))
+  assert.deepEqual(out, expected)
+})
+
 test('refusals reject with ToolBlocked subclasses carrying code, step and result', async () => {
   const { path } = writeHarness(
     [
