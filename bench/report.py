@@ -177,7 +177,9 @@ def main() -> int:
     head.append("# Benchmarks")
     head.append("")
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else ""
+    # The files `make bench` itself writes do not count as changes.
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                                                 ":!BENCHMARKS.md", ":!docs/sanitizers.md") else ""
     head.append(f"Generated {now} by `{args.command}` on commit `{git('rev-parse', '--short=12', 'HEAD')}`{dirty} "
                 f"({git('log', '-1', '--format=%s')[:100]}).")
     head.append("")
