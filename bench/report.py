@@ -138,6 +138,8 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     ap.add_argument("--command", default=os.environ.get("HW_BENCH_COMMAND", "make bench"))
     ap.add_argument("--run", default="", help="only rows of this run (HW_BENCH_RUN); others are listed as left out")
+    ap.add_argument("--commit", default="HEAD", help="the commit the rows were measured on (when rebuilding the table later)")
+    ap.add_argument("--note", default="", help="a line under the header (for example what the measured commit lacks)")
     ap.add_argument("--no-write", action="store_true", help="print the table only")
     args = ap.parse_args()
 
@@ -178,10 +180,13 @@ def main() -> int:
     head.append("")
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     # The files `make bench` itself writes do not count as changes.
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no", "--", ".",
+    dirty = " (with uncommitted changes)" if args.commit == "HEAD" and git("status", "--porcelain", "--untracked-files=no", "--", ".",
                                                  ":!BENCHMARKS.md", ":!docs/sanitizers.md") else ""
-    head.append(f"Generated {now} by `{args.command}` on commit `{git('rev-parse', '--short=12', 'HEAD')}`{dirty} "
-                f"({git('log', '-1', '--format=%s')[:100]}).")
+    head.append(f"Generated {now} by `{args.command}` on commit `{git('rev-parse', '--short=12', args.commit)}`{dirty} "
+                f"({git('log', '-1', '--format=%s', args.commit)[:100]}).")
+    if args.note:
+        head.append("")
+        head.append(args.note)
     head.append("")
     head += machine()
     loads = [r["load"] for r in table if isinstance(r.get("load"), (int, float))]
