@@ -8,65 +8,15 @@
 
 use criterion::{criterion_group, Criterion};
 use harnessweaver_core::governor::{Begin, InvokeOutcome};
-use harnessweaver_core::{definition_digest, CallContext, LoadOptions, Principal, Runtime};
+use harnessweaver_core::{CallContext, LoadOptions, Principal, Runtime};
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-fn harness_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hw-bench-governor-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("tools")).unwrap();
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "order_id": {"type": "string", "pattern": "^A-[0-9]{4}$"},
-            "amount_usd": {"type": "number", "minimum": 0},
-            "reason": {"type": "string", "maxLength": 500},
-            "notify": {"type": "boolean"}
-        },
-        "required": ["order_id", "amount_usd"],
-        "additionalProperties": false
-    });
-    let description = "Refund part or all of a payment.";
-    let digest = definition_digest("refund_payment", description, &schema).unwrap();
-    let manifest = json!({
-        "apiVersion": "harnessweaver/v1", "kind": "Tool",
-        "metadata": {"name": "refund_payment", "version": "2.1.0", "owner": "payments-team"},
-        "spec": {
-            "transport": "native", "handler": "bench:refund", "description": description,
-            "input_schema": schema, "definition_digest": digest,
-            "side_effect": "write_external", "risk": "high",
-            "data_access": ["pii:customer"], "egress": ["payments.internal"],
-            "scopes": ["payments:refund"],
-            "rate_limit": {"per_principal": "1000000000/s", "per_tenant": "1000000000/s"},
-            "approval": {"when": "args.amount_usd > 100000 && !('finance' in principal.roles)", "approver_role": "finance"},
-            "output": {"max_bytes": 20000, "label": "trusted"},
-            "timeout": "30s"
-        }
-    });
-    std::fs::write(dir.join("tools/refund_payment.json"), serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
-    // The same tool with both sanitizers on its output.
-    let mut sanitized = manifest.clone();
-    sanitized["metadata"]["name"] = json!("refund_sanitized");
-    sanitized["spec"]["definition_digest"] = json!(definition_digest("refund_sanitized", description, &schema).unwrap());
-    sanitized["spec"]["output"]["sanitize"] = json!(["pii_redact", "strip_instructions"]);
-    std::fs::write(dir.join("tools/refund_sanitized.json"), serde_json::to_string_pretty(&sanitized).unwrap()).unwrap();
-    std::fs::write(
-        dir.join("harness.yaml"),
-        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.json\"]\n  policy:\n    rules:\n      - {name: no-deletes, effect: deny, tools: [\"delete_*\"]}\n",
-    )
-    .unwrap();
-    dir
-}
-
-/// A realistic 1 KB tool result.
-fn output_1kb() -> Value {
-    let items: Vec<Value> = (0..9)
-        .map(|i| json!({"id": format!("ref_{i:04}"), "status": "succeeded", "amount_usd": 12.5 + f64::from(i), "note": "refund issued to the original payment method"}))
-        .collect();
-    json!({"order_id": "A-1234", "refunds": items, "currency": "USD"})
-}
+#[path = "support/decision_path.rs"]
+mod decision_path;
+use decision_path::{harness_dir, output_1kb};
 
 fn bench(c: &mut Criterion) {
     let dir = harness_dir();

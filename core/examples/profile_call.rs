@@ -8,16 +8,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "profiling code")]
 
 use harnessweaver_core::governor::{Begin, InvokeOutcome};
-use harnessweaver_core::{definition_digest, LoadOptions, Principal, Runtime};
-use serde_json::{json, Value};
+use harnessweaver_core::{LoadOptions, Principal, Runtime};
+use serde_json::json;
 use std::hint::black_box;
 
-fn output_1kb() -> Value {
-    let items: Vec<Value> = (0..9)
-        .map(|i| json!({"id": format!("ref_{i:04}"), "status": "succeeded", "amount_usd": 12.5 + f64::from(i), "note": "refund issued to the original payment method"}))
-        .collect();
-    json!({"order_id": "A-1234", "refunds": items, "currency": "USD"})
-}
+#[path = "../benches/support/decision_path.rs"]
+mod decision_path;
+use decision_path::{harness_dir, output_1kb};
 
 fn main() {
     let mut argv = std::env::args().skip(1);
@@ -29,42 +26,8 @@ fn main() {
         return;
     }
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let dir = std::env::temp_dir().join(format!("hw-profile-call-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("tools")).unwrap();
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "order_id": {"type": "string", "pattern": "^A-[0-9]{4}$"},
-            "amount_usd": {"type": "number", "minimum": 0},
-            "reason": {"type": "string", "maxLength": 500},
-            "notify": {"type": "boolean"}
-        },
-        "required": ["order_id", "amount_usd"],
-        "additionalProperties": false
-    });
-    let description = "Refund part or all of a payment.";
-    let manifest = json!({
-        "apiVersion": "harnessweaver/v1", "kind": "Tool",
-        "metadata": {"name": "refund_payment", "version": "2.1.0", "owner": "payments-team"},
-        "spec": {
-            "transport": "native", "handler": "bench:refund", "description": description,
-            "input_schema": schema, "definition_digest": definition_digest("refund_payment", description, &schema).unwrap(),
-            "side_effect": "write_external", "risk": "high",
-            "data_access": ["pii:customer"], "egress": ["payments.internal"],
-            "scopes": ["payments:refund"],
-            "rate_limit": {"per_principal": "1000000000/s", "per_tenant": "1000000000/s"},
-            "approval": {"when": "args.amount_usd > 100000 && !('finance' in principal.roles)", "approver_role": "finance"},
-            "output": {"max_bytes": 20000, "label": "trusted"},
-            "timeout": "30s"
-        }
-    });
-    std::fs::write(dir.join("tools/refund_payment.json"), manifest.to_string()).unwrap();
-    std::fs::write(
-        dir.join("harness.yaml"),
-        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.json\"]\n  policy:\n    rules:\n      - {name: no-deletes, effect: deny, tools: [\"delete_*\"]}\n",
-    )
-    .unwrap();
-    let rt = Runtime::load(dir.join("harness.yaml"), LoadOptions { host_handlers: vec!["refund_payment".into()], ..LoadOptions::default() }).unwrap();
+    let dir = harness_dir();
+    let rt = Runtime::load(dir.join("harness.yaml"), LoadOptions { host_handlers: vec!["refund_payment".into(), "refund_sanitized".into()], ..LoadOptions::default() }).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let principal = Principal::from_value(&json!({"id": "agent-7", "roles": ["support"], "scopes": ["payments:refund"]})).unwrap();
     let ctx = rt.run(principal, Some("acme".into()), None);
