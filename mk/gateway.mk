@@ -1,11 +1,11 @@
-# The MCP gateway (core/src/gateway/): `harnessweaver gateway mcp` and
+# The MCP gateway (runtime/src/gateway/): `harnessweaver gateway mcp` and
 # `harnessweaver approvals`, driven by MCP clients nobody here wrote: the
 # official Python SDK (PyPI `mcp`) and TypeScript SDK (`@modelcontextprotocol/sdk`),
 # over stdio and streamable HTTP, plus the host-served gateways (hw.serve_mcp,
 # serveMcp). `make conformance-gateway` runs the public MCP conformance suite
 # (not part of `make test`; see docs/gateway.md for its results).
 ifndef RUST_SOURCES
-RUST_SOURCES := Cargo.toml Cargo.lock core/Cargo.toml workspace-hack/Cargo.toml $(shell find core/src -name '*.rs' 2>/dev/null)
+RUST_SOURCES := Cargo.toml Cargo.lock core/Cargo.toml runtime/Cargo.toml workspace-hack/Cargo.toml $(shell find core/src runtime/src -name '*.rs' 2>/dev/null)
 endif
 TEST_TARGETS += test-gateway
 
@@ -16,7 +16,7 @@ GATEWAY_PY_STAMP := $(VENV)/.hw-gateway-requirements.stamp
 GATEWAY_NODE_STAMP := $(GATEWAY_DIR)/node_modules/.hw-npm.stamp
 
 $(GATEWAY_BIN_STAMP): $(RUST_SOURCES)
-	cargo build -p harnessweaver-core --bin harnessweaver
+	cargo build -p harnessweaver-runtime --bin harnessweaver
 	mkdir -p $(dir $@) && touch $@
 
 # (python.mk, read after this fragment, makes the venv: $(VENV)/.hw-requirements.stamp)

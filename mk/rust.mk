@@ -1,7 +1,7 @@
 # Rust: the core's unit tests and the fixture runner.
 TEST_TARGETS += test-rust
 
-test-rust: ## run the core's Rust tests (unit, fixtures, conformance)
-	cargo test -p harnessweaver-core
+test-rust: ## run the Rust tests of both crates (unit, fixtures, conformance)
+	cargo test -p harnessweaver-core -p harnessweaver-runtime
 
 .PHONY: test-rust

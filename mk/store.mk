@@ -19,7 +19,7 @@ bench-store: redis-server $(BENCH_VENV)/bin/python ## decisions per second: memo
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'limits[redis]' redis
 	# With the workspace-hack selected, dependencies resolve with the features every other
 	# release build uses, so this reuses their build instead of compiling them again.
-	cargo build --release -p harnessweaver-core -p harnessweaver-workspace-hack --bin harnessweaver
+	cargo build --release -p harnessweaver-runtime -p harnessweaver-workspace-hack --bin harnessweaver
 	$(BENCH_VENV)/bin/python bench/store/bench_store.py --bin target/$(HOST_TRIPLE)/release/harnessweaver
 
 .PHONY: redis-server bench-store

@@ -4,7 +4,7 @@
 # What every native build is made from (defined in each binding's fragment,
 # since fragments are read in name order).
 ifndef RUST_SOURCES
-RUST_SOURCES := Cargo.toml Cargo.lock core/Cargo.toml workspace-hack/Cargo.toml $(shell find core/src -name '*.rs' 2>/dev/null)
+RUST_SOURCES := Cargo.toml Cargo.lock core/Cargo.toml runtime/Cargo.toml workspace-hack/Cargo.toml $(shell find core/src runtime/src -name '*.rs' 2>/dev/null)
 endif
 TEST_TARGETS += test-swift
 

@@ -1,4 +1,4 @@
-# Transports (core/src/transport/): the sandbox worker for `transport: code`
+# Transports (runtime/src/transport/): the sandbox worker for `transport: code`
 # and the third-party MCP servers the MCP tests start.
 #
 # sandbox/ is a workspace of its own (monty's jiter would clash with pyo3 in
@@ -34,7 +34,7 @@ $(MCP_PY_STAMP): $(VENV_STAMP) $(MCP_TEST_DIR)/requirements.txt
 mcp-servers: $(MCP_NODE_STAMP) $(MCP_PY_STAMP) ## install the MCP servers the transport tests start (npm ci, pip)
 
 test-transports: build-sandbox mcp-servers ## run the transport tests (http server, sandbox, MCP servers)
-	cargo test -p harnessweaver-core --test transport_http --test transport_code --test transport_mcp --test fixtures_governor
+	cargo test -p harnessweaver-runtime --test transport_http --test transport_code --test transport_mcp --test fixtures_governor
 
 test-rust: build-sandbox mcp-servers
 test-python test-node: build-sandbox
@@ -47,7 +47,7 @@ SANDBOX_WORKER_RELEASE := $(SANDBOX_TARGET)/$(HOST_TRIPLE)/release/harnessweaver
 
 bench-transports: mcp-servers ## benchmark http, code (warm/cold) and mcp calls through the governor
 	cargo build --release --manifest-path sandbox/Cargo.toml --target-dir $(SANDBOX_TARGET)
-	HARNESSWEAVER_SANDBOX_WORKER=$(SANDBOX_WORKER_RELEASE) cargo bench -p harnessweaver-core --bench transports --features bench-peer
+	HARNESSWEAVER_SANDBOX_WORKER=$(SANDBOX_WORKER_RELEASE) cargo bench -p harnessweaver-runtime --bench transports --features bench-peer
 	$(BENCH_ROWS) transports
 
 .PHONY: bench-transports

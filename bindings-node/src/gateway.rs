@@ -14,8 +14,8 @@ use std::net::SocketAddr;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use harnessweaver_core::gateway::server::{serve_harness, ServeError};
-use harnessweaver_core::gateway::{CallExecutor, Gateway, GatewayResult};
+use harnessweaver_runtime::gateway::server::{serve_harness, ServeError};
+use harnessweaver_runtime::gateway::{CallExecutor, Gateway, GatewayResult};
 use harnessweaver_core::Error as CoreError;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;

@@ -20,7 +20,7 @@ use harnessweaver_core::clock::ManualClock;
 use harnessweaver_core::governor::{ApprovalRequest, Begin, GovernorOptions, InvokeOutcome, Ticket};
 use harnessweaver_core::runtime::{resume, SpecFormat};
 use harnessweaver_core::store::PendingApproval;
-use harnessweaver_core::transport::TransportOptions;
+use harnessweaver_runtime::transport::TransportOptions;
 use harnessweaver_core::{CallContext, CallResult, Error as CoreError, LoadOptions, Principal, Runtime, Tool};
 use napi::bindgen_prelude::*;
 use napi::sys;
@@ -226,12 +226,12 @@ pub fn load_runtime(
             audit: if has_audit { Some(Arc::new(CallbackSink)) } else { None },
             sequential_ids: sequential_ids.unwrap_or(false),
             extra_tools: extra,
-            transports: TransportOptions { sandbox_worker, ..TransportOptions::default() },
+            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions { sandbox_worker, ..TransportOptions::default() })),
             ..GovernorOptions::default()
         },
         ..LoadOptions::default()
     };
-    let mut inner = Runtime::load(&path, options).map_err(|e| throw(&env, &e))?;
+    let mut inner = harnessweaver_runtime::load(&path, options).map_err(|e| throw(&env, &e))?;
     if !has_audit && matches!(inner.harness().spec().audit_sink, harnessweaver_core::harness::AuditSink::Callback) {
         let e = invalid("audit_callback_missing", "harness.yaml sends audit events to a callback (`audit.sink: callback`); pass `audit` to load()");
         return Err(throw(&env, &e));

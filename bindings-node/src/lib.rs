@@ -432,5 +432,5 @@ pub fn describe_manifest(env: Env, manifest: Unknown<'_>, origin: Option<String>
 /// Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code.
 #[napi]
 pub fn cli_run(args: Vec<String>) -> i32 {
-    harnessweaver_core::cli::run(&args)
+    harnessweaver_runtime::cli::run(&args)
 }

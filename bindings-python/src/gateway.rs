@@ -7,8 +7,8 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use harnessweaver_core::gateway::server::{serve_harness, ServeError};
-use harnessweaver_core::gateway::{Gateway, HostRuntime, NativeInvoker};
+use harnessweaver_runtime::gateway::server::{serve_harness, ServeError};
+use harnessweaver_runtime::gateway::{Gateway, HostRuntime, NativeInvoker};
 use harnessweaver_core::governor::{Decision, InvokeOutcome, Step, Ticket as CoreTicket};
 use harnessweaver_core::store::Labels;
 use harnessweaver_core::{CallResult as CoreResult, Error, Runtime as CoreRuntime};

@@ -13,7 +13,7 @@ use harnessweaver_core::clock::ManualClock;
 use harnessweaver_core::governor::{ApprovalCallback, ApprovalRequest, Begin, GovernorOptions, InvokeOutcome, Ticket as CoreTicket};
 use harnessweaver_core::runtime::{resume, SpecFormat};
 use harnessweaver_core::store::PendingApproval;
-use harnessweaver_core::transport::TransportOptions;
+use harnessweaver_runtime::transport::TransportOptions;
 use harnessweaver_core::{CallContext, CallResult as CoreResult, Error, LoadOptions, Principal as CorePrincipal, Runtime as CoreRuntime, Tool};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -368,12 +368,12 @@ impl Runtime {
                 audit: audit.map(|callback| Arc::new(CallbackSink { callback }) as _),
                 sequential_ids,
                 extra_tools: extra,
-                transports: TransportOptions { sandbox_worker, ..TransportOptions::default() },
+                backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions { sandbox_worker, ..TransportOptions::default() })),
                 ..GovernorOptions::default()
             },
             ..LoadOptions::default()
         };
-        let mut inner = py.detach(|| CoreRuntime::load(&path, options)).map_err(|e| to_py_err(py, &e))?;
+        let mut inner = py.detach(|| harnessweaver_runtime::load(&path, options)).map_err(|e| to_py_err(py, &e))?;
         if !has_audit && matches!(inner.harness().spec().audit_sink, harnessweaver_core::harness::AuditSink::Callback) {
             return Err(to_py_err(
                 py,

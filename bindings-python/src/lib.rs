@@ -288,7 +288,7 @@ fn describe_manifest<'py>(py: Python<'py>, manifest: &Bound<'py, PyAny>, origin:
 /// Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code.
 #[pyfunction]
 fn cli_run(py: Python<'_>, args: Vec<String>) -> i32 {
-    py.detach(|| harnessweaver_core::cli::run(&args))
+    py.detach(|| harnessweaver_runtime::cli::run(&args))
 }
 
 #[pymodule]

@@ -288,7 +288,7 @@ pub struct HarnessSpec {
     /// `spec.mcp.connect`.
     pub mcp_connect: McpConnect,
     /// `spec.gateway`: the MCP gateway's callers (see docs/gateway.md).
-    pub gateway: crate::gateway::GatewaySpec,
+    pub gateway: crate::gateway_spec::GatewaySpec,
 }
 
 /// A loaded harness: its settings and every tool's manifest.
@@ -540,7 +540,7 @@ fn check_mcp_server(m: &manifest::Manifest, node: &Node, spec: &HarnessSpec, cx:
         return;
     }
     let Some(server) = &m.server else { return };
-    let known = crate::transport::mcp::server_name(server).is_some_and(|n| spec.mcp_servers.contains_key(n));
+    let known = crate::manifest::mcp_server_name(server).is_some_and(|n| spec.mcp_servers.contains_key(n));
     if !known {
         let pos = node.get("spec").and_then(|s| s.get("server")).map_or(node.pos, |n| n.pos);
         let declared: Vec<&str> = spec.mcp_servers.keys().map(String::as_str).collect();
@@ -822,7 +822,7 @@ fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -> Option<(H
     }
     let state_options = spec.get("state_options").map(|n| parse_state_options(n, cx)).unwrap_or_default();
     let (mcp_servers, mcp_connect) = spec.get("mcp").map(|n| parse_mcp(n, cx)).unwrap_or_default();
-    let gateway = spec.get("gateway").map(|n| crate::gateway::config::parse(n, cx)).unwrap_or_default();
+    let gateway = spec.get("gateway").map(|n| crate::gateway_spec::parse(n, cx)).unwrap_or_default();
     spec.finish(cx);
     let spec =
         HarnessSpec { name, mode, tools, layers, rules, trifecta, budgets, audit_sink, state, state_options, mcp_servers, mcp_connect, gateway };

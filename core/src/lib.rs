@@ -1,21 +1,25 @@
 //! harnessweaver-core: everything that decides.
 //!
 //! Manifests and the harness, canonical JSON and the definition digest,
-//! cel-lite, the nine-step governor, the sanitizers, the state store and the
-//! http, code and mcp transports live here. The Python, Node and Swift bindings only convert types and call host
+//! cel-lite, the nine-step governor, the sanitizers, the state store
+//! interface with the memory store, and audit events live here, with no
+//! async runtime, HTTP, MCP, Redis or SQLite. What reaches the world
+//! (transports, durable stores, the MCP gateway, the CLI) is the
+//! `harnessweaver-runtime` crate, plugged in through [`backends::Backends`].
+//! The Python, Node and Swift bindings only convert types and call host
 //! handlers.
 
 pub mod audit;
+pub mod backends;
 pub mod canonical;
 pub mod cel_lite;
 mod check;
-pub mod cli;
 pub mod clock;
 pub mod digest;
 #[cfg(test)]
 mod docs_reference;
 pub mod error;
-pub mod gateway;
+pub mod gateway_spec;
 pub mod governor;
 pub mod harness;
 pub mod manifest;
@@ -24,7 +28,6 @@ pub mod pin;
 pub mod runtime;
 pub mod sanitize;
 pub mod store;
-pub mod transport;
 pub mod validate;
 pub mod yaml;
 

@@ -784,7 +784,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<(Manifest,
     let server = field_for(cx, &mut spec, "server", known, transport, &[Transport::Mcp], Some("missing_field"));
     let sandbox = field_for(cx, &mut spec, "sandbox", known, transport, &[Transport::Code], Some("missing_field"));
     if let (Some(srv), Some(n)) = (&server, spec.get("server")) {
-        if crate::transport::mcp::server_name(srv).is_none() {
+        if mcp_server_name(srv).is_none() {
             cx.report("invalid_value", n.pos, "spec.server", format!("`spec.server` must be `mcp://NAME`, naming a server of `spec.mcp.servers`, not `{srv}`"));
         }
     }
@@ -1318,4 +1318,9 @@ fn schema_shape(node: &Node, path: &str, cx: &mut Checker, depth: usize) {
             _ => {}
         }
     }
+}
+
+/// `NAME` of an MCP tool's `server: mcp://NAME`, or `None` when it is not of that form.
+pub fn mcp_server_name(server: &str) -> Option<&str> {
+    server.strip_prefix("mcp://").filter(|n| !n.is_empty() && !n.contains('/'))
 }

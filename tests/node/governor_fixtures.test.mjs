@@ -1,5 +1,5 @@
 // Runs every scenario of fixtures/governor/ through the Node binding, as
-// core/tests/fixtures_governor.rs does through the core: the same handler
+// runtime/tests/fixtures_governor.rs does through the core: the same handler
 // behaviours (async handlers with timers for `sleeps_ms`), a manual clock,
 // deterministic ids, and subset compares of each expectation against the
 // result's JSON and of the audit events. A scenario this runner cannot run fails.
@@ -56,7 +56,7 @@ async function startHttpServer() {
   return { url: `http://127.0.0.1:${port}`, close: () => proc.kill() }
 }
 
-// The `harnessweaver-sandbox` worker, as core/tests/transport_support finds or builds it.
+// The `harnessweaver-sandbox` worker, as runtime/tests/transport_support finds or builds it.
 function sandboxWorker() {
   if (process.env.HARNESSWEAVER_SANDBOX_WORKER) return process.env.HARNESSWEAVER_SANDBOX_WORKER
   const target = join(ROOT, 'target', 'sandbox-worker')

@@ -1,7 +1,7 @@
 """Attacks on the governor, each a test (issue 10). What each defends is in
 SECURITY.md; Rust-side attacks (approval swaps through the Rust API, the
 trifecta through an http tool's url, memory growth over many calls) are in
-core/tests/attacks.rs, and `__proto__` from Node in tests/node/attacks.test.mjs.
+runtime/tests/attacks.rs, and `__proto__` from Node in tests/node/attacks.test.mjs.
 
 Not here: an MCP server changing a tool after pinning (the mcp transport is
 not in main yet; manifests with `transport: mcp` load, but no server is

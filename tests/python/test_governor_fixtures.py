@@ -1,5 +1,5 @@
 """Runs every scenario of fixtures/governor/ through the Python binding, as
-core/tests/fixtures_governor.rs does through the core: the same handler
+runtime/tests/fixtures_governor.rs does through the core: the same handler
 behaviours, a manual clock, deterministic ids, and subset compares of each
 step's expectation against the result's JSON and of the audit events."""
 
@@ -60,7 +60,7 @@ class HttpServer:
 
 
 def sandbox_worker() -> str:
-    """The `harnessweaver-sandbox` worker, as core/tests/transport_support finds or builds it."""
+    """The `harnessweaver-sandbox` worker, as runtime/tests/transport_support finds or builds it."""
     explicit = os.environ.get("HARNESSWEAVER_SANDBOX_WORKER")
     if explicit:
         return explicit

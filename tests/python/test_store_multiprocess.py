@@ -2,7 +2,7 @@
 50/h through their bindings, sharing a SQLite file or a real redis-server
 (started here on a free port of 127.0.0.1, stopped after): exactly 50 calls
 are allowed in all, none is lost to a store error. The Rust-only version
-(core/tests/store_multiprocess.rs) runs the `harnessweaver` binary."""
+(runtime/tests/store_multiprocess.rs) runs the `harnessweaver` binary."""
 
 import json
 import socket

@@ -9,10 +9,10 @@ use crate::cel_lite::{self, Program};
 use crate::audit::{AuditSink, JsonlSink, MemorySink, NullSink};
 use crate::clock::{Clock, IdSource, SystemClock};
 use crate::error::{Error, Problem};
-use crate::harness::{self, EnforceMode, ExampleExpect, Harness, StateBackend};
+use crate::harness::{self, EnforceMode, ExampleExpect, Harness};
 use crate::manifest::{self, PinState, Tool, TrustLabel};
-use crate::store::{MemoryStore, Rate, RedisClock, RedisOptions, RedisStore, SqliteAuditSink, SqliteOptions, SqliteStore, Store};
-use crate::transport::{TransportOptions, Transports};
+use crate::backends::{Backends, CoreBackends};
+use crate::store::{MemoryStore, Rate, Store};
 use crate::validate::{Constraints, SchemaValidator};
 
 /// What a host may choose when it builds a governor.
@@ -28,8 +28,9 @@ pub struct GovernorOptions {
     pub sequential_ids: bool,
     /// Tools registered in code, each with its manifest.
     pub extra_tools: Vec<Tool>,
-    /// The sandbox worker and pool settings of the transports.
-    pub transports: TransportOptions,
+    /// What opens stores, SQLite audit sinks and transports (default:
+    /// [`CoreBackends`], the memory store and native tools only).
+    pub backends: Option<Arc<dyn Backends>>,
 }
 
 /// Compiles a condition; the loader has already reported compile errors
@@ -141,54 +142,6 @@ fn effective_egress(m: &manifest::Manifest) -> Vec<String> {
     egress
 }
 
-/// The store `spec.state` names: memory, a SQLite file (opened on first use:
-/// a file that cannot be written now refuses calls with `store_unavailable`
-/// until it can, like a Redis that is down) or Redis. `clock_injected`: an
-/// injected clock (fixtures, simulations) decides instead of the Redis
-/// server's clock, shared by every host.
-pub fn open_store(harness: &Harness, clock_injected: bool) -> Result<Arc<dyn Store>, Box<Problem>> {
-    let state_options = harness.spec().state_options;
-    let timeout = std::time::Duration::from_millis(state_options.timeout_ms);
-    let sqlite_options = SqliteOptions { busy_timeout: timeout, run_ttl_ms: state_options.run_ttl_ms };
-    match &harness.spec().state {
-        StateBackend::Memory => Ok(Arc::new(MemoryStore::new())),
-        StateBackend::Sqlite(path) => Ok(Arc::new(SqliteStore::open_lazy(harness.dir().join(path), sqlite_options))),
-        StateBackend::Redis(url) => {
-            let redis_options = RedisOptions {
-                namespace: state_namespace(harness),
-                clock: if clock_injected { RedisClock::Caller } else { RedisClock::Server },
-                timeout,
-                run_ttl_ms: state_options.run_ttl_ms,
-            };
-            match RedisStore::open(url, redis_options) {
-                Ok(store) => Ok(Arc::new(store)),
-                Err(e) => Err(Box::new(Problem {
-                    path: "spec.state".into(),
-                    file: Some("harness.yaml".into()),
-                    ..Problem::new("state_unavailable", e.message)
-                })),
-            }
-        }
-    }
-}
-
-/// The Redis namespace of a harness: its `metadata.name`, or else a digest
-/// of its settings (identical harness files on several hosts share state).
-fn state_namespace(harness: &Harness) -> String {
-    use sha2::{Digest, Sha256};
-    if let Some(name) = harness.spec().name.as_deref().filter(|n| !n.is_empty()) {
-        return name.to_string();
-    }
-    // Without where the state lives: hosts may reach one Redis by several names.
-    let mut settings = harness.describe();
-    if let Some(map) = settings.as_object_mut() {
-        map.remove("state");
-        map.remove("state_options");
-    }
-    let digest = Sha256::digest(settings.to_string().as_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
-
 impl Governor {
     /// Compiles `harness` (and any tools registered in code) into a governor.
     pub fn from_harness(harness: &Harness, options: GovernorOptions) -> Result<Governor, Error> {
@@ -240,11 +193,10 @@ impl Governor {
             .collect::<Vec<Rule>>();
         check_examples(&spec.rules, &rules, &tools, harness, &mut problems);
         let state_options = spec.state_options;
-        let timeout = std::time::Duration::from_millis(state_options.timeout_ms);
-        let sqlite_options = SqliteOptions { busy_timeout: timeout, run_ttl_ms: state_options.run_ttl_ms };
+        let backends: Arc<dyn Backends> = options.backends.unwrap_or_else(|| Arc::new(CoreBackends));
         let store: Arc<dyn Store> = match options.store {
             Some(store) => store,
-            None => match open_store(harness, options.clock.is_some()) {
+            None => match backends.open_store(harness, options.clock.is_some()) {
                 Ok(store) => store,
                 Err(problem) => {
                     problems.push(*problem);
@@ -263,10 +215,10 @@ impl Governor {
                     Arc::new(NullSink)
                 }
             },
-            (None, harness::AuditSink::Sqlite(path)) => match SqliteAuditSink::open(harness.dir().join(path), sqlite_options) {
-                Ok(sink) => Arc::new(sink),
-                Err(e) => {
-                    problems.push(Problem { path: "spec.audit.sink".into(), ..Problem::new("io_error", e.to_string()) });
+            (None, harness::AuditSink::Sqlite(path)) => match backends.open_sqlite_audit(harness, path) {
+                Ok(sink) => sink,
+                Err(problem) => {
+                    problems.push(*problem);
                     Arc::new(NullSink)
                 }
             },
@@ -275,8 +227,7 @@ impl Governor {
             return Err(Error::Load(problems));
         }
         // Last, so a harness with other problems does not start MCP servers.
-        let (transports, transport_problems) =
-            Transports::build(spec, harness.tools().iter().chain(options.extra_tools.iter()), &options.transports);
+        let (transports, transport_problems) = backends.transports(harness, &all);
         if !transport_problems.is_empty() {
             return Err(Error::Load(transport_problems));
         }

@@ -18,7 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use build::{open_store, GovernorOptions};
+pub use build::GovernorOptions;
 pub use crate::harness::{Effect, TrifectaMode};
 pub use output::{cut, truncate};
 pub use types::{ApprovalRequest, CallContext, CallResult, Decision, OutputReport, Principal, Step};
@@ -32,7 +32,7 @@ use crate::validate::{Constraints, SchemaValidator};
 use crate::{canonical, sanitize};
 use crate::cel_lite::{Bindings, Program};
 use std::cell::OnceCell;
-use crate::transport::Transports;
+use crate::backends::{Invoker, NoTransports};
 
 
 /// Evaluates a compiled cel-lite condition: `Ok(bool)`, or `Err(reason)`
@@ -264,7 +264,7 @@ pub struct Governor {
     audit_on: bool,
     approval_callback: Option<ApprovalCallback>,
     unmanifested: Vec<String>,
-    transports: Arc<Transports>,
+    transports: Arc<dyn Invoker>,
     policy_version: String,
 }
 
@@ -348,7 +348,7 @@ impl Governor {
             audit_on,
             approval_callback: None,
             unmanifested: Vec::new(),
-            transports: Arc::new(Transports::default()),
+            transports: Arc::new(NoTransports),
             policy_version: String::new(),
         }
     }
@@ -376,13 +376,13 @@ impl Governor {
     }
 
     /// Sets the transports (http, code, mcp) the core invokes itself.
-    pub fn set_transports(&mut self, transports: Transports) {
-        self.transports = Arc::new(transports);
+    pub fn set_transports(&mut self, transports: Arc<dyn Invoker>) {
+        self.transports = transports;
     }
 
     /// The transports (for `doctor`'s live MCP check).
-    pub fn transports(&self) -> &Transports {
-        &self.transports
+    pub fn transports(&self) -> &dyn Invoker {
+        &*self.transports
     }
 
     /// Step 8 for the transports the core owns (http, code, mcp): runs the

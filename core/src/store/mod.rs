@@ -8,17 +8,12 @@
 //! conformance tests.
 
 mod memory;
-mod redis;
-mod sqlite;
-pub mod stress;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 
 pub use memory::MemoryStore;
-pub use redis::{RedisClock, RedisOptions, RedisStore};
-pub use sqlite::{SqliteAuditSink, SqliteOptions, SqliteStore};
 
 /// `count` calls per `period_ms`, enforced with GCRA (a burst of `count`, then
 /// one call every `period_ms / count`).

@@ -1,0 +1,125 @@
+//! `harnessweaver doctor`: load the harness and every manifest, report every
+//! problem with its place, the pin state of every tool and the policy layers.
+
+
+use serde_json::{json, Value};
+
+use super::args::{Spec, JSON};
+use super::ui::{harness_path, plural, shown, Io, Paint};
+use harnessweaver_core::governor::Governor;
+use harnessweaver_core::harness::Harness;
+use harnessweaver_core::manifest::PinState;
+
+pub(crate) const SPEC: Spec = Spec {
+    path: "doctor",
+    synopsis: "[harness.yaml] [--json]",
+    about: "Loads harness.yaml (default ./harness.yaml; a directory means the harness.yaml in
+it) and every manifest it names, and prints every problem as file:line:column.
+Fails (exit 1) on any problem or a mismatched pin; warns about unpinned manifests
+and prints the digest to pin. Exit 0 when clean.",
+    opts: &[JSON],
+    positionals: &[("harness.yaml", false)],
+};
+
+pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
+    let a = match io.parse(&SPEC, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let json = a.flag("json");
+    let path = harness_path(a.pos(0));
+    let fail_load = |io: &mut Io<'_>, e: &harnessweaver_core::error::Error| {
+        io.problems(e, &path, json);
+        if !json {
+            let n = e.problems().len().max(1);
+            let _ = writeln!(io.out, "doctor: {n} problem{} in `{}`", plural(n), path.display());
+        }
+        1
+    };
+    let harness = match Harness::load(&path) {
+        Ok(h) => h,
+        Err(e) => return fail_load(io, &e),
+    };
+    let governor = match Governor::from_harness(&harness, crate::governor_options()) {
+        Ok(g) => g,
+        Err(e) => return fail_load(io, &e),
+    };
+    let mut tools = Vec::new();
+    let (mut failed, mut warned) = (0usize, 0usize);
+    let mut lines = Vec::new();
+    let mut live_lines = Vec::new();
+    for tool in harness.tools() {
+        let file = shown(&path, tool.file().unwrap_or_default());
+        // MCP tools: what the server serves now must match the manifest (the rug pull).
+        let live = governor.transports().live_pin_mismatch(tool.name());
+        if let Some(why) = &live {
+            failed += 1;
+            live_lines.push(format!("{}: {file}: tool `{}`: {why}; every call is refused [digest_mismatch]", io.paint(Paint::Red, "error"), tool.name()));
+        }
+        match tool.pin() {
+            PinState::Pinned => lines.push(format!("{}: {file}: tool `{}` is pinned", io.paint(Paint::Green, "ok"), tool.name())),
+            PinState::Mismatched => {
+                failed += 1;
+                lines.push(format!(
+                    "{}: {file}: tool `{}`: definition_digest does not match the definition; every call is refused \
+                     (current digest {}); review the change, then run `harnessweaver tools pin` [digest_mismatch]",
+                    io.paint(Paint::Red, "error"),
+                    tool.name(),
+                    tool.digest()
+                ));
+            }
+            PinState::Unpinned => {
+                warned += 1;
+                lines.push(format!(
+                    "{}: {file}: tool `{}` is not pinned; add `definition_digest: \"{}\"` under `spec:` \
+                     or run `harnessweaver tools pin`",
+                    io.paint(Paint::Yellow, "warning"),
+                    tool.name(),
+                    tool.digest()
+                ));
+            }
+        }
+        tools.push(json!({
+            "name": tool.name(), "file": file, "pin": tool.pin().as_str(), "digest": tool.digest(),
+            "live_mismatch": live,
+        }));
+    }
+    let mut layers = Vec::new();
+    for (i, layer) in harness.spec().layers.iter().enumerate() {
+        let rules = harness.spec().rules.iter().filter(|r| r.layer == i).count();
+        if rules == 0 && layer.name == "harness" && layer.default_allow {
+            continue;
+        }
+        let from = layer.file.as_deref().map_or_else(|| "inline".to_string(), |f| shown(&path, f));
+        let default = if layer.default_allow { "allow" } else { "deny" };
+        lines.push(format!(
+            "policy: layer `{}` ({}, default {default}, {from}): {rules} rule{}",
+            layer.name,
+            layer.mode.as_str(),
+            plural(rules)
+        ));
+        layers.push(json!({"name": layer.name, "mode": layer.mode.as_str(), "default": default, "from": from, "rules": rules}));
+    }
+    let warnings = crate::transport::environment_warnings(&harness);
+    for line in &warnings {
+        lines.push(format!("{}: {line}", io.paint(Paint::Yellow, "warning")));
+    }
+    lines.extend(live_lines);
+    let n = harness.tools().len();
+    if json {
+        io.json(&json!({
+            "ok": failed == 0, "harness": path.display().to_string(), "problems": Value::Array(Vec::new()),
+            "tools": tools, "mismatched": failed, "unpinned": warned, "layers": layers, "warnings": warnings,
+        }));
+        return i32::from(failed > 0);
+    }
+    for line in lines {
+        let _ = writeln!(io.out, "{line}");
+    }
+    if failed > 0 {
+        let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {failed} mismatched pin{}", plural(n), plural(failed));
+        return 1;
+    }
+    let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {warned} unpinned; no problems", plural(n));
+    0
+}

@@ -1,0 +1,155 @@
+//! Who an HTTP caller is: a bearer token checked against `spec.gateway.http.keys`,
+//! or a JWT verified with `spec.gateway.http.jwt`'s key, mapped to a principal,
+//! roles, scopes and tenant. No token, or one that checks against nothing,
+//! is no caller: the gateway answers 401 and serves nothing.
+
+use std::path::Path;
+
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value};
+
+use super::config::{GatewaySpec, IdentitySpec, JwtSpec, KeySecret};
+use super::Identity;
+use harnessweaver_core::digest::sha256_tagged;
+use harnessweaver_core::governor::Principal;
+
+/// Checks bearer credentials.
+pub struct Authenticator {
+    keys: Vec<(String, Identity)>,
+    jwt: Option<JwtVerifier>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator").field("keys", &self.keys.len()).field("jwt", &self.jwt.is_some()).finish()
+    }
+}
+
+struct JwtVerifier {
+    key: DecodingKey,
+    validation: Validation,
+    spec: JwtSpec,
+}
+
+/// Why a request was refused (the text goes into the 401's body; no secrets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthError {
+    /// `missing_token` or `invalid_token`.
+    pub code: &'static str,
+    /// A short reason.
+    pub message: String,
+}
+
+impl Identity {
+    /// An identity from its configured form.
+    pub fn from_spec(spec: &IdentitySpec) -> Result<Identity, String> {
+        let principal = Principal::from_value(&spec.principal).map_err(|e| e.to_string())?;
+        Ok(Identity { principal, tenant: spec.tenant.clone() })
+    }
+}
+
+impl Authenticator {
+    /// Builds the checker from `spec.gateway`, reading `token_env`, `secret_env`
+    /// and `public_key_file` (relative to `dir`). Errors name the setting.
+    pub fn new(spec: &GatewaySpec, dir: &Path) -> Result<Authenticator, String> {
+        let mut keys = Vec::new();
+        for (i, k) in spec.keys.iter().enumerate() {
+            let digest = match &k.secret {
+                KeySecret::Sha256(d) => d.clone(),
+                KeySecret::Env(name) => match std::env::var(name) {
+                    Ok(token) if !token.is_empty() => sha256_tagged(token.as_bytes()),
+                    _ => return Err(format!("spec.gateway.http.keys[{i}].token_env: environment variable `{name}` is not set")),
+                },
+            };
+            let identity = Identity::from_spec(&k.identity).map_err(|e| format!("spec.gateway.http.keys[{i}]: {e}"))?;
+            keys.push((digest, identity));
+        }
+        let jwt = match &spec.jwt {
+            None => None,
+            Some(j) => Some(JwtVerifier::new(j, dir)?),
+        };
+        Ok(Authenticator { keys, jwt })
+    }
+
+    /// Whether any credential is configured (without one every request is refused).
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty() && self.jwt.is_none()
+    }
+
+    /// The caller behind an `Authorization` header value.
+    pub fn check(&self, authorization: Option<&str>) -> Result<Identity, AuthError> {
+        let Some(header) = authorization else {
+            return Err(AuthError { code: "missing_token", message: "send `Authorization: Bearer <token>`".into() });
+        };
+        let token = match header.split_once(' ') {
+            Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => token.trim(),
+            _ => return Err(AuthError { code: "invalid_token", message: "the Authorization header is not `Bearer <token>`".into() }),
+        };
+        let digest = sha256_tagged(token.as_bytes());
+        if let Some((_, identity)) = self.keys.iter().find(|(d, _)| constant_time_eq(d.as_bytes(), digest.as_bytes())) {
+            return Ok(identity.clone());
+        }
+        match &self.jwt {
+            // Three dot-separated parts: try it as a JWT.
+            Some(v) if token.split('.').count() == 3 => v.verify(token),
+            _ => Err(AuthError { code: "invalid_token", message: "the token matches no configured key".into() }),
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl JwtVerifier {
+    fn new(spec: &JwtSpec, dir: &Path) -> Result<JwtVerifier, String> {
+        let at = "spec.gateway.http.jwt";
+        let algorithm: Algorithm = spec.algorithm.parse().map_err(|_| format!("{at}.algorithm: unknown algorithm `{}`", spec.algorithm))?;
+        let key = if let Some(name) = &spec.secret_env {
+            match std::env::var(name) {
+                Ok(secret) if !secret.is_empty() => DecodingKey::from_secret(secret.as_bytes()),
+                _ => return Err(format!("{at}.secret_env: environment variable `{name}` is not set")),
+            }
+        } else {
+            let file = spec.public_key_file.as_deref().unwrap_or_default();
+            let pem = std::fs::read(dir.join(file)).map_err(|e| format!("{at}.public_key_file: cannot read `{file}`: {e}"))?;
+            let parsed = match spec.algorithm.get(..2) {
+                Some("RS" | "PS") => DecodingKey::from_rsa_pem(&pem),
+                Some("ES") => DecodingKey::from_ec_pem(&pem),
+                _ => DecodingKey::from_ed_pem(&pem),
+            };
+            parsed.map_err(|e| format!("{at}.public_key_file: `{file}` is not a {} public key in PEM: {e}", spec.algorithm))?
+        };
+        let mut validation = Validation::new(algorithm);
+        validation.leeway = spec.leeway_s;
+        match &spec.issuer {
+            Some(iss) => validation.set_issuer(&[iss]),
+            None => validation.iss = None,
+        }
+        match &spec.audience {
+            Some(aud) => validation.set_audience(&[aud]),
+            None => validation.validate_aud = false,
+        }
+        Ok(JwtVerifier { key, validation, spec: spec.clone() })
+    }
+
+    fn verify(&self, token: &str) -> Result<Identity, AuthError> {
+        let bad = |message: String| AuthError { code: "invalid_token", message };
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &self.key, &self.validation).map_err(|e| bad(format!("the JWT was refused: {e}")))?;
+        let claims = data.claims;
+        let id = match claims.get(&self.spec.principal_claim) {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => return Err(bad(format!("the JWT has no `{}` claim naming the principal", self.spec.principal_claim))),
+        };
+        let list = |name: &str| -> Vec<String> {
+            match claims.get(name) {
+                Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
+                Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                _ => Vec::new(),
+            }
+        };
+        let tenant = claims.get(&self.spec.tenant_claim).and_then(Value::as_str).map(str::to_string);
+        let principal = Principal { id, roles: list(&self.spec.roles_claim), scopes: list(&self.spec.scopes_claim), attrs: Map::new() };
+        Ok(Identity { principal, tenant })
+    }
+}

@@ -1,0 +1,276 @@
+//! The gateway on the wire: an rmcp server handler, served over stdio or
+//! over streamable HTTP behind a bearer-token check.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool as McpTool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use super::auth::Authenticator;
+use super::{Gateway, Identity, APPROVAL_META_KEY};
+
+/// A session's runs, by caller (principal id, tenant).
+type Runs = Arc<Mutex<HashMap<(String, Option<String>), String>>>;
+
+/// One MCP session: calls made in it share a run per caller (labels, budgets).
+#[derive(Clone)]
+pub struct Session {
+    gateway: Arc<Gateway>,
+    /// The stdio client's identity; HTTP callers are identified per request.
+    fixed: Option<Identity>,
+    runs: Runs,
+}
+
+impl Session {
+    /// A session of `gateway`; `fixed` is the caller of a stdio session.
+    pub fn new(gateway: Arc<Gateway>, fixed: Option<Identity>) -> Self {
+        Self { gateway, fixed, runs: Arc::new(Mutex::new(HashMap::new())) }
+    }
+
+    fn identity(&self, ctx: &RequestContext<RoleServer>) -> Result<Identity, ErrorData> {
+        if let Some(id) = &self.fixed {
+            return Ok(id.clone());
+        }
+        ctx.extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Identity>())
+            .cloned()
+            .ok_or_else(|| ErrorData::invalid_request("no authenticated caller", None))
+    }
+
+    fn run_for(&self, who: &Identity) -> String {
+        let key = (who.principal.id.clone(), who.tenant.clone());
+        let mut runs = self.runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        runs.entry(key).or_insert_with(|| self.gateway.runtime().governor().new_run_id()).clone()
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> ErrorData {
+    ErrorData::internal_error(e.to_string(), None)
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        let name = self.gateway.runtime().harness().spec().name.clone().unwrap_or_else(|| "harnessweaver".into());
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(format!("harnessweaver gateway ({name})"), env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Every tool call is governed by harnessweaver. A refused call returns isError with a stable code; \
+                 a call waiting for approval returns its approval id: call the tool again with the same arguments once it is approved.",
+            )
+    }
+
+    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        let who = self.identity(&context)?;
+        let tools: Vec<McpTool> = serde_json::from_value(self.gateway.list(&who)).map_err(internal)?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        let who = self.identity(&context)?;
+        let run_id = self.run_for(&who);
+        // `_meta` of the request: rmcp hands it over in the context (and
+        // may leave a copy in the params).
+        let approval_id = [serde_json::to_value(&context.meta).ok(), request.meta.as_ref().and_then(|m| serde_json::to_value(m).ok())]
+            .into_iter()
+            .flatten()
+            .find_map(|m| m.get(APPROVAL_META_KEY).and_then(Value::as_str).map(str::to_string));
+        let tool = request.name.to_string();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let gateway = Arc::clone(&self.gateway);
+        let result = tokio::task::spawn_blocking(move || gateway.call(&who, Some(run_id), &tool, args, approval_id).to_mcp())
+            .await
+            .map_err(internal)?;
+        let result: CallToolResult = serde_json::from_value(result).map_err(internal)?;
+        Ok(result.into())
+    }
+}
+
+/// Serves one client over stdin and stdout until it disconnects.
+pub async fn serve_stdio(gateway: Arc<Gateway>, identity: Identity) -> Result<(), String> {
+    let session = Session::new(gateway, Some(identity));
+    let running = session.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP initialisation failed: {e}"))?;
+    running.waiting().await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+fn unauthorized(code: &str, message: &str) -> http::Response<Body> {
+    let body = serde_json::json!({"error": code, "error_description": message}).to_string();
+    let mut response = http::Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = http::StatusCode::UNAUTHORIZED;
+    let headers = response.headers_mut();
+    headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    let challenge = format!("Bearer error=\"{}\"", if code == "missing_token" { "invalid_request" } else { "invalid_token" });
+    if let Ok(v) = http::HeaderValue::from_str(&challenge) {
+        headers.insert(http::header::WWW_AUTHENTICATE, v);
+    }
+    response
+}
+
+fn not_found() -> http::Response<Body> {
+    let mut response = http::Response::new(Full::new(Bytes::from_static(b"not found: the MCP endpoint is /mcp")).boxed());
+    *response.status_mut() = http::StatusCode::NOT_FOUND;
+    response
+}
+
+/// Binds `addr` (port 0 picks a free port) and returns the listener and the
+/// address it got.
+pub async fn bind(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), String> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    Ok((listener, local))
+}
+
+/// Serves streamable HTTP at `/mcp` on `listener` until the process ends.
+/// Every request must carry a bearer token `auth` accepts; others get 401.
+pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listener: tokio::net::TcpListener) -> Result<(), String> {
+    let factory_gateway = Arc::clone(&gateway);
+    let service = StreamableHttpService::new(
+        move || Ok(Session::new(Arc::clone(&factory_gateway), None)),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("harnessweaver gateway: accept failed: {e}");
+                continue;
+            }
+        };
+        let service = service.clone();
+        let auth = Arc::clone(&auth);
+        tokio::spawn(async move {
+            let handler = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+                let service = service.clone();
+                let auth = Arc::clone(&auth);
+                async move {
+                    if req.uri().path() != "/mcp" {
+                        return Ok::<_, Infallible>(not_found());
+                    }
+                    let header = req.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+                    match auth.check(header) {
+                        Ok(identity) => {
+                            req.extensions_mut().insert(identity);
+                            Ok(service.handle(req).await)
+                        }
+                        Err(e) => Ok(unauthorized(e.code, &e.message)),
+                    }
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler).await;
+        });
+    }
+}
+
+/// How to serve.
+#[derive(Debug)]
+pub enum Serve {
+    /// One client on stdin/stdout, as this caller.
+    Stdio(Identity),
+    /// Streamable HTTP on this address, callers checked by `auth`.
+    Http {
+        /// Where to listen (port 0: any free port).
+        addr: SocketAddr,
+        /// The bearer-token check.
+        auth: Arc<Authenticator>,
+    },
+}
+
+/// Serves `gateway` on its own tokio runtime until the stdio client
+/// disconnects (HTTP: until the process ends). `on_bound` hears the HTTP
+/// address once listening.
+pub fn run(gateway: Arc<Gateway>, how: Serve, on_bound: &mut dyn FnMut(SocketAddr)) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("harnessweaver-gateway")
+        .build()
+        .map_err(|e| format!("cannot start the gateway's runtime: {e}"))?;
+    // The last reference is dropped here, outside the runtime: the runtime's
+    // MCP transport owns a tokio runtime of its own, which cannot be dropped
+    // from inside an async context.
+    let keep = Arc::clone(&gateway);
+    let served = match how {
+        Serve::Stdio(identity) => rt.block_on(serve_stdio(gateway, identity)),
+        Serve::Http { addr, auth } => match rt.block_on(bind(addr)) {
+            Ok((listener, local)) => {
+                on_bound(local);
+                rt.block_on(serve_http(gateway, auth, listener))
+            }
+            Err(e) => Err(e),
+        },
+    };
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
+    drop(keep);
+    served
+}
+
+/// Why [`serve_harness`] did not serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServeError {
+    /// The caller must say more (no stdio identity): a usage error.
+    Usage(String),
+    /// Configuration or the server failed.
+    Failed(String),
+}
+
+/// Serves `gateway` as its harness's `spec.gateway` says: over HTTP at
+/// `http` (callers checked against `spec.gateway.http`), or over stdio as
+/// `principal`/`tenant` (each overriding `spec.gateway.stdio`). Blocks until
+/// the stdio client disconnects (HTTP: until the process ends). What the CLI
+/// and the bindings' `serve_mcp` run.
+pub fn serve_harness(
+    gateway: Arc<Gateway>,
+    http: Option<SocketAddr>,
+    principal: Option<harnessweaver_core::governor::Principal>,
+    tenant: Option<String>,
+    on_bound: &mut dyn FnMut(SocketAddr),
+) -> Result<(), ServeError> {
+    let harness = gateway.runtime().harness();
+    let spec = &harness.spec().gateway;
+    let how = match http {
+        Some(addr) => {
+            let auth = Authenticator::new(spec, harness.dir()).map_err(ServeError::Failed)?;
+            if auth.is_empty() {
+                return Err(ServeError::Failed(
+                    "serving HTTP needs credentials: add spec.gateway.http.keys or spec.gateway.http.jwt to harness.yaml (see docs/gateway.md)".into(),
+                ));
+            }
+            Serve::Http { addr, auth: Arc::new(auth) }
+        }
+        None => {
+            let configured = match spec.stdio.as_ref().map(Identity::from_spec).transpose() {
+                Ok(c) => c,
+                Err(e) => return Err(ServeError::Failed(format!("spec.gateway.stdio: {e}"))),
+            };
+            let identity = match (principal, configured) {
+                (Some(p), configured) => Identity { principal: p, tenant: tenant.or(configured.and_then(|c| c.tenant)) },
+                (None, Some(c)) => Identity { principal: c.principal, tenant: tenant.or(c.tenant) },
+                (None, None) => {
+                    return Err(ServeError::Usage(
+                        "stdio needs a caller: set spec.gateway.stdio.principal in harness.yaml or pass a principal".into(),
+                    ))
+                }
+            };
+            Serve::Stdio(identity)
+        }
+    };
+    run(gateway, how, on_bound).map_err(ServeError::Failed)
+}

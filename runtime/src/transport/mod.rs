@@ -1,0 +1,278 @@
+//! Transports: how the core itself reaches `http`, `code` and `mcp` tools
+//! (step 8 of the governor). Native tools stay with the host.
+//!
+//! # The entry point
+//!
+//! [`Governor::invoke`](harnessweaver_core::governor::Governor::invoke) (and
+//! [`Runtime::invoke`](harnessweaver_core::runtime::Runtime::invoke)) takes the
+//! [`Ticket`] that `begin` handed out and returns an [`InvokeOutcome`] for
+//! `finish`. It is blocking, takes `&self`, holds no lock while it waits
+//! and is `Send + Sync`, so:
+//!
+//! - Rust: [`Runtime::call`](harnessweaver_core::runtime::Runtime::call) does begin →
+//!   invoke → finish for every non-native tool.
+//! - Python: `begin` with the GIL, then `py.allow_threads(|| runtime.invoke(&ticket))`,
+//!   then `finish`.
+//! - Node: `begin` on the JS thread, `invoke` inside an `AsyncTask` (libuv's
+//!   worker pool), `finish` when the promise settles.
+//!
+//! Many calls may be in flight at once, from any threads.
+//!
+//! # Transports
+//!
+//! - [`http`]: POST the arguments as JSON (ureq, rustls with the platform's
+//!   roots); refused in test mode (R14).
+//! - [`code`]: the code in `code_arg` runs in Monty inside a pooled worker
+//!   process, `harnessweaver-sandbox` (S4), found by [`code::find_worker`].
+//! - [`mcp`]: `tools/call` on an MCP server declared in harness.yaml (rmcp on
+//!   a tokio runtime owned here); the served definitions are checked against
+//!   the manifests at load or first use (the rug-pull check).
+//!
+//! Every failure comes back as an outcome the governor maps to a stable code
+//! (`timeout`, `handler_error`, `transport_refused`, `sandbox_error`), with a
+//! message that names settings and variables, never their values.
+
+pub mod code;
+pub mod http;
+pub mod mcp;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use harnessweaver_core::error::Problem;
+use harnessweaver_core::governor::{InvokeOutcome, Ticket, Transport};
+use harnessweaver_core::harness::{HarnessSpec, Mode};
+use harnessweaver_core::manifest::{self, Tool};
+
+/// What a host may choose about the transports.
+#[derive(Debug, Clone, Default)]
+pub struct TransportOptions {
+    /// The `harnessweaver-sandbox` worker binary. Default: see [`code::find_worker`].
+    pub sandbox_worker: Option<PathBuf>,
+    /// Idle workers kept warm per memory limit (default 2).
+    pub sandbox_pool_size: Option<usize>,
+}
+
+/// How one tool is reached, compiled at load.
+#[derive(Debug)]
+enum ToolTransport {
+    Http(http::HttpTool),
+    Code(code::CodeTool),
+    Mcp(mcp::McpTool),
+}
+
+/// The transports of one loaded harness: the http client, the sandbox pool
+/// and the MCP connections, with each tool's settings.
+#[derive(Default)]
+pub struct Transports {
+    tools: HashMap<String, ToolTransport>,
+    test_mode: bool,
+    http: http::HttpClient,
+    code: Option<Arc<code::CodePool>>,
+    mcp: Option<mcp::McpHub>,
+}
+
+impl std::fmt::Debug for Transports {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transports").field("tools", &self.tools.len()).field("test_mode", &self.test_mode).finish()
+    }
+}
+
+impl Transports {
+    /// Compiles the transport settings of `tools`. Problems (an MCP server
+    /// the harness does not declare, one that cannot be reached at load) are
+    /// returned, not raised, so the load reports them with the rest.
+    pub fn build<'a>(spec: &HarnessSpec, tools: impl Iterator<Item = &'a Tool>, options: &TransportOptions) -> (Transports, Vec<Problem>) {
+        let mut problems = Vec::new();
+        let mut compiled = HashMap::new();
+        let mut mcp_tools = Vec::new();
+        let mut wants_code = false;
+        for tool in tools {
+            let m = tool.manifest();
+            match m.transport {
+                manifest::Transport::Native => {}
+                manifest::Transport::Http => {
+                    let max_response = tool.max_output_bytes().saturating_mul(http::RESPONSE_FACTOR).max(http::RESPONSE_FLOOR);
+                    compiled.insert(
+                        m.name.clone(),
+                        ToolTransport::Http(http::HttpTool {
+                            url: m.url.clone().unwrap_or_default(),
+                            headers_env: m.headers_env.clone(),
+                            max_response_bytes: max_response,
+                        }),
+                    );
+                }
+                manifest::Transport::Code => {
+                    wants_code = true;
+                    compiled.insert(
+                        m.name.clone(),
+                        ToolTransport::Code(code::CodeTool { code_arg: m.code_arg.clone(), limits: m.limits }),
+                    );
+                }
+                manifest::Transport::Mcp => {
+                    let server = m.server.clone().unwrap_or_default();
+                    let name = mcp::server_name(&server).unwrap_or_default().to_string();
+                    if !spec.mcp_servers.contains_key(&name) {
+                        let mut p = Problem::new(
+                            "unknown_mcp_server",
+                            format!("`{server}` names no server of `spec.mcp.servers` in harness.yaml"),
+                        );
+                        p.file = tool.file().map(str::to_string);
+                        p.path = "spec.server".into();
+                        problems.push(p);
+                        continue;
+                    }
+                    let t = mcp::McpTool {
+                        server: name,
+                        tool: m.name.clone(),
+                        digest: tool.digest().to_string(),
+                        file: tool.file().map(str::to_string),
+                    };
+                    mcp_tools.push(t.clone());
+                    compiled.insert(m.name.clone(), ToolTransport::Mcp(t));
+                }
+            }
+        }
+        let code = wants_code.then(|| Arc::new(code::CodePool::new(options.sandbox_worker.clone(), options.sandbox_pool_size)));
+        if let Some(pool) = &code {
+            // Start one worker per memory limit in the background, so the
+            // first call finds it warm (a missing worker is reported by the call).
+            let mut limits: Vec<u64> = compiled
+                .values()
+                .filter_map(|t| match t {
+                    ToolTransport::Code(c) => Some(c.limits.max_memory_mb),
+                    _ => None,
+                })
+                .collect();
+            limits.sort_unstable();
+            limits.dedup();
+            let weak = Arc::downgrade(pool);
+            let _ = std::thread::Builder::new().name("harnessweaver-sandbox-warm".into()).spawn(move || {
+                for mb in limits {
+                    match weak.upgrade() {
+                        Some(pool) => {
+                            let _ = pool.warm(mb);
+                        }
+                        None => return,
+                    }
+                }
+            });
+        }
+        let mcp = if mcp_tools.is_empty() {
+            None
+        } else {
+            match mcp::McpHub::new(&spec.mcp_servers, spec.mcp_connect, mcp_tools) {
+                Ok(hub) => {
+                    problems.extend(hub.load_problems());
+                    Some(hub)
+                }
+                Err(message) => {
+                    problems.push(Problem::new("mcp_unavailable", message));
+                    None
+                }
+            }
+        };
+        let transports = Transports { tools: compiled, test_mode: spec.mode == Mode::Test, http: http::HttpClient::default(), code, mcp };
+        (transports, problems)
+    }
+
+    /// Runs the ticket's tool through its transport, within the ticket's
+    /// timeout. Native tickets are the host's: they come back as a failure.
+    pub fn invoke(&self, ticket: &Ticket) -> InvokeOutcome {
+        self.run(ticket)
+    }
+
+    fn run(&self, ticket: &Ticket) -> InvokeOutcome {
+        if matches!(ticket.transport, Transport::Native { .. }) {
+            return InvokeOutcome::Failed { kind: "native tools are invoked by the host".into() };
+        }
+        match self.tools.get(&ticket.tool) {
+            Some(ToolTransport::Http(tool)) => {
+                if self.test_mode {
+                    return InvokeOutcome::TransportRefused {
+                        reason: format!("`{}` was not called: the harness is in test mode, where the http transport does not call out", ticket.tool),
+                    };
+                }
+                self.http.invoke(tool, ticket)
+            }
+            Some(ToolTransport::Code(tool)) => match &self.code {
+                Some(pool) => pool.invoke(tool, ticket),
+                None => InvokeOutcome::SandboxError { message: "no sandbox is configured".into() },
+            },
+            Some(ToolTransport::Mcp(tool)) => match &self.mcp {
+                Some(hub) => hub.invoke(tool, ticket),
+                None => InvokeOutcome::TransportRefused { reason: format!("`{}`: its MCP server is not configured", ticket.tool) },
+            },
+            None => InvokeOutcome::Failed { kind: "no transport is configured for this tool".into() },
+        }
+    }
+
+    /// Whether the live definition of an MCP tool differs from its manifest
+    /// (connecting first when the harness connects lazily). `None` when the
+    /// tool is not an MCP tool or its server cannot be reached now (the call
+    /// then fails at invoke with the reason).
+    pub fn live_pin_mismatch(&self, tool: &str) -> Option<String> {
+        match (self.tools.get(tool), &self.mcp) {
+            (Some(ToolTransport::Mcp(t)), Some(hub)) => hub.mismatch(t),
+            _ => None,
+        }
+    }
+}
+
+impl harnessweaver_core::backends::Invoker for Transports {
+    fn invoke(&self, ticket: &Ticket) -> InvokeOutcome {
+        self.run(ticket)
+    }
+
+    fn live_pin_mismatch(&self, tool: &str) -> Option<String> {
+        Transports::live_pin_mismatch(self, tool)
+    }
+}
+
+/// What `doctor` warns about before any call: `headers_env` and MCP `env` /
+/// `headers_env` variables that are not set now (naming the variable, never
+/// a value), and code tools whose sandbox worker cannot be found.
+pub fn environment_warnings(harness: &harnessweaver_core::harness::Harness) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut wants_worker = false;
+    for tool in harness.tools() {
+        let m = tool.manifest();
+        let file = tool.file().unwrap_or_default();
+        for (header, var) in &m.headers_env {
+            if std::env::var_os(var).is_none() {
+                out.push(format!("{file}: tool `{}`: environment variable `{var}` for header `{header}` is not set; its calls will fail", m.name));
+            }
+        }
+        wants_worker |= m.transport == manifest::Transport::Code;
+    }
+    for (name, server) in &harness.spec().mcp_servers {
+        let vars: Vec<(&String, &String)> = match server {
+            harnessweaver_core::harness::McpServer::Command { env, .. } => env.iter().collect(),
+            harnessweaver_core::harness::McpServer::Url { headers_env, .. } => headers_env.iter().collect(),
+        };
+        for (key, var) in vars {
+            if std::env::var_os(var).is_none() {
+                out.push(format!("harness.yaml: MCP server `{name}`: environment variable `{var}` for `{key}` is not set"));
+            }
+        }
+    }
+    if wants_worker {
+        if let Err(why) = code::find_worker(None) {
+            out.push(format!("code tools: {why}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    /// Bindings move the runtime across threads and call `invoke` from many.
+    #[test]
+    fn the_runtime_and_tickets_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<super::Transports>();
+        send_sync::<harnessweaver_core::runtime::Runtime>();
+        send_sync::<harnessweaver_core::governor::Ticket>();
+    }
+}

@@ -1,0 +1,245 @@
+//! Runs every scenario of fixtures/governor/ through the core, invoking
+//! handlers the way a binding does (begin, invoke, finish). Python and Node
+//! run the same scenarios and must agree byte for byte.
+
+mod transport_support;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use harnessweaver_core::audit::MemorySink;
+use harnessweaver_core::clock::ManualClock;
+use harnessweaver_core::governor::{run_with_timeout, Begin, GovernorOptions, Handler, InvokeOutcome, Ticket};
+use harnessweaver_core::runtime::{resume, SpecFormat};
+use harnessweaver_runtime::transport::TransportOptions;
+use harnessweaver_core::{CallContext, CallResult, LoadOptions, Principal, Runtime};
+use serde_json::{json, Value};
+
+fn scenarios() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/governor");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    files.sort();
+    assert!(!files.is_empty());
+    files
+}
+
+/// Scenarios that fail today, each with the reason. Kept empty when possible.
+const EXPECTED_FAILURES: &[(&str, &str)] = &[];
+
+fn handler_for(behaviour: &Value) -> Handler {
+    let b = behaviour.clone();
+    Arc::new(move |args: &Value, key: &str| -> Result<Value, String> {
+        if let Some(ms) = b.get("sleeps_ms").and_then(Value::as_u64) {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        if let Some(kind) = b.get("raises").and_then(Value::as_str) {
+            return Err(kind.to_string());
+        }
+        if b.get("echo").is_some() {
+            return Ok(json!({ "args": args }));
+        }
+        if b.get("returns_key").is_some() {
+            return Ok(json!({ "idempotency_key": key }));
+        }
+        if let Some(r) = b.get("returns_repeat") {
+            return Ok(Value::String(r["text"].as_str().unwrap().repeat(r["times"].as_u64().unwrap() as usize)));
+        }
+        Ok(b.get("returns").cloned().unwrap_or(Value::Null))
+    })
+}
+
+struct Ctx {
+    runtime: Runtime,
+    behaviours: HashMap<String, Value>,
+    handlers: HashMap<String, Handler>,
+}
+
+impl Ctx {
+    fn invoke(&self, begin: Begin) -> CallResult {
+        let ticket: Ticket = match begin {
+            Begin::Done(result) => return result,
+            Begin::Invoke(t) => t,
+        };
+        // Tools without a behaviour are the core's (http, code, mcp).
+        let Some(behaviour) = self.behaviours.get(&ticket.tool) else {
+            let outcome = self.runtime.invoke(&ticket);
+            return self.runtime.finish(ticket, outcome);
+        };
+        let outcome = if behaviour.get("unserializable").is_some() {
+            InvokeOutcome::NotJson { reason: "a Rust runner stands in for a host object".into() }
+        } else {
+            run_with_timeout(self.handlers[&ticket.tool].clone(), ticket.args.clone(), ticket.idempotency_key.clone(), ticket.timeout_ms)
+        };
+        self.runtime.governor().finish(ticket, outcome)
+    }
+}
+
+/// Every key of `want` must equal the same key of `got` (a subset compare).
+fn check_subset(want: &Value, got: &Value, what: &str) {
+    for (k, v) in want.as_object().unwrap() {
+        assert_eq!(got.get(k).unwrap_or(&Value::Null), v, "{what}: `{k}` differs; got {got}");
+    }
+}
+
+fn run_scenario(path: &Path) {
+    let case: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    let dir = std::env::temp_dir().join(format!("hw-gov-{}-{}", std::process::id(), path.file_stem().unwrap().to_string_lossy()));
+    let _ = fs::remove_dir_all(&dir);
+    // `servers: {"http": "fixture-http"}`: the shared test server, its base URL for `{{http}}`.
+    let http = case.get("servers").and_then(|s| s.get("http")).map(|_| transport_support::HttpServer::start());
+    for (rel, text) in case["files"].as_object().unwrap() {
+        let p = dir.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let mut text = text.as_str().unwrap().to_string();
+        if let Some(server) = &http {
+            text = text.replace("{{http}}", &server.url());
+        }
+        fs::write(p, text).unwrap();
+    }
+    let transports = TransportOptions {
+        sandbox_worker: case.get("sandbox").and_then(Value::as_bool).unwrap_or(false).then(transport_support::sandbox_worker),
+        ..TransportOptions::default()
+    };
+    let clock = ManualClock::new(case["start_ms"].as_u64().unwrap());
+    let audit = Arc::new(MemorySink::new());
+    let behaviours: HashMap<String, Value> = case["handlers"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let handlers: HashMap<String, Handler> = behaviours.iter().map(|(k, v)| (k.clone(), handler_for(v))).collect();
+    let options = LoadOptions {
+        handlers: handlers.clone(),
+        governor: GovernorOptions {
+            clock: Some(Arc::new(clock.clone())),
+            audit: Some(audit.clone()),
+            sequential_ids: true,
+            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(transports)),
+            ..GovernorOptions::default()
+        },
+        ..LoadOptions::default()
+    };
+    let loaded = harnessweaver_runtime::load(dir.join("harness.yaml"), options);
+    if let Some(want) = case.get("load_problems") {
+        let err = loaded.err().unwrap_or_else(|| panic!("{}: expected the load to fail", path.display()));
+        let got: Vec<Value> = err.problems().iter().map(|p| serde_json::to_value(p).unwrap()).collect();
+        let want = want.as_array().unwrap();
+        assert_eq!(got.len(), want.len(), "{}: problems {got:?}", path.display());
+        for (w, g) in want.iter().zip(&got) {
+            check_subset(w, g, &format!("{} load problem", path.display()));
+        }
+        let _ = fs::remove_dir_all(&dir);
+        return;
+    }
+    let runtime = loaded.unwrap_or_else(|e| panic!("{}: load failed: {e}", path.display()));
+    let cx = Ctx { runtime, behaviours, handlers };
+    let principals = &case["principals"];
+    let principal = |name: &Value| Principal::from_value(&principals[name.as_str().unwrap()]).unwrap();
+    let mut runs: HashMap<String, String> = HashMap::new();
+    let mut last_approval: Option<String> = None;
+    for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
+        let what = format!("{} step {i}", path.display());
+        if let Some(ms) = step.get("advance_ms").and_then(Value::as_u64) {
+            clock.advance_ms(ms);
+            continue;
+        }
+        if let Some(name) = step.get("run").filter(|_| step.get("call").is_none()) {
+            let ctx = cx.runtime.run(principal(&step["principal"]), None, None);
+            runs.insert(name.as_str().unwrap().to_string(), ctx.run_id.unwrap());
+            continue;
+        }
+        let approval_ref = |r: &Value| -> String {
+            match r.as_str().unwrap() {
+                "last" => last_approval.clone().expect("no approval yet"),
+                other => other.to_string(),
+            }
+        };
+        let result: Result<CallResult, (String, Value)> = if let Some(tool) = step.get("call").and_then(Value::as_str) {
+            let ctx = CallContext {
+                principal: principal(&step["principal"]),
+                tenant: step.get("tenant").and_then(Value::as_str).map(str::to_string),
+                task: step.get("task").and_then(Value::as_str).map(str::to_string),
+                run_id: step.get("run").and_then(Value::as_str).map(|r| runs[r].clone()),
+                approval_id: step.get("approval").map(approval_ref),
+                ..CallContext::default()
+            };
+            Ok(cx.invoke(cx.runtime.governor().begin(tool, step["args"].clone(), &ctx)))
+        } else if let Some(tool) = step.get("explain").and_then(Value::as_str) {
+            let ctx = CallContext {
+                principal: principal(&step["principal"]),
+                tenant: step.get("tenant").and_then(Value::as_str).map(str::to_string),
+                run_id: step.get("run").and_then(Value::as_str).map(|r| runs[r].clone()),
+                ..CallContext::default()
+            };
+            Err((String::new(), cx.runtime.explain(tool, step["args"].clone(), &ctx).to_value()))
+        } else if let Some(format) = step.get("tool_specs").and_then(Value::as_str) {
+            let p = step.get("principal").map(|n| principal(n));
+            let specs = cx.runtime.tool_specs(SpecFormat::parse(format).unwrap(), p.as_ref(), step.get("tenant").and_then(Value::as_str));
+            Err((String::new(), json!({ "specs": specs })))
+        } else if let Some(id) = step.get("approve") {
+            match cx.runtime.governor().approve_edited(&approval_ref(id), &principal(&step["approver"]), step.get("args").cloned()) {
+                Ok(approval) => {
+                    let (tool, args, ctx) = resume(&approval).unwrap();
+                    Ok(cx.invoke(cx.runtime.governor().begin(&tool, args, &ctx)))
+                }
+                Err(e) => Err((e.code().to_string(), Value::Null)),
+            }
+        } else if let Some(id) = step.get("approve_only") {
+            match cx.runtime.governor().approve(&approval_ref(id), &principal(&step["approver"])) {
+                Ok(a) => Err((String::new(), json!({ "state": a.state.as_str() }))),
+                Err(e) => Err((e.code().to_string(), Value::Null)),
+            }
+        } else if let Some(id) = step.get("deny") {
+            match cx.runtime.governor().deny(&approval_ref(id), step["by"].as_str().unwrap(), step["reason"].as_str().unwrap()) {
+                Ok(a) => Err((String::new(), json!({ "state": a.state.as_str() }))),
+                Err(e) => Err((e.code().to_string(), Value::Null)),
+            }
+        } else {
+            panic!("{what}: unknown step {step}");
+        };
+        let expect = &step["expect"];
+        match result {
+            Ok(result) => {
+                assert!(expect.get("error").is_none(), "{what}: expected error {expect}, got {result:?}");
+                let got = result.to_value();
+                if let Some(a) = &result.approval {
+                    last_approval = Some(a.id.clone());
+                }
+                let mut want = expect.clone();
+                let want_approval = want.as_object_mut().unwrap().remove("approval");
+                check_subset(&want, &got, &what);
+                if let Some(wa) = want_approval {
+                    check_subset(&wa, &got["approval"], &what);
+                }
+            }
+            Err((code, value)) if code.is_empty() => check_subset(expect, &value, &what),
+            Err((code, _)) => assert_eq!(expect.get("error").and_then(Value::as_str), Some(code.as_str()), "{what}"),
+        }
+    }
+    if let Some(want) = case.get("audit") {
+        let events = audit.events();
+        let want = want.as_array().unwrap();
+        assert_eq!(events.len(), want.len(), "{}: audit event count", path.display());
+        for (w, e) in want.iter().zip(events) {
+            check_subset(w, &serde_json::to_value(e).unwrap(), &format!("{} audit", path.display()));
+        }
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn governor_scenarios() {
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    for path in scenarios() {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let outcome = std::panic::catch_unwind(|| run_scenario(&path));
+        let expected = EXPECTED_FAILURES.iter().any(|(n, _)| *n == name);
+        match (outcome, expected) {
+            (Ok(()), false) => passed += 1,
+            (Ok(()), true) => failures.push(format!("{name}: passes but is listed as an expected failure")),
+            (Err(_), true) => {}
+            (Err(e), false) => failures.push(format!("{name}: {}", e.downcast_ref::<String>().cloned().unwrap_or_default())),
+        }
+    }
+    eprintln!("governor fixtures: {passed} passed, {} expected failures", EXPECTED_FAILURES.len());
+    assert!(failures.is_empty(), "governor scenarios failed:\n{}", failures.join("\n"));
+}

@@ -1,0 +1,92 @@
+//! `spec.gateway` problems with their places, and the HTTP caller check
+//! (bearer keys, JWTs) the gateway runs before any MCP. The MCP behaviour
+//! itself is tested with real clients in tests/gateway (make test-gateway).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use harnessweaver_runtime::gateway::auth::Authenticator;
+use harnessweaver_core::Harness;
+use jsonwebtoken::{encode, EncodingKey, Header};
+use serde_json::json;
+use std::path::PathBuf;
+
+fn harness_dir(name: &str, gateway: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hw-gateway-config-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(
+        dir.join("harness.yaml"),
+        format!("apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.yaml\"]\n  gateway:\n{gateway}"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tools/t.yaml"),
+        "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: { name: t }\nspec: { transport: code, sandbox: monty, description: T., input_schema: { type: object } }\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn gateway_problems_carry_codes_and_places() {
+    let dir = harness_dir(
+        "bad",
+        "    stdio: { tenant: acme }\n    http:\n      keys:\n        - { token_sha256: \"abc\", principal: p }\n        - { principal: { id: q, colour: red } }\n      jwt: { algorithm: HS1024, secret_env: S }\n      extra: 1\n",
+    );
+    let err = Harness::load(dir.join("harness.yaml")).unwrap_err();
+    let got: Vec<(String, String, Option<usize>)> = err.problems().iter().map(|p| (p.code.clone(), p.path.clone(), p.line)).collect();
+    let has = |code: &str, path: &str| got.iter().any(|(c, p, line)| c == code && p == path && line.is_some());
+    assert!(has("missing_field", "spec.gateway.stdio.principal"), "{got:?}");
+    assert!(has("invalid_value", "spec.gateway.http.keys[0].token_sha256"), "{got:?}");
+    assert!(has("missing_field", "spec.gateway.http.keys[1].token_sha256"), "{got:?}");
+    assert!(has("invalid_principal", "spec.gateway.http.keys[1].principal"), "{got:?}");
+    assert!(has("invalid_value", "spec.gateway.http.jwt.algorithm"), "{got:?}");
+    assert!(has("unknown_field", "spec.gateway.http.extra"), "{got:?}");
+}
+
+#[test]
+fn bearer_keys_and_jwts_map_to_callers() {
+    let token = "t0k3n-for-alice";
+    let digest = harnessweaver_core::digest::sha256_tagged(token.as_bytes());
+    std::env::set_var("HW_TEST_GATEWAY_JWT_SECRET", "a-shared-secret-of-enough-length-000");
+    let dir = harness_dir(
+        "good",
+        &format!(
+            "    http:\n      keys:\n        - {{ token_sha256: \"{digest}\", principal: {{ id: alice, roles: [finance] }}, tenant: acme }}\n      jwt:\n        algorithm: HS256\n        secret_env: HW_TEST_GATEWAY_JWT_SECRET\n        audience: hw\n        claims: {{ principal: email, scopes: scp }}\n"
+        ),
+    );
+    let harness = Harness::load(dir.join("harness.yaml")).unwrap();
+    let auth = Authenticator::new(&harness.spec().gateway, harness.dir()).unwrap();
+
+    assert_eq!(auth.check(None).unwrap_err().code, "missing_token");
+    assert_eq!(auth.check(Some("Basic abc")).unwrap_err().code, "invalid_token");
+    assert_eq!(auth.check(Some("Bearer nope")).unwrap_err().code, "invalid_token");
+    let alice = auth.check(Some(&format!("Bearer {token}"))).unwrap();
+    assert_eq!((alice.principal.id.as_str(), alice.principal.roles.clone(), alice.tenant.as_deref()), ("alice", vec!["finance".to_string()], Some("acme")));
+
+    let key = EncodingKey::from_secret(b"a-shared-secret-of-enough-length-000");
+    let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 600;
+    let claims = json!({"email": "carol@example.com", "scp": ["a:read", "b:write"], "roles": "finance ops", "tenant": "globex", "aud": "hw", "exp": exp});
+    let jwt = encode(&Header::default(), &claims, &key).unwrap();
+    let carol = auth.check(Some(&format!("Bearer {jwt}"))).unwrap();
+    assert_eq!(carol.principal.id, "carol@example.com");
+    assert_eq!(carol.principal.scopes, vec!["a:read", "b:write"]);
+    assert_eq!(carol.principal.roles, vec!["finance", "ops"]);
+    assert_eq!(carol.tenant.as_deref(), Some("globex"));
+
+    let wrong_aud = encode(&Header::default(), &json!({"email": "c", "aud": "other", "exp": exp}), &key).unwrap();
+    assert_eq!(auth.check(Some(&format!("Bearer {wrong_aud}"))).unwrap_err().code, "invalid_token");
+    let other_key = encode(&Header::default(), &claims, &EncodingKey::from_secret(b"another-secret-entirely-0000000000")).unwrap();
+    assert_eq!(auth.check(Some(&format!("Bearer {other_key}"))).unwrap_err().code, "invalid_token");
+    let expired = encode(&Header::default(), &json!({"email": "c", "aud": "hw", "exp": 1000}), &key).unwrap();
+    assert_eq!(auth.check(Some(&format!("Bearer {expired}"))).unwrap_err().code, "invalid_token");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_missing_token_variable_fails_the_start_naming_it() {
+    let dir = harness_dir("env", "    http:\n      keys:\n        - { token_env: HW_TEST_GATEWAY_UNSET_TOKEN, principal: p }\n");
+    let harness = Harness::load(dir.join("harness.yaml")).unwrap();
+    let err = Authenticator::new(&harness.spec().gateway, harness.dir()).unwrap_err();
+    assert!(err.contains("HW_TEST_GATEWAY_UNSET_TOKEN") && err.contains("token_env"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

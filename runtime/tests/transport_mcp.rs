@@ -1,0 +1,242 @@
+//! The mcp transport against real third-party servers started by the test:
+//! `@modelcontextprotocol/server-everything` (npm, tests/mcp/package.json) and
+//! tests/mcp/py_server.py (the official Python SDK, tests/mcp/requirements.txt).
+//! `make mcp-servers` installs both; these tests install them when missing.
+
+mod transport_support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use harnessweaver_core::harness::McpServer;
+use harnessweaver_runtime::transport::mcp::list_served;
+use harnessweaver_core::{definition_digest, CallContext, CallResult, LoadOptions, Principal, Runtime};
+use serde_json::{json, Value};
+use transport_support::{root, Dir};
+
+/// node + server-everything's entry point (npm ci in tests/mcp when missing).
+fn everything() -> (String, Vec<String>) {
+    static READY: OnceLock<()> = OnceLock::new();
+    let dir = root().join("tests/mcp");
+    READY.get_or_init(|| {
+        if !dir.join("node_modules/@modelcontextprotocol/server-everything").is_dir() {
+            let ok = Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]).current_dir(&dir).status().unwrap().success();
+            assert!(ok, "npm ci in tests/mcp failed");
+        }
+    });
+    let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    ("node".into(), vec![entry.to_string_lossy().into_owned(), "stdio".into()])
+}
+
+/// A Python with the `mcp` SDK: the project venv (pip install when missing),
+/// or a venv of its own under target/ when there is no project venv.
+fn mcp_python() -> PathBuf {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let mut py = root().join(".venv/bin/python");
+        if !py.is_file() {
+            let venv = root().join("target/mcp-venv");
+            py = venv.join("bin/python");
+            if !py.is_file() {
+                assert!(Command::new("python3").arg("-m").arg("venv").arg(&venv).status().unwrap().success());
+            }
+        }
+        let has = Command::new(&py).args(["-c", "import mcp.server.mcpserver"]).status().unwrap().success();
+        if !has {
+            let req = root().join("tests/mcp/requirements.txt");
+            let ok = Command::new(&py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"]).arg(req).status().unwrap().success();
+            assert!(ok, "pip install -r tests/mcp/requirements.txt failed");
+        }
+        py
+    })
+    .clone()
+}
+
+fn py_server(env: &[(&str, &str)]) -> McpServer {
+    let env: BTreeMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    McpServer::Command {
+        command: mcp_python().to_string_lossy().into_owned(),
+        args: vec![root().join("tests/mcp/py_server.py").to_string_lossy().into_owned()],
+        env,
+    }
+}
+
+fn yaml_server(name: &str, server: &McpServer) -> String {
+    match server {
+        McpServer::Command { command, args, env } => {
+            format!("      {name}: {}\n", json!({"command": command, "args": args, "env": env}))
+        }
+        McpServer::Url { url, headers_env } => format!("      {name}: {}\n", json!({"url": url, "headers_env": headers_env})),
+    }
+}
+
+/// A manifest for `def` (a served definition), pinned to it; `edit` may change it first.
+fn manifest(server: &str, def: &Value, timeout: &str, edit: impl Fn(&mut Value)) -> (String, String) {
+    let mut def = def.clone();
+    edit(&mut def);
+    let name = def["name"].as_str().unwrap().to_string();
+    let digest = definition_digest(&name, def["description"].as_str().unwrap(), &def["input_schema"]).unwrap();
+    let text = format!(
+        "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata:\n  name: {name}\nspec:\n  transport: mcp\n  server: mcp://{server}\n  timeout: {timeout}\n  description: {}\n  input_schema: {}\n  definition_digest: \"{digest}\"\n",
+        def["description"], def["input_schema"]
+    );
+    (format!("tools/{name}.yaml"), text)
+}
+
+fn served(name: &str, server: &McpServer, tool: &str) -> Value {
+    let tools = list_served(name, server).unwrap_or_else(|e| panic!("{e}"));
+    tools.into_iter().find(|t| t["name"] == tool).unwrap_or_else(|| panic!("`{tool}` is not served by {name}"))
+}
+
+fn harness(dir_name: &str, servers: &str, connect: &str, tools: Vec<(String, String)>) -> Dir {
+    let yaml = format!(
+        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.yaml\"]\n  mcp:\n    connect: {connect}\n    servers:\n{servers}"
+    );
+    let mut files = vec![("harness.yaml".to_string(), yaml)];
+    files.extend(tools);
+    Dir::new(dir_name, files)
+}
+
+fn call(rt: &Runtime, tool: &str, args: Value) -> CallResult {
+    rt.call(tool, args, &CallContext { principal: Principal::new("alice"), ..CallContext::default() })
+}
+
+#[test]
+fn server_everything_echo_and_a_manifest_that_differs() {
+    let (command, args) = everything();
+    let server = McpServer::Command { command, args, env: BTreeMap::new() };
+    let echo = served("everything", &server, "echo");
+    let dir = harness("mcp-everything", &yaml_server("everything", &server), "eager", vec![manifest("everything", &echo, "30s", |_| {})]);
+    let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let r = call(&rt, "echo", json!({"message": "hello from harnessweaver"}));
+    assert!(r.is_allowed(), "{r:?}");
+    assert!(r.output.as_ref().unwrap().to_string().contains("hello from harnessweaver"), "{:?}", r.output);
+    // A manifest pinned to other wording than the server serves: blocked at step 3.
+    let reworded = harness(
+        "mcp-everything-reworded",
+        &yaml_server("everything", &server),
+        "eager",
+        vec![manifest("everything", &echo, "30s", |d| d["description"] = json!("Echoes, reviewed wording."))],
+    );
+    let rt2 = harnessweaver_runtime::load(reworded.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let r = call(&rt2, "echo", json!({"message": "x"}));
+    assert_eq!((r.code.as_deref(), r.step.map(|s| s.as_str())), (Some("digest_mismatch"), Some("pin")), "{r:?}");
+    assert!(r.reasons.iter().any(|x| x.contains("another definition of `echo`")), "{r:?}");
+    // Step 2 still applies to MCP tools: the manifest's schema checks the args.
+    let r = call(&rt, "echo", json!({}));
+    assert_eq!(r.code.as_deref(), Some("invalid_args"), "{r:?}");
+}
+
+#[test]
+fn python_sdk_server_calls_errors_and_timeouts() {
+    let server = py_server(&[]);
+    let defs: Vec<Value> = ["add", "fail", "slow"].iter().map(|t| served("py", &server, t)).collect();
+    let dir = harness(
+        "mcp-py",
+        &yaml_server("py", &server),
+        "eager",
+        vec![
+            manifest("py", &defs[0], "30s", |_| {}),
+            manifest("py", &defs[1], "30s", |_| {}),
+            manifest("py", &defs[2], "300ms", |_| {}),
+        ],
+    );
+    let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(call(&rt, "add", json!({"a": 2, "b": 3})).output, Some(json!("5")));
+    let r = call(&rt, "fail", json!({"reason": "because"}));
+    assert_eq!((r.code.as_deref(), r.message.as_str()), (Some("handler_error"), "`fail` failed (the tool reported an error)"), "{r:?}");
+    let r = call(&rt, "slow", json!({"ms": 3000}));
+    assert_eq!(r.code.as_deref(), Some("timeout"), "{r:?}");
+    // The session survives both.
+    assert_eq!(call(&rt, "add", json!({"a": 40, "b": 2})).output, Some(json!("42")));
+}
+
+#[test]
+fn a_rug_pull_between_two_loads_is_a_digest_mismatch() {
+    let honest = py_server(&[]);
+    let add = served("py", &honest, "add");
+    let tools = || vec![manifest("py", &add, "30s", |_| {})];
+    let dir = harness("mcp-rug-1", &yaml_server("py", &honest), "eager", tools());
+    let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap();
+    assert!(call(&rt, "add", json!({"a": 1, "b": 1})).is_allowed());
+    drop(rt);
+
+    // Same manifests; the server now describes `add` differently.
+    std::env::set_var("HW_TEST_RUG_PULL_ON", "1");
+    let pulled = py_server(&[("HW_MCP_RUG_PULL", "HW_TEST_RUG_PULL_ON")]);
+    let dir2 = harness("mcp-rug-2", &yaml_server("py", &pulled), "eager", tools());
+    let rt = harnessweaver_runtime::load(dir2.harness(), LoadOptions::default()).unwrap();
+    for _ in 0..2 {
+        let r = call(&rt, "add", json!({"a": 1, "b": 1}));
+        assert_eq!((r.code.as_deref(), r.step.map(|s| s.as_str())), (Some("digest_mismatch"), Some("pin")), "{r:?}");
+        assert!(r.reasons.iter().any(|x| x.contains("another definition of `add`")), "{r:?}");
+    }
+    // `doctor` reports it too, and fails.
+    let args = vec!["doctor".to_string(), dir2.harness().to_string_lossy().into_owned()];
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = harnessweaver_runtime::cli::run_with(&args, &mut out, &mut err);
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("tool `add`: MCP server `py` now serves another definition") && out.contains("[digest_mismatch]"), "{out}");
+}
+
+#[test]
+fn the_server_gets_its_env_from_named_variables_and_nothing_else() {
+    std::env::set_var("HW_TEST_MCP_TOKEN", "tok-123");
+    std::env::set_var("HW_MCP_EXPECT_TOKEN", "tok-123");
+    std::env::set_var("HW_MCP_SECRET_NOT_PASSED", "x");
+    let server = py_server(&[("TOKEN", "HW_TEST_MCP_TOKEN"), ("HW_MCP_EXPECT_TOKEN", "HW_MCP_EXPECT_TOKEN")]);
+    let whoami = served("py", &server, "whoami");
+    let dir = harness("mcp-env", &yaml_server("py", &server), "lazy", vec![manifest("py", &whoami, "30s", |_| {})]);
+    let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap();
+    assert_eq!(call(&rt, "whoami", json!({})).output, Some(json!("token matches; unrelated variable passed: False")));
+
+    let missing = py_server(&[("TOKEN", "HW_TEST_MCP_UNSET_VAR")]);
+    std::env::remove_var("HW_TEST_MCP_UNSET_VAR");
+    let dir = harness("mcp-env-missing", &yaml_server("py", &missing), "eager", vec![manifest("py", &whoami, "30s", |_| {})]);
+    let err = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_err();
+    assert_eq!(err.code(), "mcp_unavailable", "{err}");
+    assert!(err.to_string().contains("`HW_TEST_MCP_UNSET_VAR`"), "{err}");
+}
+
+#[test]
+fn an_unreachable_server_fails_the_load_when_eager_and_the_call_when_lazy() {
+    let def = json!({"name": "t", "description": "", "input_schema": {"type": "object"}});
+    let server = McpServer::Command { command: "/nonexistent/mcp-server".into(), args: vec![], env: BTreeMap::new() };
+    let dir = harness("mcp-down-eager", &yaml_server("down", &server), "eager", vec![manifest("down", &def, "30s", |_| {})]);
+    let err = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_err();
+    assert_eq!(err.code(), "mcp_unavailable", "{err}");
+    assert_eq!(err.problems()[0].path, "spec.mcp.servers.down");
+    let dir = harness("mcp-down-lazy", &yaml_server("down", &server), "lazy", vec![manifest("down", &def, "30s", |_| {})]);
+    let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap();
+    let r = call(&rt, "t", json!({}));
+    assert_eq!(r.code.as_deref(), Some("transport_refused"), "{r:?}");
+    assert!(r.message.contains("could not start"), "{}", r.message);
+}
+
+#[test]
+fn a_streamable_http_server() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(mcp_python())
+        .arg(root().join("tests/mcp/py_server.py"))
+        .args(["--http", &port.to_string()])
+        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the streamable HTTP server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let server = McpServer::Url { url: format!("http://127.0.0.1:{port}/mcp"), headers_env: BTreeMap::new() };
+    let add = served("web", &server, "add");
+    let dir = harness("mcp-http", &yaml_server("web", &server), "eager", vec![manifest("web", &add, "30s", |_| {})]);
+    let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(call(&rt, "add", json!({"a": 20, "b": 22})).output, Some(json!("42")));
+    drop(rt);
+    let _ = child.kill();
+    let _ = child.wait();
+}
