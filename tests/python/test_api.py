@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import harnessweaver as hw
-from harnessweaver import _native
 from fixture_support import ROOT
+from harnessweaver import _native
 
 SHOP = ROOT / "examples" / "shop" / "harness.yaml"
 REFUND = ROOT / "examples" / "shop" / "tools" / "refund_payment.yaml"

@@ -10,7 +10,6 @@ contacted)."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import io
 import json
 import logging
@@ -21,7 +20,7 @@ import textwrap
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 import pytest
 

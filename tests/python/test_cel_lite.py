@@ -221,7 +221,7 @@ def test_million_item_lists() -> None:
 def test_catastrophic_patterns_run_in_linear_time() -> None:
     args = {"args": {"note": "a" * 100_000 + "!"}}
     for pattern in ["(a+)+$", "^(a|aa)+$", "(a|a)*b", "^(a*)*$"]:
-        assert bounded(lambda: cel_lite.compile(f"args.note.matches('{pattern}')").evaluate(args)) is False
+        assert bounded(lambda pattern=pattern: cel_lite.compile(f"args.note.matches('{pattern}')").evaluate(args)) is False
     assert compile_error("args.note.matches('a{1000}{1000}{1000}')").code == "cel_bad_regex"
     assert compile_error("args.note.matches('" + "(" * 100 + "a" + ")" * 100 + "')").code == "cel_bad_regex"
 
@@ -293,7 +293,7 @@ def test_doctor_reports_cel_lite_problems_with_places() -> None:
         ("tools/b.yaml:7:11: spec.approval.when", "cel_unknown_name"),
         ("tools/c.yaml:9:7: spec.approval.when", "cel_unknown_function"),
     ]:
-        line = next((l for l in text.splitlines() if f"{base}/{place}" in l), None)
+        line = next((row for row in text.splitlines() if f"{base}/{place}" in row), None)
         assert line is not None, f"doctor does not name {place}:\n{text}"
         assert f"[{code}]" in line, line
     assert "unknown name `request`" in text

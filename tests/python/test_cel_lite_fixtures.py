@@ -13,7 +13,6 @@ EXPECTED_FAILURES, never skipped."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest

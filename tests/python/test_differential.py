@@ -20,17 +20,14 @@ import sys
 from pathlib import Path
 from typing import Any, Dict
 
-import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
 
-import canonical as ref_canonical  # noqa: E402
-import cel_lite_ref  # noqa: E402
-
-import harnessweaver as hw  # noqa: E402
-from harnessweaver import cel_lite  # noqa: E402
+import canonical as ref_canonical
+import cel_lite_ref
+import harnessweaver as hw
+from harnessweaver import cel_lite
 
 SCALE = int(os.environ.get("HW_DIFF_EXAMPLES", "0")) or None
 

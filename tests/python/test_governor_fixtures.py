@@ -16,8 +16,8 @@ from typing import Any, Callable, Dict, List, Optional
 import pytest
 
 import harnessweaver as hw
-from harnessweaver import _testing
 from fixture_support import FIXTURES, ROOT
+from harnessweaver import _testing
 
 SCENARIOS = sorted((FIXTURES / "governor").glob("*.json"))
 

@@ -14,8 +14,7 @@ import subprocess
 import tempfile
 from typing import Any, Dict, List
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import harnessweaver as hw
 from fixture_support import ROOT

@@ -22,7 +22,6 @@ from ._governor import (
     DigestMismatch,
     FlowBlocked,
     GovernedHarness,
-    _NotForCalls,
     InvalidArguments,
     LimitExceeded,
     OutputRejected,
@@ -32,6 +31,7 @@ from ._governor import (
     ToolBlocked,
     ToolFailed,
     ToolNotFound,
+    _NotForCalls,
     inline,
 )
 from ._native import (

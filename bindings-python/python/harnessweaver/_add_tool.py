@@ -162,7 +162,7 @@ class _Mapper:
             return inner
         if origin is typing.Literal:
             return _literal_schema(args)
-        if origin is typing.Union or (sys.version_info >= (3, 10) and origin is getattr(__import__("types"), "UnionType")):
+        if origin is typing.Union or (sys.version_info >= (3, 10) and origin is __import__("types").UnionType):
             options = [a for a in args if a is not _NONE]
             nullable = len(options) < len(args)
             if len(options) == 1:
@@ -451,7 +451,7 @@ def main(argv: List[str]) -> int:
         # Imported as `hw.load` will import it: from the harness directory,
         # and only code of the project or an installed package.
         fn = _import_handler(args.ref, str(base.resolve()))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any import failure is reported as import_failed
         return _fail(f"cannot import `{args.ref}`: {type(exc).__name__}: {exc}", args.json, "import_failed")
     try:
         text = manifest_text(fn, args.ref, args.risk, args.side_effect)

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._native import CallResult, HarnessweaverError, LoadError, Principal
@@ -307,7 +307,7 @@ def inline(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn
     if not callable(fn):
         raise TypeError(f"a handler must be callable, not {type(fn).__name__}")
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 - an async __call__
         raise TypeError("inline() is for sync handlers; async handlers already run on the caller's event loop")
     return _Inline(fn)
 
@@ -323,7 +323,7 @@ class _Handler:
             fn = fn.fn
         self.fn = fn
         self.takes_key = _takes_key(fn)
-        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 
 def _import_handler(ref: str, base: str) -> Callable[..., Any]:
@@ -486,7 +486,7 @@ class GovernedHarness:
             value = handler.fn(**kwargs)
             if inspect.iscoroutine(value):
                 value = asyncio.run(value)
-        except BaseException as exc:  # noqa: BLE001 - the call ends handler_error, as on a worker
+        except BaseException as exc:
             result = self._rt.finish_failed(ticket, type(exc).__name__)
             if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: recorded, then raised
                 raise

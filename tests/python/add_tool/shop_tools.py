@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, TypedDict
 
 from pydantic import BaseModel, Field
-
 from typing_extensions import NotRequired
 
 
