@@ -29,7 +29,7 @@ spec:
       - other/*.yaml   # hand-written ones
   audit: {sink: audit.jsonl}
 """
-OTHER = "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {name: ping}\nspec:\n  handler: \"shop_tools:lookup_order\"\n"
+OTHER = 'apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {name: ping}\nspec:\n  handler: "shop_tools:lookup_order"\n'
 
 # (function, --risk, --side-effect)
 TOOLS: List[Tuple[str, str, str]] = [
@@ -66,7 +66,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_harness_gains_one_glob_and_keeps_its_comments(shop: Path) -> None:
     text = (shop / "harness.yaml").read_text(encoding="utf-8")
-    assert text == HARNESS.replace("# hand-written ones\n", "# hand-written ones\n      - \"tools/*.yaml\"\n")
+    assert text == HARNESS.replace("# hand-written ones\n", '# hand-written ones\n      - "tools/*.yaml"\n')
     assert sorted(p.stem for p in (shop / "tools").glob("*.yaml")) == sorted(t[0] for t in TOOLS)
 
 
@@ -93,32 +93,50 @@ def test_schemas_come_from_the_hints_and_docstrings(shop: Path) -> None:
         "properties": {
             "query": {"type": "string", "description": "Words to look for."},
             "limit": {"type": "integer", "description": "At most this many results.", "default": 10},
-            "max_price": {"type": ["number", "null"], "description": "Only products at or under this price (USD).",
-                          "default": None},
+            "max_price": {
+                "type": ["number", "null"],
+                "description": "Only products at or under this price (USD).",
+                "default": None,
+            },
             "in_stock_only": {"type": "boolean", "description": "Leave out products that are sold out.", "default": False},
-            "tags": {"type": ["array", "null"], "items": {"type": "string"},
-                     "description": "Only products with every one of these tags.", "default": None},
+            "tags": {
+                "type": ["array", "null"],
+                "items": {"type": "string"},
+                "description": "Only products with every one of these tags.",
+                "default": None,
+            },
         },
         "required": ["query"],
         "additionalProperties": False,
     }
     status = harness.tool("set_order_status").input_schema["properties"]
     assert status["status"] == {"type": "string", "enum": ["pending", "shipped", "cancelled"], "description": "the new status"}
-    assert status["note"] == {"type": "string", "enum": ["customer", "internal"], "description": "who sees the change",
-                              "default": "internal"}
+    assert status["note"] == {
+        "type": "string",
+        "enum": ["customer", "internal"],
+        "description": "who sees the change",
+        "default": "internal",
+    }
     assert status["priority"] == {"type": "integer", "enum": [1, 2, 3], "default": 2}
     shipment = harness.tool("create_shipment").input_schema
     assert shipment["properties"]["address"]["required"] == ["street", "city", "postcode", "country"]
     assert "unit" in shipment["properties"]["address"]["properties"]
     assert shipment["properties"]["items"]["items"]["properties"]["quantity"] == {"type": "integer", "minimum": 1, "maximum": 100}
-    assert shipment["properties"]["options"] == {"type": ["object", "null"], "additionalProperties": {"type": "boolean"},
-                                                 "default": None}
+    assert shipment["properties"]["options"] == {
+        "type": ["object", "null"],
+        "additionalProperties": {"type": "boolean"},
+        "default": None,
+    }
     discount = harness.tool("apply_discount").input_schema
     assert discount["properties"]["code"]["description"] == "The discount code, as printed on the voucher."
     assert "LineItem" in discount["$defs"], "pydantic's nested models are hoisted to the root's $defs"
     quote = harness.tool("quote_shipping").input_schema["properties"]
-    assert quote["destination"] == {"type": "array", "prefixItems": [{"type": "string"}, {"type": "string"}],
-                                    "minItems": 2, "maxItems": 2}
+    assert quote["destination"] == {
+        "type": "array",
+        "prefixItems": [{"type": "string"}, {"type": "string"}],
+        "minItems": 2,
+        "maxItems": 2,
+    }
     assert quote["services"]["uniqueItems"] is True and quote["services"]["default"] == ["standard"]
     assert quote["parcel"]["required"] == ["length_cm", "width_cm", "height_cm"]
 
@@ -127,39 +145,76 @@ GOOD: Dict[str, Dict[str, Any]] = {
     "lookup_order": {"order_id": "A-1001"},
     "search_products": {"query": "mug", "limit": 2, "max_price": None, "tags": ["kitchen"]},
     "set_order_status": {"order_id": "A-1", "status": "shipped", "priority": 3},
-    "create_shipment": {"order_id": "A-1", "address": {"street": "1 Rue", "city": "Paris", "postcode": "75001", "country": "FR"},
-                        "items": [{"sku": "SKU-1", "quantity": 2}, {"sku": "SKU-22", "quantity": 1, "gift_wrap": True}],
-                        "options": {"signature": True}},
+    "create_shipment": {
+        "order_id": "A-1",
+        "address": {"street": "1 Rue", "city": "Paris", "postcode": "75001", "country": "FR"},
+        "items": [{"sku": "SKU-1", "quantity": 2}, {"sku": "SKU-22", "quantity": 1, "gift_wrap": True}],
+        "options": {"signature": True},
+    },
     "refund_payment": {"order_id": "A-1", "amount_usd": 12.5, "reason": "late"},
     "bulk_update_prices": {"updates": {"SKU-1": 9.99, "SKU-2": 19}, "currency": "EUR", "dry_run": False},
-    "apply_discount": {"code": "SAVE10", "customer": {"email": "a@example.com", "loyalty_tier": "gold",
-                                                       "shipping": {"sku": "SKU-9", "quantity": 1}}},
-    "quote_shipping": {"parcel": {"length_cm": 10, "width_cm": 20, "height_cm": 30, "labels": ["x"]}, "weight_kg": 1.5,
-                       "destination": ["FR", "75001"], "services": ["express", "standard"]},
+    "apply_discount": {
+        "code": "SAVE10",
+        "customer": {"email": "a@example.com", "loyalty_tier": "gold", "shipping": {"sku": "SKU-9", "quantity": 1}},
+    },
+    "quote_shipping": {
+        "parcel": {"length_cm": 10, "width_cm": 20, "height_cm": 30, "labels": ["x"]},
+        "weight_kg": 1.5,
+        "destination": ["FR", "75001"],
+        "services": ["express", "standard"],
+    },
 }
 
 BAD: List[Tuple[str, Dict[str, Any]]] = [
-    ("lookup_order", {}),                                                   # required missing
-    ("lookup_order", {"order_id": 7}),                                      # wrong type
-    ("lookup_order", {"order_id": "A-1", "extra": True}),                   # no **kwargs: no extra properties
+    ("lookup_order", {}),  # required missing
+    ("lookup_order", {"order_id": 7}),  # wrong type
+    ("lookup_order", {"order_id": "A-1", "extra": True}),  # no **kwargs: no extra properties
     ("search_products", {"query": "mug", "limit": "ten"}),
-    ("search_products", {"query": "mug", "tags": ["ok", 3]}),               # list[str] items
-    ("set_order_status", {"order_id": "A-1", "status": "lost"}),            # Enum values
+    ("search_products", {"query": "mug", "tags": ["ok", 3]}),  # list[str] items
+    ("set_order_status", {"order_id": "A-1", "status": "lost"}),  # Enum values
     ("set_order_status", {"order_id": "A-1", "status": "shipped", "note": "public"}),  # Literal
-    ("set_order_status", {"order_id": "A-1", "status": "shipped", "priority": 9}),     # IntEnum
-    ("create_shipment", {"order_id": "A-1", "address": {"street": "x", "city": "y", "postcode": "z"}, "items": []}),  # TypedDict key
-    ("create_shipment", {"order_id": "A-1", "address": {"street": "x", "city": "y", "postcode": "z", "country": "DE"},
-                         "items": [{"sku": "bad", "quantity": 1}]}),        # pydantic Field(pattern)
-    ("create_shipment", {"order_id": "A-1", "address": {"street": "x", "city": "y", "postcode": "z", "country": "DE"},
-                         "items": [{"sku": "SKU-1", "quantity": 0}]}),      # pydantic Field(ge)
+    ("set_order_status", {"order_id": "A-1", "status": "shipped", "priority": 9}),  # IntEnum
+    (
+        "create_shipment",
+        {"order_id": "A-1", "address": {"street": "x", "city": "y", "postcode": "z"}, "items": []},
+    ),  # TypedDict key
+    (
+        "create_shipment",
+        {
+            "order_id": "A-1",
+            "address": {"street": "x", "city": "y", "postcode": "z", "country": "DE"},
+            "items": [{"sku": "bad", "quantity": 1}],
+        },
+    ),  # pydantic Field(pattern)
+    (
+        "create_shipment",
+        {
+            "order_id": "A-1",
+            "address": {"street": "x", "city": "y", "postcode": "z", "country": "DE"},
+            "items": [{"sku": "SKU-1", "quantity": 0}],
+        },
+    ),  # pydantic Field(ge)
     ("refund_payment", {"order_id": "A-1", "amount_usd": "12", "reason": "late"}),
-    ("bulk_update_prices", {"updates": {"SKU-1": "cheap"}}),                # dict[str, float] values
+    ("bulk_update_prices", {"updates": {"SKU-1": "cheap"}}),  # dict[str, float] values
     ("apply_discount", {"code": "X", "customer": {"loyalty_tier": "gold"}}),  # pydantic required field
     ("apply_discount", {"code": "X", "customer": {"email": "e", "shipping": {"sku": "SKU-1", "quantity": 500}}}),  # $ref'd model
-    ("quote_shipping", {"parcel": {"length_cm": 1, "width_cm": 1, "height_cm": 1}, "weight_kg": 1, "destination": ["FR"]}),  # tuple length
-    ("quote_shipping", {"parcel": {"length_cm": 1, "width_cm": 1}, "weight_kg": 1, "destination": ["FR", "1"]}),  # dataclass field
-    ("quote_shipping", {"parcel": {"length_cm": 1, "width_cm": 1, "height_cm": 1}, "weight_kg": 1, "destination": ["FR", "1"],
-                        "services": ["express", "express"]}),               # set: unique items
+    (
+        "quote_shipping",
+        {"parcel": {"length_cm": 1, "width_cm": 1, "height_cm": 1}, "weight_kg": 1, "destination": ["FR"]},
+    ),  # tuple length
+    (
+        "quote_shipping",
+        {"parcel": {"length_cm": 1, "width_cm": 1}, "weight_kg": 1, "destination": ["FR", "1"]},
+    ),  # dataclass field
+    (
+        "quote_shipping",
+        {
+            "parcel": {"length_cm": 1, "width_cm": 1, "height_cm": 1},
+            "weight_kg": 1,
+            "destination": ["FR", "1"],
+            "services": ["express", "express"],
+        },
+    ),  # set: unique items
 ]
 
 
@@ -168,6 +223,7 @@ def test_good_arguments_run_the_function(shop: Path, name: str) -> None:
     sys.path.insert(0, str(shop))
     try:
         import shop_tools
+
         harness = hw.load(shop / "harness.yaml")
         result = harness.call(name, GOOD[name], principal=PRINCIPAL)
         assert result.allowed, result.to_dict()
@@ -214,6 +270,7 @@ def test_positional_only_and_varargs_are_refused() -> None:
     def f(a: int, /) -> None: ...
     def g(*items: int) -> None: ...
     def h(x: int, **more: str) -> None: ...
+
     for fn in (f, g):
         with pytest.raises(_add_tool.MappingError):
             _add_tool.input_schema(fn)

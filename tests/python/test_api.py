@@ -23,12 +23,17 @@ REFUND = ROOT / "examples" / "shop" / "tools" / "refund_payment.yaml"
 
 
 def reference_digest(name: str, description: str, schema: object) -> str:
-    text = json.dumps({"name": name, "description": description, "input_schema": schema},
-                      sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    text = json.dumps(
+        {"name": name, "description": description, "input_schema": schema},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 # --- loading -------------------------------------------------------------------------------
+
 
 def test_load_describes_every_tool() -> None:
     harness = hw.load(SHOP)
@@ -68,17 +73,24 @@ def test_from_manifest_text_and_dict_agree_with_load() -> None:
         "apiVersion": "harnessweaver/v1",
         "kind": "Tool",
         "metadata": {"name": "echo"},
-        "spec": {"transport": "native", "handler": "m:echo", "description": "Echo.",
-                 "input_schema": {"type": "object", "properties": {"x": {"type": "number", "minimum": 1.0}}}},
+        "spec": {
+            "transport": "native",
+            "handler": "m:echo",
+            "description": "Echo.",
+            "input_schema": {"type": "object", "properties": {"x": {"type": "number", "minimum": 1.0}}},
+        },
     }
     tool = hw.ToolDescription.from_manifest(as_dict)
     assert tool.name == "echo" and tool.pin == "unpinned"
-    assert tool.digest == reference_digest("echo", "Echo.", {"type": "object", "properties": {"x": {"type": "number", "minimum": 1}}})
+    assert tool.digest == reference_digest(
+        "echo", "Echo.", {"type": "object", "properties": {"x": {"type": "number", "minimum": 1}}}
+    )
     assert hw.ToolDescription.from_manifest(json.dumps(as_dict)).digest == tool.digest
     assert hw.Tool is hw.ToolDescription
 
 
 # --- errors ---------------------------------------------------------------------------------
+
 
 def test_load_error_has_code_and_problems(tmp_path: Path) -> None:
     (tmp_path / "tools").mkdir()
@@ -178,6 +190,7 @@ def test_conversion_rules() -> None:
 
 
 # --- packaging -----------------------------------------------------------------------------
+
 
 def test_console_script_runs_the_core_cli() -> None:
     script = Path(sys.executable).parent / "harnessweaver"

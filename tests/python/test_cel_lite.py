@@ -58,6 +58,7 @@ def compile_error(expr: str) -> cel_lite.CompileError:
 
 # --- API ---------------------------------------------------------------------------------------
 
+
 def test_compile_and_evaluate() -> None:
     program = cel_lite.compile(APPROVAL)
     assert isinstance(program, cel_lite.Program)
@@ -279,6 +280,7 @@ def test_unknown_names_and_functions_fail_at_compile_time() -> None:
 
 
 # --- doctor ------------------------------------------------------------------------------------
+
 
 def test_doctor_reports_cel_lite_problems_with_places() -> None:
     harness = FIXTURES / "load" / "cel_compile_errors" / "harness.yaml"

@@ -103,5 +103,7 @@ def test_expected_failures_name_real_cases() -> None:
 
 def test_case_count(capsys: pytest.CaptureFixture[str]) -> None:
     with capsys.disabled():
-        print(f"\ncel-lite fixtures (Python): {len(CASES)} cases in {len(cases('cel_lite'))} files, "
-              f"{len(EXPECTED_FAILURES)} expected failures")
+        print(
+            f"\ncel-lite fixtures (Python): {len(CASES)} cases in {len(cases('cel_lite'))} files, "
+            f"{len(EXPECTED_FAILURES)} expected failures"
+        )

@@ -40,8 +40,29 @@ SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck), derandom
 
 # ------------------------------------------------------------------ canonical JSON and digest
 
-interesting_floats = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 1e-7, 1e-5, 1e16, 1e17, 1.5e300, 2.0**53, 2.0**53 + 2,
-                                      -(2.0**53), 1e22, 5e-324, 1.7976931348623157e308, 0.1, 100.0, 123456789.123])
+interesting_floats = st.sampled_from(
+    [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        1e-7,
+        1e-5,
+        1e16,
+        1e17,
+        1.5e300,
+        2.0**53,
+        2.0**53 + 2,
+        -(2.0**53),
+        1e22,
+        5e-324,
+        1.7976931348623157e308,
+        0.1,
+        100.0,
+        123456789.123,
+    ]
+)
 numbers = st.one_of(
     st.integers(-(2**53), 2**53),
     st.integers(-(2**60), 2**60),  # some beyond ±2^53: must be refused alike
@@ -50,7 +71,8 @@ numbers = st.one_of(
     st.sampled_from([math.nan, math.inf, -math.inf]),
 )
 texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12) | st.sampled_from(
-    ["", "\x00", "\x7f", "\u2028", "é", "😀", "\ufeff", "a\"b\\c", "\U0010ffff", "\ud7ff", "\ue000"])
+    ["", "\x00", "\x7f", "\u2028", "é", "😀", "\ufeff", 'a"b\\c', "\U0010ffff", "\ud7ff", "\ue000"]
+)
 json_values = st.recursive(
     st.none() | st.booleans() | numbers | texts,
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(texts, inner, max_size=5),
@@ -96,13 +118,44 @@ def test_canonical_deep_nesting_limit_matches() -> None:
 
 # ------------------------------------------------------------------ cel-lite
 
-INT_LITS = ["0", "1", "2", "3", "7", "-1", "-7", "10", "100", "4611686018427387904", "9223372036854775807",
-            "-9223372036854775808", "0x10", "3037000500"]
+INT_LITS = [
+    "0",
+    "1",
+    "2",
+    "3",
+    "7",
+    "-1",
+    "-7",
+    "10",
+    "100",
+    "4611686018427387904",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "0x10",
+    "3037000500",
+]
 UINT_LITS = ["0u", "1u", "2u", "7u", "9223372036854775808u", "18446744073709551615u"]
 DOUBLE_LITS = ["0.0", "1.0", "1.5", "-2.5", "0.1", "1e3", "2.0", "1e308", "3.5e-2"]
-STR_LITS = ["''", "'a'", "'ab'", "'b'", "'é'", "\"x\"", "'abc'", "'1'", "'-3'", "'1.5'", "'true'", "'\\u00e9'"]
-VAR_PATHS = ["args.n", "args.m", "args.f", "args.s", "args.t", "args.b", "args.l", "args.o", "args.z", "args.missing",
-             "principal.id", "principal.roles", "tenant", "labels", "tool.name", "tool.risk", "args"]
+STR_LITS = ["''", "'a'", "'ab'", "'b'", "'é'", '"x"', "'abc'", "'1'", "'-3'", "'1.5'", "'true'", "'\\u00e9'"]
+VAR_PATHS = [
+    "args.n",
+    "args.m",
+    "args.f",
+    "args.s",
+    "args.t",
+    "args.b",
+    "args.l",
+    "args.o",
+    "args.z",
+    "args.missing",
+    "principal.id",
+    "principal.roles",
+    "tenant",
+    "labels",
+    "tool.name",
+    "tool.risk",
+    "args",
+]
 PATTERNS = ["'^a'", "'b$'", "'[0-9]+'", "'a|b'", "'(ab)*c'", "'.'", "'^$'", "'é'"]
 
 atoms = st.sampled_from(INT_LITS + UINT_LITS + DOUBLE_LITS + STR_LITS + VAR_PATHS + ["true", "false", "null", "[]", "{}"])
@@ -118,56 +171,90 @@ def combine(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} ? {t[1]} : {t[2]})"),
         st.lists(inner, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
         st.lists(st.tuples(st.sampled_from(STR_LITS + INT_LITS[:3] + ["true", "1u"]), inner), max_size=3).map(
-            lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"),
+            lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"
+        ),
         st.tuples(inner, inner).map(lambda t: f"{t[0]}[{t[1]}]"),
         st.tuples(inner, st.sampled_from(["n", "s", "a", "b", "x"])).map(lambda t: f"({t[0]}).{t[1]}"),
         st.sampled_from(VAR_PATHS[:9] + ["principal.x", "tool.risk"]).map(lambda p: f"has({p})"),
         st.tuples(st.sampled_from(["size", "int", "double", "string", "uint"]), inner).map(lambda t: f"{t[0]}({t[1]})"),
-        st.tuples(inner, st.sampled_from(["startsWith", "endsWith", "contains"]), inner).map(
-            lambda t: f"{t[0]}.{t[1]}({t[2]})"),
+        st.tuples(inner, st.sampled_from(["startsWith", "endsWith", "contains"]), inner).map(lambda t: f"{t[0]}.{t[1]}({t[2]})"),
         st.tuples(inner, st.sampled_from(PATTERNS)).map(lambda t: f"{t[0]}.matches({t[1]})"),
         inner.map(lambda a: f"{a}.size()"),
         st.tuples(inner, st.sampled_from(["exists", "all"]), inner).map(
-            lambda t: f"{t[0]}.{t[1]}(x, {t[2].replace('args.n', 'x')})"),
+            lambda t: f"{t[0]}.{t[1]}(x, {t[2].replace('args.n', 'x')})"
+        ),
     )
 
 
 untyped = st.recursive(atoms, combine, max_leaves=8)
 
 # Mostly well-typed expressions, so that values (not only errors) are compared.
-int_atoms = st.sampled_from(INT_LITS + ["args.n", "size(args.s)", "size(args.l)", "args.l.size()", "int(args.f)",
-                                        "int(args.t)", "size(principal.roles)"])
-int_exprs = st.recursive(int_atoms, lambda i: st.one_of(
-    st.tuples(i, st.sampled_from(["+", "-", "*", "/", "%"]), i).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
-    i.map(lambda a: f"-{a}"),
-), max_leaves=6)
+int_atoms = st.sampled_from(
+    INT_LITS + ["args.n", "size(args.s)", "size(args.l)", "args.l.size()", "int(args.f)", "int(args.t)", "size(principal.roles)"]
+)
+int_exprs = st.recursive(
+    int_atoms,
+    lambda i: st.one_of(
+        st.tuples(i, st.sampled_from(["+", "-", "*", "/", "%"]), i).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        i.map(lambda a: f"-{a}"),
+    ),
+    max_leaves=6,
+)
 str_atoms = st.sampled_from(STR_LITS + ["args.s", "args.t", "principal.id", "tool.risk"])
-str_exprs = st.recursive(str_atoms, lambda s: st.one_of(
-    st.tuples(s, s).map(lambda t: f"{t[0]} + {t[1]}"),
-    int_exprs.map(lambda i: f"string({i})"),
-), max_leaves=4)
-double_exprs = st.recursive(st.sampled_from(DOUBLE_LITS + ["args.f", "double(args.n)", "double(args.t)"]), lambda d: st.one_of(
-    st.tuples(d, st.sampled_from(["+", "-", "*", "/"]), d).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
-    d.map(lambda a: f"-{a}"),
-), max_leaves=4)
+str_exprs = st.recursive(
+    str_atoms,
+    lambda s: st.one_of(
+        st.tuples(s, s).map(lambda t: f"{t[0]} + {t[1]}"),
+        int_exprs.map(lambda i: f"string({i})"),
+    ),
+    max_leaves=4,
+)
+double_exprs = st.recursive(
+    st.sampled_from(DOUBLE_LITS + ["args.f", "double(args.n)", "double(args.t)"]),
+    lambda d: st.one_of(
+        st.tuples(d, st.sampled_from(["+", "-", "*", "/"]), d).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        d.map(lambda a: f"-{a}"),
+    ),
+    max_leaves=4,
+)
 cmp = st.sampled_from(["==", "!=", "<", "<=", ">", ">="])
 bool_atoms = st.one_of(
-    st.sampled_from(["true", "false", "args.b", "has(args.o.a)", "has(args.missing)", "'finance' in principal.roles",
-                     "'private' in labels", "args.n in args.l", "'a' in args.o", "args.l.exists(x, x == 1)",
-                     "args.l.all(x, x > 0)", "args.o.exists(k, args.o[k] == 1)", "args.missing > 1"]),
+    st.sampled_from(
+        [
+            "true",
+            "false",
+            "args.b",
+            "has(args.o.a)",
+            "has(args.missing)",
+            "'finance' in principal.roles",
+            "'private' in labels",
+            "args.n in args.l",
+            "'a' in args.o",
+            "args.l.exists(x, x == 1)",
+            "args.l.all(x, x > 0)",
+            "args.o.exists(k, args.o[k] == 1)",
+            "args.missing > 1",
+        ]
+    ),
     st.tuples(int_exprs | double_exprs, cmp, int_exprs | double_exprs | st.sampled_from(UINT_LITS)).map(
-        lambda t: f"{t[0]} {t[1]} {t[2]}"),
+        lambda t: f"{t[0]} {t[1]} {t[2]}"
+    ),
     st.tuples(str_exprs, cmp, str_exprs).map(lambda t: f"{t[0]} {t[1]} {t[2]}"),
     st.tuples(str_exprs, st.sampled_from(["startsWith", "endsWith", "contains"]), str_exprs).map(
-        lambda t: f"{t[0]}.{t[1]}({t[2]})"),
+        lambda t: f"{t[0]}.{t[1]}({t[2]})"
+    ),
     st.tuples(str_exprs, st.sampled_from(PATTERNS)).map(lambda t: f"{t[0]}.matches({t[1]})"),
 )
-bool_exprs = st.recursive(bool_atoms, lambda b: st.one_of(
-    st.tuples(b, st.sampled_from(["&&", "||", "==", "!="]), b).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
-    b.map(lambda a: f"!{a}"),
-    st.tuples(b, b, b).map(lambda t: f"({t[0]} ? {t[1]} : {t[2]})"),
-    st.tuples(st.sampled_from(["exists", "all"]), b).map(lambda t: f"args.l.{t[0]}(x, {t[1].replace('args.n', 'x')})"),
-), max_leaves=6)
+bool_exprs = st.recursive(
+    bool_atoms,
+    lambda b: st.one_of(
+        st.tuples(b, st.sampled_from(["&&", "||", "==", "!="]), b).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        b.map(lambda a: f"!{a}"),
+        st.tuples(b, b, b).map(lambda t: f"({t[0]} ? {t[1]} : {t[2]})"),
+        st.tuples(st.sampled_from(["exists", "all"]), b).map(lambda t: f"args.l.{t[0]}(x, {t[1].replace('args.n', 'x')})"),
+    ),
+    max_leaves=6,
+)
 expressions = st.one_of(untyped, bool_exprs, bool_exprs, int_exprs, str_exprs, double_exprs)
 
 small_ints = st.integers(-20, 20) | st.sampled_from([2**53, -(2**53), 2**31, 0])
@@ -187,8 +274,9 @@ arg_values = st.fixed_dictionaries(
 cel_vars = st.fixed_dictionaries(
     {
         "args": arg_values,
-        "principal": st.fixed_dictionaries({"id": st.sampled_from(["u-1", "a"]),
-                                            "roles": st.lists(st.sampled_from(["finance", "a", "b"]), max_size=2)}),
+        "principal": st.fixed_dictionaries(
+            {"id": st.sampled_from(["u-1", "a"]), "roles": st.lists(st.sampled_from(["finance", "a", "b"]), max_size=2)}
+        ),
         "tool": st.just({"name": "refund", "risk": "high"}),
         "labels": st.lists(st.sampled_from(["private", "untrusted"]), max_size=2, unique=True),
     },
@@ -281,42 +369,70 @@ SCHEMAS = [
     {"type": "object", "properties": {"s": {"type": "string", "pattern": "^[a-z]+$"}}, "additionalProperties": False},
     {"type": "object", "properties": {"n": {"type": "number", "multipleOf": 0.5}, "s": {"type": "string", "maxLength": 3}}},
 ]
-WHENS = ["true", "false", "args.n > 5", "'finance' in principal.roles", "args.missing == 1", "'private' in labels", "labels.private",
-         "labels.untrusted || tenant == 'acme'", "tool.risk == 'high'", "has(args.s) && args.s.startsWith('a')", "size(args) > 1 || args.n == 1"]
+WHENS = [
+    "true",
+    "false",
+    "args.n > 5",
+    "'finance' in principal.roles",
+    "args.missing == 1",
+    "'private' in labels",
+    "labels.private",
+    "labels.untrusted || tenant == 'acme'",
+    "tool.risk == 'high'",
+    "has(args.s) && args.s.startsWith('a')",
+    "size(args) > 1 || args.n == 1",
+]
 SCOPES = ["a:read", "b:write"]
 
-tool_strategy = st.fixed_dictionaries({
-    "schema": st.integers(0, len(SCHEMAS) - 1),
-    "risk": st.sampled_from(["low", "medium", "high", "critical"]),
-    "enabled": st.sampled_from([True] * 7 + [False]),
-    "tenants": st.sampled_from([[]] * 6 + [["acme"], ["other"]]),
-    "scopes": st.sampled_from([[], [], [SCOPES[0]], SCOPES]),
-    "pii": st.booleans(),
-    "egress": st.booleans(),
-    "untrusted": st.sampled_from([True, False, False, None]),  # None: the default label (untrusted)
-    "when": st.sampled_from([None, None]) | st.sampled_from(WHENS),
-    "pin": st.sampled_from([None, None, None, "right", "right", "wrong"]),
-})
-harness_strategy = st.fixed_dictionaries({
-    "tools": st.lists(tool_strategy, min_size=2, max_size=3),
-    "rules": st.lists(st.tuples(st.sampled_from(["allow", "deny"]), st.sampled_from([["*"], ["t0"], ["t1", "t2"], ["t*"], ["x"]]),
-                                st.sampled_from(WHENS)), max_size=2),
-    "default": st.sampled_from(["allow", "allow", "deny"]),
-    "approval_by_risk": st.lists(st.sampled_from(["high", "critical"]), max_size=2, unique=True),
-    "trifecta": st.sampled_from(["block", "approve", "off"]),
-    "max_tool_calls": st.none() | st.integers(0, 4),
-})
-gov_args = st.fixed_dictionaries({}, optional={
-    "n": st.integers(-3, 12) | st.sampled_from([0.5, 2.25, "7", True]),
-    "s": st.sampled_from(["", "a", "ab", "abcd", "A", "é"]),
-    "x": st.none(),
-})
-call_strategy = st.lists(st.tuples(st.sampled_from(["t0", "t0", "t1", "t1", "t2", "t2", "nope"]), gov_args), min_size=1, max_size=10)
-principal_strategy = st.fixed_dictionaries({
-    "id": st.just("u1"),
-    "roles": st.lists(st.sampled_from(["finance", "support"]), max_size=2, unique=True),
-    "scopes": st.sampled_from([SCOPES, SCOPES, SCOPES, [SCOPES[0]], []]),
-})
+tool_strategy = st.fixed_dictionaries(
+    {
+        "schema": st.integers(0, len(SCHEMAS) - 1),
+        "risk": st.sampled_from(["low", "medium", "high", "critical"]),
+        "enabled": st.sampled_from([True] * 7 + [False]),
+        "tenants": st.sampled_from([[]] * 6 + [["acme"], ["other"]]),
+        "scopes": st.sampled_from([[], [], [SCOPES[0]], SCOPES]),
+        "pii": st.booleans(),
+        "egress": st.booleans(),
+        "untrusted": st.sampled_from([True, False, False, None]),  # None: the default label (untrusted)
+        "when": st.sampled_from([None, None]) | st.sampled_from(WHENS),
+        "pin": st.sampled_from([None, None, None, "right", "right", "wrong"]),
+    }
+)
+harness_strategy = st.fixed_dictionaries(
+    {
+        "tools": st.lists(tool_strategy, min_size=2, max_size=3),
+        "rules": st.lists(
+            st.tuples(
+                st.sampled_from(["allow", "deny"]),
+                st.sampled_from([["*"], ["t0"], ["t1", "t2"], ["t*"], ["x"]]),
+                st.sampled_from(WHENS),
+            ),
+            max_size=2,
+        ),
+        "default": st.sampled_from(["allow", "allow", "deny"]),
+        "approval_by_risk": st.lists(st.sampled_from(["high", "critical"]), max_size=2, unique=True),
+        "trifecta": st.sampled_from(["block", "approve", "off"]),
+        "max_tool_calls": st.none() | st.integers(0, 4),
+    }
+)
+gov_args = st.fixed_dictionaries(
+    {},
+    optional={
+        "n": st.integers(-3, 12) | st.sampled_from([0.5, 2.25, "7", True]),
+        "s": st.sampled_from(["", "a", "ab", "abcd", "A", "é"]),
+        "x": st.none(),
+    },
+)
+call_strategy = st.lists(
+    st.tuples(st.sampled_from(["t0", "t0", "t1", "t1", "t2", "t2", "nope"]), gov_args), min_size=1, max_size=10
+)
+principal_strategy = st.fixed_dictionaries(
+    {
+        "id": st.just("u1"),
+        "roles": st.lists(st.sampled_from(["finance", "support"]), max_size=2, unique=True),
+        "scopes": st.sampled_from([SCOPES, SCOPES, SCOPES, [SCOPES[0]], []]),
+    }
+)
 
 GOV_COUNTS: Dict[str, int] = {}
 
@@ -332,14 +448,31 @@ def build(spec: Dict[str, Any], root: str) -> G.RefHarness:
             digest = ref_canonical.definition_digest(name, "A tool.", schema)
         elif t["pin"] == "wrong":
             digest = ref_canonical.definition_digest(name, "A tool, before it changed.", schema)
-        ref = G.RefTool(name=name, description="A tool.", input_schema=schema, risk=t["risk"], enabled=t["enabled"],
-                        tenants=t["tenants"], scopes=t["scopes"], data_access=["pii:email"] if t["pii"] else [],
-                        egress=["api.example.com"] if t["egress"] else [], label="trusted" if t["untrusted"] is False else "untrusted",
-                        approval_when=t["when"], pinned_digest=digest)
+        ref = G.RefTool(
+            name=name,
+            description="A tool.",
+            input_schema=schema,
+            risk=t["risk"],
+            enabled=t["enabled"],
+            tenants=t["tenants"],
+            scopes=t["scopes"],
+            data_access=["pii:email"] if t["pii"] else [],
+            egress=["api.example.com"] if t["egress"] else [],
+            label="trusted" if t["untrusted"] is False else "untrusted",
+            approval_when=t["when"],
+            pinned_digest=digest,
+        )
         tools[name] = ref
-        body: Dict[str, Any] = {"transport": "native", "handler": f"fixture:{name}", "description": ref.description,
-                                "input_schema": schema, "risk": ref.risk, "enabled": ref.enabled, "scopes": ref.scopes,
-                                "data_access": ref.data_access}
+        body: Dict[str, Any] = {
+            "transport": "native",
+            "handler": f"fixture:{name}",
+            "description": ref.description,
+            "input_schema": schema,
+            "risk": ref.risk,
+            "enabled": ref.enabled,
+            "scopes": ref.scopes,
+            "data_access": ref.data_access,
+        }
         if ref.tenants:
             body["tenants"] = ref.tenants
         if ref.egress:
@@ -354,16 +487,27 @@ def build(spec: Dict[str, Any], root: str) -> G.RefHarness:
         with open(os.path.join(root, "tools", f"{name}.json"), "w") as f:
             json.dump(manifest, f)
     rules = [G.RefRule(name=f"r{i}", effect=e, tools=g, when=w) for i, (e, g, w) in enumerate(spec["rules"])]
-    hspec: Dict[str, Any] = {"mode": "test", "tools": {"manifests": ["tools/*.json"], "approval_by_risk": spec["approval_by_risk"]},
-                             "policy": {"default": spec["default"],
-                                        "rules": [{"name": r.name, "effect": r.effect, "tools": r.tools, "when": r.when} for r in rules]},
-                             "flow": {"trifecta": spec["trifecta"]}}
+    hspec: Dict[str, Any] = {
+        "mode": "test",
+        "tools": {"manifests": ["tools/*.json"], "approval_by_risk": spec["approval_by_risk"]},
+        "policy": {
+            "default": spec["default"],
+            "rules": [{"name": r.name, "effect": r.effect, "tools": r.tools, "when": r.when} for r in rules],
+        },
+        "flow": {"trifecta": spec["trifecta"]},
+    }
     if spec["max_tool_calls"] is not None:
         hspec["budgets"] = {"max_tool_calls": spec["max_tool_calls"]}
     with open(os.path.join(root, "harness.yaml"), "w") as f:
         json.dump({"apiVersion": "harnessweaver/v1", "kind": "Harness", "spec": hspec}, f)
-    return G.RefHarness(tools=tools, rules=rules, default=spec["default"], approval_by_risk=spec["approval_by_risk"],
-                        trifecta=spec["trifecta"], max_tool_calls=spec["max_tool_calls"])
+    return G.RefHarness(
+        tools=tools,
+        rules=rules,
+        default=spec["default"],
+        approval_by_risk=spec["approval_by_risk"],
+        trifecta=spec["trifecta"],
+        max_tool_calls=spec["max_tool_calls"],
+    )
 
 
 def echo(**kwargs: Any) -> Any:
@@ -372,8 +516,7 @@ def echo(**kwargs: Any) -> Any:
 
 @settings(max_examples=examples(250), **SETTINGS)
 @given(harness_strategy, call_strategy, principal_strategy, st.sampled_from([None, "acme", "other"]))
-def test_governor_decisions_match_the_reference(spec: Dict[str, Any], calls: Any, principal: Dict[str, Any],
-                                                tenant: Any) -> None:
+def test_governor_decisions_match_the_reference(spec: Dict[str, Any], calls: Any, principal: Dict[str, Any], tenant: Any) -> None:
     with tempfile.TemporaryDirectory() as root:
         ref = build(spec, root)
         harness = hw.load(os.path.join(root, "harness.yaml"), handlers={n: echo for n in ref.tools})
@@ -385,8 +528,10 @@ def test_governor_decisions_match_the_reference(spec: Dict[str, Any], calls: Any
             got = (r.decision, r.code, r.step)
             key = want[1] or want[0]
             GOV_COUNTS[key] = GOV_COUNTS.get(key, 0) + 1
-            assert got == want, (f"call {i} `{name}` {args!r} (principal {principal}, tenant {tenant}): core {got} "
-                                 f"({r.message}; {r.reasons}), reference {want}\nharness {spec}")
+            assert got == want, (
+                f"call {i} `{name}` {args!r} (principal {principal}, tenant {tenant}): core {got} "
+                f"({r.message}; {r.reasons}), reference {want}\nharness {spec}"
+            )
 
 
 def test_governor_case_counts_are_reported() -> None:

@@ -37,9 +37,7 @@ def run_expecting(case_id: str, expect: Dict[str, Any], key: str, compute: Calla
 @pytest.mark.parametrize("path", cases("canonical"), ids=lambda p: p.stem)
 def test_canonical(path: Path) -> None:
     case = read(path)
-    run_expecting(
-        f"canonical/{path.stem}", case["expect"], "canonical", lambda: hw.canonical_json(untag(case["value"]))
-    )
+    run_expecting(f"canonical/{path.stem}", case["expect"], "canonical", lambda: hw.canonical_json(untag(case["value"])))
 
 
 @pytest.mark.parametrize("path", cases("digest"), ids=lambda p: p.stem)

@@ -24,8 +24,12 @@ CAROL = {"id": "carol", "roles": ["support"], "scopes": ["payments:refund"]}
 
 
 def tool(name: str, **spec: Any) -> Dict[str, Any]:
-    body = {"transport": "native", "handler": f"handlers:{name}", "description": f"The {name} tool.",
-            "input_schema": {"type": "object"}}
+    body = {
+        "transport": "native",
+        "handler": f"handlers:{name}",
+        "description": f"The {name} tool.",
+        "input_schema": {"type": "object"},
+    }
     body.update(spec)
     return {"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": name}, "spec": body}
 
@@ -43,6 +47,7 @@ def write_harness(dir: Path, defs: List[Dict[str, Any]], **spec: Any) -> Path:
 
 
 # --- calls -----------------------------------------------------------------------------------
+
 
 def test_the_shop_example_imports_its_handlers_and_takes_calls() -> None:
     h = hw.load(SHOP)
@@ -92,7 +97,13 @@ def test_idempotency_key_goes_to_handlers_that_take_it(tmp_path: Path) -> None:
 
 
 def test_runs_share_labels(tmp_path: Path) -> None:
-    path = write_harness(tmp_path, [tool("read_pii", data_access=["pii:customer"], output={"label": "trusted"}), tool("fetch", output={"label": "untrusted"})])
+    path = write_harness(
+        tmp_path,
+        [
+            tool("read_pii", data_access=["pii:customer"], output={"label": "trusted"}),
+            tool("fetch", output={"label": "untrusted"}),
+        ],
+    )
     h = hw.load(path, handlers={"read_pii": lambda **a: "jane", "fetch": lambda **a: "page"})
     run = h.run(principal=hw.Principal("alice", roles=["support"]), tenant="acme", task="t-1")
     assert run.labels == {"private": False, "untrusted": False}
@@ -111,6 +122,7 @@ def test_runs_share_labels(tmp_path: Path) -> None:
 
 # --- refusals --------------------------------------------------------------------------------
 
+
 def test_refusals_raise_tool_blocked_subclasses_with_codes(tmp_path: Path) -> None:
     path = write_harness(
         tmp_path,
@@ -122,7 +134,11 @@ def test_refusals_raise_tool_blocked_subclasses_with_codes(tmp_path: Path) -> No
             tool("off", enabled=False),
         ],
         budgets={"per_tool": {"limited": 1}},
-        policy={"rules": [{"name": "no-support-refunds", "effect": "deny", "tools": ["refund"], "when": "'support' in principal.roles"}]},
+        policy={
+            "rules": [
+                {"name": "no-support-refunds", "effect": "deny", "tools": ["refund"], "when": "'support' in principal.roles"}
+            ]
+        },
         **{"tools": {"manifests": ["tools/*.json"], "approval_by_risk": ["critical"]}},
     )
     h = hw.load(path, handlers={n: (lambda **a: "ok") for n in ("strict", "refund", "limited", "wipe", "off")})
@@ -163,11 +179,11 @@ def test_refusals_raise_tool_blocked_subclasses_with_codes(tmp_path: Path) -> No
 
 # --- misbehaving handlers --------------------------------------------------------------------
 
+
 def test_a_misbehaving_handler_is_refused_or_cut_and_the_run_goes_on(tmp_path: Path) -> None:
     path = write_harness(
         tmp_path,
-        [tool("boom"), tool("hang", timeout="100ms"), tool("weird"), tool("huge"), tool("echo"),
-         tool("ahang", timeout="100ms")],
+        [tool("boom"), tool("hang", timeout="100ms"), tool("weird"), tool("huge"), tool("echo"), tool("ahang", timeout="100ms")],
     )
 
     class PaymentGatewayError(Exception):
@@ -179,14 +195,17 @@ def test_a_misbehaving_handler_is_refused_or_cut_and_the_run_goes_on(tmp_path: P
     async def ahang(**a: Any) -> None:
         await asyncio.sleep(30)
 
-    h = hw.load(path, handlers={
-        "boom": boom,
-        "hang": lambda **a: time.sleep(30),
-        "weird": lambda **a: {"when": object()},
-        "huge": lambda **a: "x" * (50 * 1024 * 1024),
-        "echo": lambda **a: a,
-        "ahang": ahang,
-    })
+    h = hw.load(
+        path,
+        handlers={
+            "boom": boom,
+            "hang": lambda **a: time.sleep(30),
+            "weird": lambda **a: {"when": object()},
+            "huge": lambda **a: "x" * (50 * 1024 * 1024),
+            "echo": lambda **a: a,
+            "ahang": ahang,
+        },
+    )
     run = h.run(principal=ALICE)
 
     with pytest.raises(hw.ToolFailed) as info:
@@ -301,6 +320,7 @@ def test_an_inline_handler_runs_on_the_calling_thread_and_an_overrun_is_refused_
 
 # --- approvals -------------------------------------------------------------------------------
 
+
 def test_approval_flow_with_a_finance_approver() -> None:
     h = hw.load(SHOP)
     with pytest.raises(hw.ApprovalRequired) as info:
@@ -342,8 +362,10 @@ def test_on_approval_callback_decides_inline() -> None:
     with pytest.raises(hw.ToolBlocked) as info:
         h.call("refund_payment", {"order_id": "A-1002", "amount_usd": 5000}, principal=BOB)
     assert info.value.code == "approval_denied"
-    assert seen == [("refund_payment", {"order_id": "A-1002", "amount_usd": 150}),
-                    ("refund_payment", {"order_id": "A-1002", "amount_usd": 5000})]
+    assert seen == [
+        ("refund_payment", {"order_id": "A-1002", "amount_usd": 150}),
+        ("refund_payment", {"order_id": "A-1002", "amount_usd": 5000}),
+    ]
 
     def broken(request: Dict[str, Any], approval: Dict[str, Any]) -> bool:
         raise RuntimeError("reviewer service down")
@@ -354,6 +376,7 @@ def test_on_approval_callback_decides_inline() -> None:
 
 
 # --- tool specs, tools in code, principals, loading -------------------------------------------
+
 
 def test_tool_specs_formats() -> None:
     h = hw.load(SHOP)
@@ -452,7 +475,10 @@ def test_audit_callback_sink_needs_a_function(tmp_path: Path) -> None:
     h = hw.load(path, handlers={"t": lambda: 1}, audit=events.append)
     h.call("t", {}, principal=ALICE)
     h.call("nope", {}, principal=ALICE, raise_on_refusal=False)
-    assert [(e["tool"], e["decision"], e["code"]) for e in events] == [("t", "allowed", None), ("nope", "refused", "unknown_tool")]
+    assert [(e["tool"], e["decision"], e["code"]) for e in events] == [
+        ("t", "allowed", None),
+        ("nope", "refused", "unknown_tool"),
+    ]
 
 
 # --- the audit trail holds no secrets --------------------------------------------------------
@@ -478,8 +504,12 @@ def test_an_audit_trail_of_a_run_full_of_pii_and_secrets_holds_none_of_them(tmp_
         tool("boom"),
         tool("wipe", risk="critical"),
     ]
-    path = write_harness(tmp_path, tools, audit={"sink": "logs/audit.jsonl"},
-                         **{"tools": {"manifests": ["tools/*.json"], "approval_by_risk": ["critical"]}})
+    path = write_harness(
+        tmp_path,
+        tools,
+        audit={"sink": "logs/audit.jsonl"},
+        **{"tools": {"manifests": ["tools/*.json"], "approval_by_risk": ["critical"]}},
+    )
 
     class LeakyError(Exception):
         pass
@@ -487,8 +517,16 @@ def test_an_audit_trail_of_a_run_full_of_pii_and_secrets_holds_none_of_them(tmp_
     def boom(**a: Any) -> None:
         raise LeakyError(" ".join(SECRETS))
 
-    profile = {"email": SECRETS[0], "api_key": SECRETS[1], "password": SECRETS[2], "card": SECRETS[3],
-               "phone": SECRETS[4], "aws": SECRETS[5], "auth": SECRETS[6], "ssn": SECRETS[7]}
+    profile = {
+        "email": SECRETS[0],
+        "api_key": SECRETS[1],
+        "password": SECRETS[2],
+        "card": SECRETS[3],
+        "phone": SECRETS[4],
+        "aws": SECRETS[5],
+        "auth": SECRETS[6],
+        "ssn": SECRETS[7],
+    }
     handlers = {
         "lookup_customer": lambda **a: profile,
         "charge": lambda **a: {"charged": a},
@@ -522,6 +560,22 @@ def test_an_audit_trail_of_a_run_full_of_pii_and_secrets_holds_none_of_them(tmp_
     for secret in fragments:
         assert secret not in trail, f"`{secret}` reached the audit trail"
     for event in callback_events:
-        assert set(event) <= {"ts_ms", "call_id", "run_id", "tool", "principal", "tenant", "decision", "code", "step",
-                              "args_digest", "original_args_digest", "approval_id", "redactions", "truncated",
-                              "timings", "would_refuse", "policy_version"}, set(event)
+        assert set(event) <= {
+            "ts_ms",
+            "call_id",
+            "run_id",
+            "tool",
+            "principal",
+            "tenant",
+            "decision",
+            "code",
+            "step",
+            "args_digest",
+            "original_args_digest",
+            "approval_id",
+            "redactions",
+            "truncated",
+            "timings",
+            "would_refuse",
+            "policy_version",
+        }, set(event)

@@ -49,8 +49,12 @@ class HttpServer:
     """tests/servers/http_fixture_server.py on a free port (the server every runner starts)."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "servers" / "http_fixture_server.py")],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "servers" / "http_fixture_server.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None
         self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline().strip())}"
 
@@ -66,10 +70,14 @@ def sandbox_worker() -> str:
         return explicit
     target = ROOT / "target" / "sandbox-worker"
     triple = os.environ.get("CARGO_BUILD_TARGET")
-    candidates = ([target / triple / "debug" / "harnessweaver-sandbox"] if triple else []) + [target / "debug" / "harnessweaver-sandbox"]
+    candidates = ([target / triple / "debug" / "harnessweaver-sandbox"] if triple else []) + [
+        target / "debug" / "harnessweaver-sandbox"
+    ]
     if not any(c.is_file() for c in candidates):
-        subprocess.run(["cargo", "build", "--quiet", "--manifest-path", str(ROOT / "sandbox" / "Cargo.toml"),
-                        "--target-dir", str(target)], check=True)
+        subprocess.run(
+            ["cargo", "build", "--quiet", "--manifest-path", str(ROOT / "sandbox" / "Cargo.toml"), "--target-dir", str(target)],
+            check=True,
+        )
     return str(next(c for c in candidates if c.is_file()))
 
 
@@ -100,15 +108,17 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
     handlers = {name: handler_for(b) for name, b in case["handlers"].items()}
     if "load_problems" in case:
         with pytest.raises(hw.LoadError) as info:
-            _testing.load(tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"],
-                      sandbox_worker=worker)
+            _testing.load(
+                tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"], sandbox_worker=worker
+            )
         got = [p.to_dict() for p in info.value.problems]
         assert len(got) == len(case["load_problems"]), f"{path.name}: problems {got}"
         for want, problem in zip(case["load_problems"], got):
             check_subset(want, problem, f"{path.name} load problem")
         return
-    h = _testing.load(tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"],
-                      sandbox_worker=worker)
+    h = _testing.load(
+        tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"], sandbox_worker=worker
+    )
     principals = case["principals"]
     runs: Dict[str, str] = {}
     last_approval: Optional[str] = None
@@ -133,20 +143,34 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
         other: Optional[Dict[str, Any]] = None
         if "call" in step:
             result = h.call(
-                step["call"], step["args"], principal=principals[step["principal"]], tenant=step.get("tenant"),
-                task=step.get("task"), run=runs[step["run"]] if "run" in step else None,
-                approval=approval_ref(step["approval"]) if "approval" in step else None, raise_on_refusal=False,
+                step["call"],
+                step["args"],
+                principal=principals[step["principal"]],
+                tenant=step.get("tenant"),
+                task=step.get("task"),
+                run=runs[step["run"]] if "run" in step else None,
+                approval=approval_ref(step["approval"]) if "approval" in step else None,
+                raise_on_refusal=False,
             )
         elif "explain" in step:
-            other = h.explain(step["explain"], step["args"], principal=principals[step["principal"]],
-                              tenant=step.get("tenant"), run=runs[step["run"]] if "run" in step else None)
+            other = h.explain(
+                step["explain"],
+                step["args"],
+                principal=principals[step["principal"]],
+                tenant=step.get("tenant"),
+                run=runs[step["run"]] if "run" in step else None,
+            )
         elif "tool_specs" in step:
             principal = principals[step["principal"]] if "principal" in step else None
             other = {"specs": h.tool_specs(step["tool_specs"], principal=principal, tenant=step.get("tenant"))}
         elif "approve" in step:
             try:
-                result = h.approve(approval_ref(step["approve"]), approver=principals[step["approver"]],
-                                   args=step.get("args"), raise_on_refusal=False)
+                result = h.approve(
+                    approval_ref(step["approve"]),
+                    approver=principals[step["approver"]],
+                    args=step.get("args"),
+                    raise_on_refusal=False,
+                )
             except hw.HarnessweaverError as err:
                 error = err.code
         elif "approve_only" in step:

@@ -65,9 +65,7 @@ SEEN: List[Dict[str, Any]] = []
 def test_digest_matches_python_json_and_hashlib(name: str, description: str, schema: Any) -> None:
     expected = reference_digest(name, description, schema)
     assert hw.definition_digest(name, description, schema) == expected
-    assert hw.canonical_json(schema) == json.dumps(
-        normalise(schema), sort_keys=True, separators=(",", ":"), ensure_ascii=True
-    )
+    assert hw.canonical_json(schema) == json.dumps(normalise(schema), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     SEEN.append({"name": name, "description": description, "input_schema": schema, "digest": expected})
 
 

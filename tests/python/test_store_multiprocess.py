@@ -22,12 +22,12 @@ def write_harness(dir: Path, state: str) -> Path:
     (dir / "tools").mkdir(parents=True)
     (dir / "harness.yaml").write_text(
         "apiVersion: harnessweaver/v1\nkind: Harness\nmetadata: { name: mixed }\nspec:\n"
-        f"  tools:\n    manifests: [\"tools/*.yaml\"]\n  state: \"{state}\"\n"
+        f'  tools:\n    manifests: ["tools/*.yaml"]\n  state: "{state}"\n'
     )
     (dir / "tools" / "ping.yaml").write_text(
         "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: { name: ping }\nspec:\n  transport: native\n"
-        "  handler: \"workers:ping\"\n  description: Answers pong.\n  input_schema: { type: object }\n"
-        f"  side_effect: read\n  output: {{ label: trusted }}\n  rate_limit: {{ per_tenant: \"{COUNT}/h\" }}\n"
+        '  handler: "workers:ping"\n  description: Answers pong.\n  input_schema: { type: object }\n'
+        f'  side_effect: read\n  output: {{ label: trusted }}\n  rate_limit: {{ per_tenant: "{COUNT}/h" }}\n'
     )
     return dir / "harness.yaml"
 
@@ -39,7 +39,8 @@ def redis_url(tmp_path):
         port = s.getsockname()[1]
     server = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         for _ in range(250):
@@ -62,10 +63,19 @@ def hammer(harness: Path) -> list:
     start = int(time.time() * 1000) + 4000
     procs = []
     for lang, i in WORKERS:
-        cmd = ([sys.executable, str(ROOT / "tests/python/store_worker.py")] if lang == "python"
-               else ["node", str(ROOT / "tests/node/store_worker.mjs")])
-        procs.append(subprocess.Popen(cmd + [str(harness), str(CALLS), str(start), f"{lang}-{i}"],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        cmd = (
+            [sys.executable, str(ROOT / "tests/python/store_worker.py")]
+            if lang == "python"
+            else ["node", str(ROOT / "tests/node/store_worker.mjs")]
+        )
+        procs.append(
+            subprocess.Popen(
+                cmd + [str(harness), str(CALLS), str(start), f"{lang}-{i}"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     results = []
     for p in procs:
         out, err = p.communicate(timeout=120)

@@ -90,9 +90,7 @@ class ToolDescription:
         object.__setattr__(self, "_source", None)
 
     @classmethod
-    def from_manifest(
-        cls, manifest: Union[str, Mapping[str, JSONValue]], origin: Optional[str] = None
-    ) -> "ToolDescription":
+    def from_manifest(cls, manifest: Union[str, Mapping[str, JSONValue]], origin: Optional[str] = None) -> "ToolDescription":
         """Parses one ``kind: Tool`` manifest, given as a dict or as YAML/JSON text,
         and returns its description. Raises :class:`LoadError` listing every problem."""
         tool = cls(_native.describe_manifest(manifest, origin))
@@ -195,12 +193,21 @@ def load(
     return _load(path, handlers, audit, on_approval, tools)
 
 
-def _load(path: Any, handlers: Any, audit: Any, on_approval: Any, tools: Sequence[Any],
-          clock_ms: Optional[int] = None, sequential_ids: bool = False, sandbox_worker: Optional[str] = None) -> Harness:
+def _load(
+    path: Any,
+    handlers: Any,
+    audit: Any,
+    on_approval: Any,
+    tools: Sequence[Any],
+    clock_ms: Optional[int] = None,
+    sequential_ids: bool = False,
+    sandbox_worker: Optional[str] = None,
+) -> Harness:
     text = os.fspath(path)
     harness = Harness(_native.load(text), text)
-    harness._init_governor(text, [t.describe() for t in harness.tools], handlers, tools, audit, on_approval,
-                           clock_ms, sequential_ids, sandbox_worker)
+    harness._init_governor(
+        text, [t.describe() for t in harness.tools], handlers, tools, audit, on_approval, clock_ms, sequential_ids, sandbox_worker
+    )
     return harness
 
 

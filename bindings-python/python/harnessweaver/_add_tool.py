@@ -179,8 +179,12 @@ class _Mapper:
         if tp in (list, set, frozenset, tuple) or origin in (list, set, frozenset, tuple) or origin in _SEQUENCES:
             container = origin or tp
             if container is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
-                return {"type": "array", "prefixItems": [self.schema(a, where) for a in args],
-                        "minItems": len(args), "maxItems": len(args)}
+                return {
+                    "type": "array",
+                    "prefixItems": [self.schema(a, where) for a in args],
+                    "minItems": len(args),
+                    "maxItems": len(args),
+                }
             schema: Dict[str, Any] = {"type": "array"}
             if args:
                 schema["items"] = self.schema(args[0], where)
@@ -224,7 +228,8 @@ class _Mapper:
         raise MappingError(
             f"{where}: `{_name(tp)}` has no JSON Schema form; annotate it with str, int, float, bool, a list, "
             f"dict[str, T], Literal, an Enum, a TypedDict, a dataclass or a pydantic model, or edit "
-            f"`input_schema` in the manifest by hand")
+            f"`input_schema` in the manifest by hand"
+        )
 
     def _fields(self, tp: Any, where: str, hints: Dict[str, Any], required: set, defaults: Dict[str, Any]) -> Dict[str, Any]:
         if tp in self._seen:
@@ -278,6 +283,7 @@ def _name(tp: Any) -> str:
 
 # --- docstrings -----------------------------------------------------------------------------------
 
+
 def _doc_parts(fn: Callable[..., Any]) -> Tuple[str, Dict[str, str]]:
     """The docstring's summary (first paragraph, one line) and per-parameter
     descriptions (Google `Args:` sections and Sphinx `:param x:` lines)."""
@@ -293,7 +299,7 @@ def _doc_parts(fn: Callable[..., Any]) -> Tuple[str, Dict[str, str]]:
     while i < len(lines):
         line = lines[i].strip()
         if line.startswith(":param "):
-            head, _, text = line[len(":param "):].partition(":")
+            head, _, text = line[len(":param ") :].partition(":")
             params[head.split()[-1]] = text.strip()
         elif line.lower() in ("args:", "arguments:", "parameters:"):
             indent = None
@@ -322,6 +328,7 @@ def _doc_parts(fn: Callable[..., Any]) -> Tuple[str, Dict[str, str]]:
 
 
 # --- the manifest ---------------------------------------------------------------------------------
+
 
 def input_schema(fn: Callable[..., Any]) -> Dict[str, Any]:
     """The JSON Schema of ``fn``'s keyword arguments (raises MappingError)."""
@@ -385,7 +392,7 @@ def _yaml(value: Any, indent: int) -> str:
             body = _yaml(v, indent + 1)
             lead = "\n" + pad + "  "
             if isinstance(v, dict) and v and body.startswith(lead):
-                out += f"\n{pad}- " + body[len(lead):]
+                out += f"\n{pad}- " + body[len(lead) :]
             else:
                 out += f"\n{pad}-" + body
         return out
@@ -410,8 +417,10 @@ def manifest_text(fn: Callable[..., Any], ref: str, risk: str, side_effect: str)
         "input_schema": input_schema(fn),
     }
     body = {"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": name}, "spec": spec}
-    head = (f"# Written by `harnessweaver add tool {ref}` from its signature and docstring.\n"
-            f"# Edit freely; after editing, review and run `harnessweaver tools pin`.\n")
+    head = (
+        f"# Written by `harnessweaver add tool {ref}` from its signature and docstring.\n"
+        f"# Edit freely; after editing, review and run `harnessweaver tools pin`.\n"
+    )
     return head + _yaml(body, 0).lstrip("\n") + "\n"
 
 

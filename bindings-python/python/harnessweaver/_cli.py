@@ -20,8 +20,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         except SystemExit as exc:  # argparse's usage errors and --help
             return int(exc.code or 0)
     if args[:1] == ["add"]:
-        sys.stderr.write("harnessweaver add: the only thing to add is a tool: "
-                         "`harnessweaver add tool module:function` (see `harnessweaver add tool --help`)\n")
+        sys.stderr.write(
+            "harnessweaver add: the only thing to add is a tool: "
+            "`harnessweaver add tool module:function` (see `harnessweaver add tool --help`)\n"
+        )
         return 2
     return _native.cli_run(args)
 

@@ -358,8 +358,10 @@ def _check_handler_origin(ref: str, module: Any, base: str) -> None:
         if any(part in ("site-packages", "dist-packages") for part in real.split(os.sep)):
             return
     where = f"`{origin}`" if origin else "a built-in module"
-    raise ImportError(f"handler `{ref}` resolves to {where}, outside the harness directory and installed packages;"
-                      f" pass the function in handlers= instead")
+    raise ImportError(
+        f"handler `{ref}` resolves to {where}, outside the harness directory and installed packages;"
+        f" pass the function in handlers= instead"
+    )
 
 
 def _load_error(problems: List[Dict[str, Any]]) -> LoadError:
@@ -384,7 +386,9 @@ class Run:
 
     __slots__ = ("_harness", "id", "principal", "tenant", "task")
 
-    def __init__(self, harness: "GovernedHarness", run_id: str, principal: Any, tenant: Optional[str], task: Optional[str]) -> None:
+    def __init__(
+        self, harness: "GovernedHarness", run_id: str, principal: Any, tenant: Optional[str], task: Optional[str]
+    ) -> None:
         self._harness = harness
         self.id = run_id
         self.principal = principal
@@ -396,17 +400,45 @@ class Run:
         """``{"private": bool, "untrusted": bool}``, as the store holds them now."""
         return self._harness._rt.labels(self.id)
 
-    def call(self, tool: str, args: Optional[Mapping[str, Any]] = None, *, approval: Optional[str] = None,
-             raise_on_refusal: bool = True) -> CallResult:
+    def call(
+        self,
+        tool: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        approval: Optional[str] = None,
+        raise_on_refusal: bool = True,
+    ) -> CallResult:
         """:meth:`GovernedHarness.call` within this run."""
-        return self._harness.call(tool, args, principal=self.principal, tenant=self.tenant, task=self.task,
-                                  run=self.id, approval=approval, raise_on_refusal=raise_on_refusal)
+        return self._harness.call(
+            tool,
+            args,
+            principal=self.principal,
+            tenant=self.tenant,
+            task=self.task,
+            run=self.id,
+            approval=approval,
+            raise_on_refusal=raise_on_refusal,
+        )
 
-    async def acall(self, tool: str, args: Optional[Mapping[str, Any]] = None, *, approval: Optional[str] = None,
-                    raise_on_refusal: bool = True) -> CallResult:
+    async def acall(
+        self,
+        tool: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        approval: Optional[str] = None,
+        raise_on_refusal: bool = True,
+    ) -> CallResult:
         """:meth:`GovernedHarness.acall` within this run."""
-        return await self._harness.acall(tool, args, principal=self.principal, tenant=self.tenant, task=self.task,
-                                         run=self.id, approval=approval, raise_on_refusal=raise_on_refusal)
+        return await self._harness.acall(
+            tool,
+            args,
+            principal=self.principal,
+            tenant=self.tenant,
+            task=self.task,
+            run=self.id,
+            approval=approval,
+            raise_on_refusal=raise_on_refusal,
+        )
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r})"
@@ -421,10 +453,18 @@ class GovernedHarness:
     _handlers: Dict[str, _Handler]
     _workers: _Workers
 
-    def _init_governor(self, path: str, described: List[Dict[str, Any]], handlers: Optional[Mapping[str, Callable[..., Any]]],
-                       tools: Sequence[Any], audit: Optional[Callable[[Dict[str, Any]], Any]],
-                       on_approval: Optional[Callable[..., Optional[bool]]], clock_ms: Optional[int] = None,
-                       sequential_ids: bool = False, sandbox_worker: Optional[str] = None) -> None:
+    def _init_governor(
+        self,
+        path: str,
+        described: List[Dict[str, Any]],
+        handlers: Optional[Mapping[str, Callable[..., Any]]],
+        tools: Sequence[Any],
+        audit: Optional[Callable[[Dict[str, Any]], Any]],
+        on_approval: Optional[Callable[..., Optional[bool]]],
+        clock_ms: Optional[int] = None,
+        sequential_ids: bool = False,
+        sandbox_worker: Optional[str] = None,
+    ) -> None:
         given: Dict[str, Callable[..., Any]] = dict(handlers or {})
         code_tools: List[Tuple[Any, str]] = []
         for item in tools:
@@ -442,23 +482,34 @@ class GovernedHarness:
             try:
                 given[name] = _import_handler(tool["handler"], base)
             except Exception as exc:  # noqa: BLE001 - any import failure is a load problem
-                problems.append({
-                    "code": "handler_import_failed",
-                    "message": f"cannot import handler `{tool['handler']}` of `{name}`: {type(exc).__name__}: {exc}",
-                    "file": tool.get("file"),
-                    "path": "spec.handler",
-                })
+                problems.append(
+                    {
+                        "code": "handler_import_failed",
+                        "message": f"cannot import handler `{tool['handler']}` of `{name}`: {type(exc).__name__}: {exc}",
+                        "file": tool.get("file"),
+                        "path": "spec.handler",
+                    }
+                )
         if problems:
             raise _load_error(problems)
         self._handlers = {name: _Handler(fn) for name, fn in given.items()}
-        self._rt = _native.Runtime(path, sorted(self._handlers), code_tools, audit, on_approval, clock_ms, sequential_ids,
-                                   sandbox_worker)
+        self._rt = _native.Runtime(
+            path, sorted(self._handlers), code_tools, audit, on_approval, clock_ms, sequential_ids, sandbox_worker
+        )
         self._workers = _WORKERS
 
     # -- calls --
 
-    def _begin(self, tool: str, args: Optional[Mapping[str, Any]], principal: Any, tenant: Optional[str],
-               task: Optional[str], run: RunLike, approval: Optional[str]) -> Any:
+    def _begin(
+        self,
+        tool: str,
+        args: Optional[Mapping[str, Any]],
+        principal: Any,
+        tenant: Optional[str],
+        task: Optional[str],
+        run: RunLike,
+        approval: Optional[str],
+    ) -> Any:
         run_id = run.id if isinstance(run, Run) else run
         if isinstance(approval, Mapping):
             approval = approval.get("id")
@@ -536,9 +587,18 @@ class GovernedHarness:
             raise _blocked(result)
         return result
 
-    def call(self, tool: str, args: Optional[Mapping[str, Any]] = None, *, principal: Any, tenant: Optional[str] = None,
-             task: Optional[str] = None, run: RunLike = None, approval: Optional[str] = None,
-             raise_on_refusal: bool = True) -> CallResult:
+    def call(
+        self,
+        tool: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        principal: Any,
+        tenant: Optional[str] = None,
+        task: Optional[str] = None,
+        run: RunLike = None,
+        approval: Optional[str] = None,
+        raise_on_refusal: bool = True,
+    ) -> CallResult:
         """Calls ``tool`` with ``args`` through the nine steps and returns the
         :class:`CallResult`. A refused or pending call raises a :class:`ToolBlocked`
         subclass (``.code``, ``.step``, ``.result``) unless ``raise_on_refusal=False``.
@@ -557,9 +617,18 @@ class GovernedHarness:
             return self._deliver(begun, raise_on_refusal)
         return self._deliver(self._invoke(begun), raise_on_refusal)
 
-    async def acall(self, tool: str, args: Optional[Mapping[str, Any]] = None, *, principal: Any,
-                    tenant: Optional[str] = None, task: Optional[str] = None, run: RunLike = None,
-                    approval: Optional[str] = None, raise_on_refusal: bool = True) -> CallResult:
+    async def acall(
+        self,
+        tool: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        principal: Any,
+        tenant: Optional[str] = None,
+        task: Optional[str] = None,
+        run: RunLike = None,
+        approval: Optional[str] = None,
+        raise_on_refusal: bool = True,
+    ) -> CallResult:
         """:meth:`call` for asyncio: async handlers are awaited (with
         ``asyncio.wait_for``), sync ones run on a worker thread."""
         begun = self._begin(tool, args, principal, tenant, task, run, approval)
@@ -575,8 +644,9 @@ class GovernedHarness:
 
     # -- approvals --
 
-    def approve(self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None,
-                raise_on_refusal: bool = True) -> CallResult:
+    def approve(
+        self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None, raise_on_refusal: bool = True
+    ) -> CallResult:
         """Grants approval ``id`` (``approver`` must hold the tool's approver role),
         then runs the approved call and returns its result. ``args`` replaces the
         call's arguments with the approver's edit; the edited call goes through
@@ -588,8 +658,9 @@ class GovernedHarness:
             return self._deliver(begun, raise_on_refusal)
         return self._deliver(self._invoke(begun), raise_on_refusal)
 
-    async def aapprove(self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None,
-                       raise_on_refusal: bool = True) -> CallResult:
+    async def aapprove(
+        self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None, raise_on_refusal: bool = True
+    ) -> CallResult:
         """:meth:`approve` for asyncio."""
         begun = self._rt.approve_and_begin(_approval_id(id), approver, args)
         if type(begun) is CallResult:
@@ -602,8 +673,16 @@ class GovernedHarness:
         Raises as :meth:`approve`."""
         return self._rt.grant(_approval_id(id), approver)
 
-    def explain(self, tool: str, args: Optional[Mapping[str, Any]] = None, *, principal: Any,
-                tenant: Optional[str] = None, task: Optional[str] = None, run: RunLike = None) -> Dict[str, Any]:
+    def explain(
+        self,
+        tool: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        principal: Any,
+        tenant: Optional[str] = None,
+        task: Optional[str] = None,
+        run: RunLike = None,
+    ) -> Dict[str, Any]:
         """Each step's verdict for this call, without running it or changing any
         state (no budget spent, no approval created). The dict's ``"text"`` is a
         readable one-line-per-step form."""

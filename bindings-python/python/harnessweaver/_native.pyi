@@ -152,8 +152,13 @@ class Principal:
     (``principal.attrs.team`` in policy rules). Anywhere a principal is taken, a
     mapping with these keys works too."""
 
-    def __init__(self, id: str, roles: Optional[Sequence[str]] = None, scopes: Optional[Sequence[str]] = None,
-                 attrs: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(
+        self,
+        id: str,
+        roles: Optional[Sequence[str]] = None,
+        scopes: Optional[Sequence[str]] = None,
+        attrs: Optional[Dict[str, Any]] = None,
+    ) -> None:
         """Raises :class:`InvalidArgumentError` (``invalid_principal``) for an empty id."""
     @staticmethod
     def from_mapping(mapping: Any) -> "Principal":
@@ -253,17 +258,33 @@ class Runtime:
     wraps it and invokes the handlers between :meth:`begin` and ``finish_*``;
     use that rather than this."""
 
-    def __init__(self, path: Union[str, "os.PathLike[str]"], handlers: Sequence[str], tools: Sequence[Any] = ...,
-                 audit: Optional[Any] = None, on_approval: Optional[Any] = None, clock_ms: Optional[int] = None,
-                 sequential_ids: bool = False, sandbox_worker: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
+    def __init__(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        handlers: Sequence[str],
+        tools: Sequence[Any] = ...,
+        audit: Optional[Any] = None,
+        on_approval: Optional[Any] = None,
+        clock_ms: Optional[int] = None,
+        sequential_ids: bool = False,
+        sandbox_worker: Optional[Union[str, "os.PathLike[str]"]] = None,
+    ) -> None:
         """Loads a harness for calls. ``handlers`` names the native tools whose
         handlers the host holds; ``tools`` are manifests of tools registered in
         code; ``audit`` receives each audit event as a dict; ``on_approval(request,
         approval)`` may answer approvals inline; ``clock_ms`` and ``sequential_ids``
         are for tests. Raises :class:`LoadError` (including ``handler_not_registered``
         and ``no_manifest``)."""
-    def begin(self, tool: str, args: Any, principal: Any, tenant: Optional[str] = None, task: Optional[str] = None,
-              run_id: Optional[str] = None, approval_id: Optional[str] = None) -> Union[CallResult, Ticket]:
+    def begin(
+        self,
+        tool: str,
+        args: Any,
+        principal: Any,
+        tenant: Optional[str] = None,
+        task: Optional[str] = None,
+        run_id: Optional[str] = None,
+        approval_id: Optional[str] = None,
+    ) -> Union[CallResult, Ticket]:
         """Steps 1–7: a refused or pending :class:`CallResult`, or a :class:`Ticket`
         to invoke. Raises :class:`InvalidArgumentError` (``invalid_principal``) and
         :class:`InvalidValueError` for bad input."""
@@ -289,8 +310,15 @@ class Runtime:
     def grant(self, id: str, approver: Any) -> Dict[str, Any]:
         """Grants approval ``id`` without running the call; returns the approval.
         Raises as :meth:`approve_and_begin`."""
-    def explain(self, tool: str, args: Any, principal: Any, tenant: Optional[str] = None, task: Optional[str] = None,
-                run_id: Optional[str] = None) -> Tuple[Dict[str, Any], str]:
+    def explain(
+        self,
+        tool: str,
+        args: Any,
+        principal: Any,
+        tenant: Optional[str] = None,
+        task: Optional[str] = None,
+        run_id: Optional[str] = None,
+    ) -> Tuple[Dict[str, Any], str]:
         """Each step's verdict for a call, without running anything or changing any
         state; returns the explanation and its readable text."""
     def deny(self, id: str, by: Any, reason: str) -> Dict[str, Any]:
@@ -305,13 +333,19 @@ class Runtime:
     def advance_ms(self, ms: int) -> None:
         """Moves a test clock forward (only for runtimes loaded with ``clock_ms``)."""
 
-def make_problem(code: str, message: str, file: Optional[str] = None, path: str = "", line: Optional[int] = None,
-                 column: Optional[int] = None) -> Problem:
+def make_problem(
+    code: str, message: str, file: Optional[str] = None, path: str = "", line: Optional[int] = None, column: Optional[int] = None
+) -> Problem:
     """Builds a load problem (for problems found on the Python side, such as a
     handler that cannot be imported)."""
 
-def serve_mcp(runtime: Runtime, invoke: Callable[[Ticket], CallResult], http: Optional[str] = None, principal: Any = None,
-              tenant: Optional[str] = None) -> None:
+def serve_mcp(
+    runtime: Runtime,
+    invoke: Callable[[Ticket], CallResult],
+    http: Optional[str] = None,
+    principal: Any = None,
+    tenant: Optional[str] = None,
+) -> None:
     """Serves ``runtime``'s harness over MCP (blocking): stdio, or streamable
     HTTP at ``http``; ``invoke(ticket)`` runs a native tool's handler and
     finishes the ticket. Raises :class:`InvalidArgumentError`

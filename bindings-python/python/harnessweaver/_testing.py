@@ -21,8 +21,9 @@ def load(
 ) -> Harness:
     """:func:`harnessweaver.load` with a manual clock reading ``clock_ms``
     (move it with :func:`advance_ms`) and ids ``run-1``, ``call-1``, ..."""
-    return _load(path, handlers, audit, on_approval, tools, clock_ms=clock_ms, sequential_ids=sequential_ids,
-                 sandbox_worker=sandbox_worker)
+    return _load(
+        path, handlers, audit, on_approval, tools, clock_ms=clock_ms, sequential_ids=sequential_ids, sandbox_worker=sandbox_worker
+    )
 
 
 def advance_ms(harness: Harness, ms: int) -> None:

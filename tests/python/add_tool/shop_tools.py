@@ -65,8 +65,9 @@ def lookup_order(order_id: str) -> Dict[str, Any]:
     return {"order_id": order_id, "status": "shipped"}
 
 
-def search_products(query: str, limit: int = 10, max_price: Optional[float] = None, in_stock_only: bool = False,
-                    tags: list[str] | None = None) -> List[Dict[str, Any]]:
+def search_products(
+    query: str, limit: int = 10, max_price: Optional[float] = None, in_stock_only: bool = False, tags: list[str] | None = None
+) -> List[Dict[str, Any]]:
     """Search the catalogue.
 
     Matches the query against names and descriptions.
@@ -81,8 +82,9 @@ def search_products(query: str, limit: int = 10, max_price: Optional[float] = No
     return [{"name": f"{query} #{i}", "tags": tags or []} for i in range(min(limit, 3))]
 
 
-def set_order_status(order_id: str, status: OrderStatus, note: Literal["customer", "internal"] = "internal",
-                     priority: Priority = Priority.NORMAL) -> Dict[str, Any]:
+def set_order_status(
+    order_id: str, status: OrderStatus, note: Literal["customer", "internal"] = "internal", priority: Priority = Priority.NORMAL
+) -> Dict[str, Any]:
     """Move an order to a new status.
 
     :param order_id: the order
@@ -92,38 +94,48 @@ def set_order_status(order_id: str, status: OrderStatus, note: Literal["customer
     return {"order_id": order_id, "status": OrderStatus(status).value, "note": note, "priority": int(priority)}
 
 
-def create_shipment(order_id: str, address: Address, items: List[LineItem],
-                    options: Optional[Dict[str, bool]] = None) -> Dict[str, Any]:
+def create_shipment(
+    order_id: str, address: Address, items: List[LineItem], options: Optional[Dict[str, bool]] = None
+) -> Dict[str, Any]:
     """Ship some of an order's items to an address."""
     parsed = [LineItem.model_validate(i) for i in items]
-    return {"order_id": order_id, "city": address["city"], "units": sum(i.quantity for i in parsed),
-            "options": options or {}}
+    return {"order_id": order_id, "city": address["city"], "units": sum(i.quantity for i in parsed), "options": options or {}}
 
 
-def refund_payment(order_id: str, amount_usd: float, reason: Literal["damaged", "late", "other"],
-                   memo: str | None = None) -> Dict[str, Any]:
+def refund_payment(
+    order_id: str, amount_usd: float, reason: Literal["damaged", "late", "other"], memo: str | None = None
+) -> Dict[str, Any]:
     """Refund part or all of an order's payment."""
     return {"order_id": order_id, "refunded_usd": amount_usd, "reason": reason, "memo": memo}
 
 
-def bulk_update_prices(updates: dict[str, float], currency: Literal["USD", "EUR"] = "USD",
-                       dry_run: bool = True) -> Dict[str, Any]:
+def bulk_update_prices(
+    updates: dict[str, float], currency: Literal["USD", "EUR"] = "USD", dry_run: bool = True
+) -> Dict[str, Any]:
     """Set new prices for many SKUs at once."""
     return {"changed": 0 if dry_run else len(updates), "currency": currency}
 
 
-def apply_discount(code: Annotated[str, "The discount code, as printed on the voucher."], customer: Customer,
-                   stackable: bool = False) -> Dict[str, Any]:
+def apply_discount(
+    code: Annotated[str, "The discount code, as printed on the voucher."], customer: Customer, stackable: bool = False
+) -> Dict[str, Any]:
     """Apply a discount code to a customer's basket."""
     c = Customer.model_validate(customer)
     return {"code": code, "tier": c.loyalty_tier, "stackable": stackable}
 
 
-def quote_shipping(parcel: Dimensions, weight_kg: float, destination: Tuple[str, str],
-                   services: set[Literal["standard", "express", "overnight"]] = frozenset({"standard"})) -> Dict[str, Any]:
+def quote_shipping(
+    parcel: Dimensions,
+    weight_kg: float,
+    destination: Tuple[str, str],
+    services: set[Literal["standard", "express", "overnight"]] = frozenset({"standard"}),
+) -> Dict[str, Any]:
     """Quote shipping for a parcel to a (country, postcode) destination."""
-    return {"volume_l": parcel["length_cm"] * parcel["width_cm"] * parcel["height_cm"] / 1000, "to": destination[0],
-            "services": sorted(services)}
+    return {
+        "volume_l": parcel["length_cm"] * parcel["width_cm"] * parcel["height_cm"] / 1000,
+        "to": destination[0],
+        "services": sorted(services),
+    }
 
 
 class Opaque:

@@ -236,8 +236,15 @@ def _tool(cls: Any, run: Run, spec: Spec, graph: Optional[_Graph]) -> Any:
                 result = await graph.finish(call_id, run.acall(spec.name, args, approval=approval, raise_on_refusal=False))
         return settle(result, args)
 
-    return cls(name=spec.name, description=spec.description, args_schema=spec.parameters, func=call,
-               coroutine=acall, handle_tool_error=True, response_format="content_and_artifact")
+    return cls(
+        name=spec.name,
+        description=spec.description,
+        args_schema=spec.parameters,
+        func=call,
+        coroutine=acall,
+        handle_tool_error=True,
+        response_format="content_and_artifact",
+    )
 
 
 _KEY = "harnessweaver_approval"  # the approval id, in an interrupt's value
@@ -245,8 +252,13 @@ _KEY = "harnessweaver_approval"  # the approval id, in an interrupt's value
 
 def _request(tool: str, args: Dict[str, Any], approval: Dict[str, Any]) -> Dict[str, Any]:
     """The value of the interrupt of a call waiting for a human."""
-    return {_KEY: approval["id"], "tool": tool, "args": args, "approver_role": approval.get("approver_role"),
-            "reasons": list(approval.get("reasons") or [])}
+    return {
+        _KEY: approval["id"],
+        "tool": tool,
+        "args": args,
+        "approver_role": approval.get("approver_role"),
+        "reasons": list(approval.get("reasons") or []),
+    }
 
 
 def _interrupt_value(interrupt: Any) -> Dict[str, Any]:
@@ -289,8 +301,13 @@ def reject_interrupt(h: Any, interrupt: Any, *, by: Any, reason: str = "") -> Di
 def _message(pending: ApprovalPending, result: Any) -> Any:
     messages = require("langchain_core.messages", *_ADAPTER)
     content = result.to_model()
-    return messages.ToolMessage(content=content, artifact=result.to_dict(), tool_call_id=pending.tool_call_id or "",
-                                name=pending.tool, status="success" if result.allowed else "error")
+    return messages.ToolMessage(
+        content=content,
+        artifact=result.to_dict(),
+        tool_call_id=pending.tool_call_id or "",
+        name=pending.tool,
+        status="success" if result.allowed else "error",
+    )
 
 
 def approve(h: Any, pending: ApprovalPending, *, approver: Any, args: Optional[Dict[str, Any]] = None) -> Any:

@@ -91,8 +91,7 @@ def _approval_check(gate: _Gate, spec: Spec) -> Any:
         if gate.stored(spec.name, params) is not None:
             return True
         run = gate.run
-        verdict = gate.harness.explain(spec.name, params, principal=run.principal, tenant=run.tenant,
-                                       task=run.task, run=run.id)
+        verdict = gate.harness.explain(spec.name, params, principal=run.principal, tenant=run.tenant, task=run.task, run=run.id)
         if verdict["decision"] != "pending":
             return False  # allowed or refused: the call itself says which
         # Ask for the approval now, so its id (and who may grant it) is known while the run waits.
@@ -127,8 +126,9 @@ def _gate_of(item: Any) -> Optional[_Gate]:
     agent = getattr(item, "agent", None)
     name = getattr(item, "tool_name", None) or getattr(item, "name", None)
     for tool in getattr(agent, "tools", None) or []:
-        gate = getattr(tool, "_harnessweaver_gate", None) or getattr(getattr(tool, "on_invoke_tool", None),
-                                                                       "_harnessweaver_gate", None)
+        gate = getattr(tool, "_harnessweaver_gate", None) or getattr(
+            getattr(tool, "on_invoke_tool", None), "_harnessweaver_gate", None
+        )
         if gate is not None and getattr(tool, "name", None) == name:
             return gate
     return None

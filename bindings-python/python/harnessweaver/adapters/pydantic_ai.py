@@ -46,8 +46,10 @@ def tools(h: Any, ctx: Run, *, names: Optional[Iterable[str]] = None) -> List[An
     whose calls go through the governor within run ``ctx`` (from ``h.run(...)``).
     ``names`` keeps only those tools."""
     pai = _pydantic_ai()
-    return [pai.Tool.from_schema(_function(pai, ctx, spec), spec.name, spec.description, spec.parameters,
-                                 takes_ctx=True) for spec in specs(h, ctx, names)]
+    return [
+        pai.Tool.from_schema(_function(pai, ctx, spec), spec.name, spec.description, spec.parameters, takes_ctx=True)
+        for spec in specs(h, ctx, names)
+    ]
 
 
 def _function(pai: Any, run: Run, spec: Spec) -> Any:
@@ -60,8 +62,14 @@ def _function(pai: Any, run: Run, spec: Spec) -> Any:
             return pai.ToolReturn(return_value=result.to_model(), metadata=result.to_dict())
         if result.decision == "pending":
             found = result.approval
-            raise pai.ApprovalRequired(metadata={_KEY: found["id"], "approver_role": found.get("approver_role"),
-                                                 "reasons": list(found.get("reasons") or []), "code": result.code})
+            raise pai.ApprovalRequired(
+                metadata={
+                    _KEY: found["id"],
+                    "approver_role": found.get("approver_role"),
+                    "reasons": list(found.get("reasons") or []),
+                    "code": result.code,
+                }
+            )
         if result.step == "validate":
             raise pai.ModelRetry(result.to_model())
         raise pai.ToolFailed(result.to_model())
@@ -110,8 +118,16 @@ def reject(h: Any, requests: Any, *, by: Any, reason: str = "", only: Optional[I
         message = None
         if entry is not None:
             # The call presenting the denied approval is refused by the core (and audited): its text is the denial.
-            refused = h.call(entry["tool"], entry["args"], principal=entry["principal"], tenant=entry["tenant"],
-                             task=entry["task"], run=entry["run_id"], approval=approval, raise_on_refusal=False)
+            refused = h.call(
+                entry["tool"],
+                entry["args"],
+                principal=entry["principal"],
+                tenant=entry["tenant"],
+                task=entry["task"],
+                run=entry["run_id"],
+                approval=approval,
+                raise_on_refusal=False,
+            )
             message = refused.to_model()
         results.approvals[part.tool_call_id] = pai.ToolDenied(message) if message else False
     return results
