@@ -12,7 +12,7 @@ core's JSON values and back, and maps the core's errors to exceptions.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from . import _native, cel_lite
 from ._governor import (
@@ -102,7 +102,7 @@ class ToolDescription:
     def _source_manifest(self) -> "tuple[Any, str]":
         if self._source is None:
             raise TypeError(f"tool `{self.name}` was not made by ToolDescription.from_manifest(); only those can be registered")
-        return self._source
+        return cast(Tuple[Any, str], self._source)
 
     def __getattr__(self, name: str) -> JSONValue:
         try:

@@ -24,7 +24,7 @@ import re
 import sys
 import typing
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, cast
 
 from . import _native
 from ._governor import _import_handler
@@ -220,8 +220,8 @@ class _Mapper:
             for f in dataclasses.fields(tp):
                 if f.default is not dataclasses.MISSING:
                     defaults[f.name] = f.default
-                elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-                    defaults[f.name] = f.default_factory()  # type: ignore[misc]
+                elif f.default_factory is not dataclasses.MISSING:
+                    defaults[f.name] = f.default_factory()
                 else:
                     required.add(f.name)
             return self._fields(tp, where, {f.name: hints[f.name] for f in dataclasses.fields(tp)}, required, defaults)
@@ -231,7 +231,7 @@ class _Mapper:
             f"`input_schema` in the manifest by hand"
         )
 
-    def _fields(self, tp: Any, where: str, hints: Dict[str, Any], required: set, defaults: Dict[str, Any]) -> Dict[str, Any]:
+    def _fields(self, tp: Any, where: str, hints: Dict[str, Any], required: Set[str], defaults: Dict[str, Any]) -> Dict[str, Any]:
         if tp in self._seen:
             raise MappingError(f"{where}: `{_name(tp)}` refers to itself; use a pydantic model for recursive types")
         self._seen.append(tp)
@@ -252,7 +252,7 @@ class _Mapper:
         schema = _untitled(model.model_json_schema(ref_template="#/$defs/{model}"))
         for name, body in schema.pop("$defs", {}).items():
             self.defs[name] = body
-        return schema
+        return cast(Dict[str, Any], schema)
 
 
 from collections import abc as _abc  # noqa: E402

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from . import _native
 from ._native import CallResult, HarnessweaverError, LoadError, Principal
@@ -58,7 +58,8 @@ class ToolBlocked(HarnessweaverError):
     def __init__(self, result: CallResult) -> None:
         super().__init__(result.message)
         self.result = result
-        self.code = result.code
+        # A refused or pending result always has a code and a step.
+        self.code = cast(str, result.code)
         self.step = result.step
         self.problems: List[Any] = []
 
@@ -103,7 +104,7 @@ class ApprovalRequired(ToolBlocked):
     def approval(self) -> Dict[str, Any]:
         """The pending approval ``{id, tool, args_digest, approver_role, reasons,
         expires_ms, …}``: pass its ``id`` to ``approve``, ``grant`` or ``deny``."""
-        return self.result.approval
+        return cast(Dict[str, Any], self.result.approval)
 
 
 class ApprovalDenied(ToolBlocked):
@@ -134,7 +135,7 @@ _BY_STEP = {
 def _blocked(result: CallResult) -> ToolBlocked:
     if result.decision == "pending":
         return ApprovalRequired(result)
-    return _BY_STEP.get(result.step, ToolBlocked)(result)
+    return _BY_STEP.get(cast(str, result.step), ToolBlocked)(result)
 
 
 # --- handler invocation ----------------------------------------------------------------------
@@ -158,7 +159,7 @@ class _Worker:
         self.go.acquire()
         self.done = _thread.allocate_lock()
         self.done.acquire()
-        self.job: Optional[Tuple[Callable[..., Any], Dict[str, Any], Optional[Future]]] = None
+        self.job: Optional[Tuple[Callable[..., Any], Dict[str, Any], Optional[Future[Any]]]] = None
         self.value: Any = None
         self.error: Optional[BaseException] = None
         self.abandoned = False
@@ -245,9 +246,9 @@ class _Workers:
             return True
         return False
 
-    def submit(self, fn: Callable[..., Any], kwargs: Dict[str, Any]) -> Tuple[Future, _Worker]:
+    def submit(self, fn: Callable[..., Any], kwargs: Dict[str, Any]) -> Tuple[Future[Any], _Worker]:
         worker = self._take()
-        future: Future = Future()
+        future: Future[Any] = Future()
         worker.job = (fn, kwargs, future)
         worker.go.release()
         return future, worker
@@ -339,7 +340,7 @@ def _import_handler(ref: str, base: str) -> Callable[..., Any]:
         fn = getattr(fn, part)
     if not callable(fn):
         raise ImportError(f"`{ref}` is not callable")
-    return fn
+    return cast(Callable[..., Any], fn)
 
 
 def _check_handler_origin(ref: str, module: Any, base: str) -> None:
@@ -492,11 +493,12 @@ class GovernedHarness:
                 )
         if problems:
             raise _load_error(problems)
-        self._handlers = {name: _Handler(fn) for name, fn in given.items()}
-        self._rt = _native.Runtime(
+        # The mixin has no slots of its own; Harness, which it is mixed into, holds these.
+        self._handlers = {name: _Handler(fn) for name, fn in given.items()}  # type: ignore[misc]
+        self._rt = _native.Runtime(  # type: ignore[misc]
             path, sorted(self._handlers), code_tools, audit, on_approval, clock_ms, sequential_ids, sandbox_worker
         )
-        self._workers = _WORKERS
+        self._workers = _WORKERS  # type: ignore[misc]
 
     # -- calls --
 
@@ -721,10 +723,10 @@ class _NotForCalls:
 
 def _approval_id(id: Any) -> str:
     if isinstance(id, Mapping):
-        return id["id"]
+        return cast(str, id["id"])
     if isinstance(id, ApprovalRequired):
-        return id.approval["id"]
-    return id
+        return cast(str, id.approval["id"])
+    return cast(str, id)
 
 
 def _tool_item(item: Any) -> Tuple[Any, Optional[Callable[..., Any]]]:

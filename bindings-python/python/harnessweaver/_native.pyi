@@ -4,6 +4,36 @@
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final, overload
 
+# The module's exports (stubtest checks them against the module's own __all__).
+__all__ = [
+    "HarnessweaverError",
+    "LoadError",
+    "InvalidValueError",
+    "InvalidArgumentError",
+    "MAX_DEPTH",
+    "Problem",
+    "Harness",
+    "load",
+    "definition_digest",
+    "canonical_json",
+    "describe_manifest",
+    "cli_run",
+    "make_problem",
+    "Principal",
+    "Ticket",
+    "CallResult",
+    "Runtime",
+    "serve_mcp",
+    "CelCompileError",
+    "CelUnevaluable",
+    "CEL_NAMES",
+    "CEL_MAX_LENGTH",
+    "CEL_MAX_DEPTH",
+    "CelProgram",
+    "cel_compile",
+    "sanitize",
+]
+
 MAX_DEPTH: int
 """The deepest nesting a value may have (512); deeper values raise ``nesting_too_deep``."""
 
@@ -152,13 +182,13 @@ class Principal:
     (``principal.attrs.team`` in policy rules). Anywhere a principal is taken, a
     mapping with these keys works too."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         id: str,
         roles: Optional[Sequence[str]] = None,
         scopes: Optional[Sequence[str]] = None,
         attrs: Optional[Dict[str, Any]] = None,
-    ) -> None:
+    ) -> Principal:
         """Raises :class:`InvalidArgumentError` (``invalid_principal``) for an empty id."""
     @staticmethod
     def from_mapping(mapping: Any) -> "Principal":
@@ -258,8 +288,8 @@ class Runtime:
     wraps it and invokes the handlers between :meth:`begin` and ``finish_*``;
     use that rather than this."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: Union[str, "os.PathLike[str]"],
         handlers: Sequence[str],
         tools: Sequence[Any] = ...,
@@ -268,7 +298,7 @@ class Runtime:
         clock_ms: Optional[int] = None,
         sequential_ids: bool = False,
         sandbox_worker: Optional[Union[str, "os.PathLike[str]"]] = None,
-    ) -> None:
+    ) -> Runtime:
         """Loads a harness for calls. ``handlers`` names the native tools whose
         handlers the host holds; ``tools`` are manifests of tools registered in
         code; ``audit`` receives each audit event as a dict; ``on_approval(request,
@@ -334,7 +364,7 @@ class Runtime:
         """Moves a test clock forward (only for runtimes loaded with ``clock_ms``)."""
 
 def make_problem(
-    code: str, message: str, file: Optional[str] = None, path: str = "", line: Optional[int] = None, column: Optional[int] = None
+    code: str, message: str, file: Optional[str] = None, path: str = ..., line: Optional[int] = None, column: Optional[int] = None
 ) -> Problem:
     """Builds a load problem (for problems found on the Python side, such as a
     handler that cannot be imported)."""

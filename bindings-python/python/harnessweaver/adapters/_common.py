@@ -5,7 +5,7 @@ may call)."""
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, cast
 
 from .._governor import Run
 from .._native import HarnessweaverError, InvalidArgumentError, canonical_json
@@ -47,7 +47,8 @@ def specs(h: Any, run: Any, names: Optional[Iterable[str]]) -> List[Spec]:
     wanted = None
     if names is not None:
         wanted = set(names)
-        unknown = sorted(n for n in wanted if h.tool(n) is None)
+        harness: Any = h  # (`run._harness is not h` above narrowed `h` to the mixin)
+        unknown = sorted(n for n in wanted if harness.tool(n) is None)
         if unknown:
             raise _invalid(f"the harness has no tool {', '.join(f'`{n}`' for n in unknown)}", "unknown_tool")
     out = []
@@ -68,5 +69,5 @@ def stored_approval(h: Any, run: Run, tool: str, args: Any) -> Optional[Dict[str
         return None
     for approval in h.approvals():
         if approval["run_id"] == run.id and approval["tool"] == tool and canonical_json(approval["args"]) == text:
-            return approval
+            return cast(Dict[str, Any], approval)
     return None

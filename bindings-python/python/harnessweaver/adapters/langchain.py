@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, cast
 
 from .._governor import ApprovalRequired, Run
 from ._common import Spec, require, specs, stored_approval
@@ -65,7 +65,7 @@ def _tool_class() -> Any:
         return _TOOL_CLASS
     tools_mod = require("langchain_core.tools", *_ADAPTER)
 
-    class GovernedTool(tools_mod.StructuredTool):  # type: ignore[misc, valid-type]
+    class GovernedTool(tools_mod.StructuredTool):  # type: ignore[misc, name-defined]
         """A harness tool; an approval-pending call raises :class:`ApprovalPending`."""
 
         def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
@@ -153,7 +153,7 @@ class _Graph:
             return None
         if call_id:
             self.asked[call_id] = result.approval["id"]
-        return result.approval["id"]
+        return cast(str, result.approval["id"])
 
     def wait(self, tool: str, args: Dict[str, Any], approval: str) -> None:
         """Returns once ``approval`` is no longer pending; raises LangGraph's

@@ -25,7 +25,7 @@ model reads the core's ``approval_denied`` message.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, cast
 
 from .._governor import Run
 from ._common import Spec, require, specs, stored_approval
@@ -76,8 +76,8 @@ def tools(h: Any, ctx: Run, *, names: Optional[Iterable[str]] = None) -> List[An
         )
         # Read by approve()/reject(); kept on the invoker too, which a copy of the tool
         # (dataclasses.replace, Agent.clone) shares.
-        tool._harnessweaver_gate = gate  # type: ignore[attr-defined]
-        tool.on_invoke_tool._harnessweaver_gate = gate  # type: ignore[attr-defined]
+        tool._harnessweaver_gate = gate
+        tool.on_invoke_tool._harnessweaver_gate = gate
         out.append(tool)
     return out
 
@@ -97,7 +97,7 @@ def _approval_check(gate: _Gate, spec: Spec) -> Any:
         # Ask for the approval now, so its id (and who may grant it) is known while the run waits.
         result = await run.acall(spec.name, params, raise_on_refusal=False)
         if result.decision == "pending":
-            gate.pending[call_id] = result.approval["id"]
+            gate.pending[call_id] = cast(Dict[str, Any], result.approval)["id"]
             return True
         gate.settled[call_id] = result  # decided inline by the harness's on_approval
         return False
@@ -130,7 +130,7 @@ def _gate_of(item: Any) -> Optional[_Gate]:
             getattr(tool, "on_invoke_tool", None), "_harnessweaver_gate", None
         )
         if gate is not None and getattr(tool, "name", None) == name:
-            return gate
+            return cast(_Gate, gate)
     return None
 
 

@@ -26,7 +26,7 @@ the harness approvals and returns the ``DeferredToolResults`` to resume with
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, cast
 
 from .._governor import Run
 from ._common import Spec, require, specs
@@ -61,7 +61,7 @@ def _function(pai: Any, run: Run, spec: Spec) -> Any:
         if result.allowed:
             return pai.ToolReturn(return_value=result.to_model(), metadata=result.to_dict())
         if result.decision == "pending":
-            found = result.approval
+            found = cast(Dict[str, Any], result.approval)
             raise pai.ApprovalRequired(
                 metadata={
                     _KEY: found["id"],
