@@ -1,5 +1,6 @@
 //! Runs every case of fixtures/canonical/ and fixtures/digest/ (the contract
 //! that Python and Node run too).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 use std::fs;
 use std::path::{Path, PathBuf};

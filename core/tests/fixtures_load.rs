@@ -5,6 +5,7 @@
 //!
 //! `HW_BLESS=1 cargo test --test fixtures_load` rewrites every expected.json
 //! from the current output (review the diff before committing).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 use std::fs;
 use std::path::{Path, PathBuf};

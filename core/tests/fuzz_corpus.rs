@@ -5,6 +5,7 @@
 //! no nightly: a plain test, so a cold CI run only builds what `cargo test`
 //! already builds. `make fuzz` runs the real libFuzzer for as long as asked.
 //! Regressions found by fuzzing live in fuzz/corpus/<target>/regression-*.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 #[path = "../../fuzz/src/targets.rs"]
 mod targets;

@@ -1,6 +1,7 @@
 //! The governor through its Rust API: what fixtures cannot show in one
 //! scenario (two harness versions over one store, explain's lack of side
 //! effects, the JSONL audit trail, Rust closures with timeouts).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 use std::collections::HashMap;
 use std::fs;

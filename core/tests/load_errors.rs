@@ -1,5 +1,6 @@
 //! What a new user might get wrong, one test each: every test asserts the
 //! problem's code and where it points (file, line, column, field path).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,7 @@
 //! through an http tool's `url` without `egress`, approvals replayed or
 //! swapped, and memory growth over many calls (no leak: the figure is
 //! printed). The Python-facing attacks are in tests/python/test_attacks.py.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 use std::collections::HashMap;
 use std::fs;
@@ -124,11 +125,11 @@ fn memory_does_not_grow_with_calls() {
     let big: Handler = Arc::new(|args: &Value, _key: &str| Ok(json!({ "n": args["n"], "text": "x".repeat(1000) })));
     let rt = load(&d, &[("echo", big)]);
     let total: u64 = std::env::var("HW_ATTACK_CALLS").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000);
-    let runs: Vec<CallContext> = (0..100).map(|i| rt.run(Principal::new(&format!("p{i}")), None, None)).collect();
+    let runs: Vec<CallContext> = (0..100).map(|i| rt.run(Principal::new(format!("p{i}")), None, None)).collect();
     let measure = |label: &str, fresh_runs: bool| -> (u64, f64) {
         let call = |i: u64| {
             let ctx = if fresh_runs {
-                CallContext { principal: Principal::new(&format!("p{}", i % 1000)), ..CallContext::default() }
+                CallContext { principal: Principal::new(format!("p{}", i % 1000)), ..CallContext::default() }
             } else {
                 runs[(i % 100) as usize].clone()
             };

@@ -2,6 +2,7 @@
 //! output, pinning that edits only the digest line), `tools list|show|add`,
 //! `audit tail`, `--json` and `--help` on every command, colour only on a
 //! terminal.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 use std::fs;
 use std::io::{BufRead as _, BufReader, Write as _};

@@ -1,6 +1,7 @@
 //! Runs every scenario of fixtures/governor/ through the core, invoking
 //! handlers the way a binding does (begin, invoke, finish). Python and Node
 //! run the same scenarios and must agree byte for byte.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 mod transport_support;
 
@@ -171,7 +172,7 @@ fn run_scenario(path: &Path) {
             };
             Err((String::new(), cx.runtime.explain(tool, step["args"].clone(), &ctx).to_value()))
         } else if let Some(format) = step.get("tool_specs").and_then(Value::as_str) {
-            let p = step.get("principal").map(|n| principal(n));
+            let p = step.get("principal").map(principal);
             let specs = cx.runtime.tool_specs(SpecFormat::parse(format).unwrap(), p.as_ref(), step.get("tenant").and_then(Value::as_str));
             Err((String::new(), json!({ "specs": specs })))
         } else if let Some(id) = step.get("approve") {

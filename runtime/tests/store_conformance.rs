@@ -5,6 +5,7 @@
 //! Limits exact at their count, retry-after right, all or nothing across
 //! keys, approvals single use under races, labels kept across calls and
 //! across a re-opened store, budgets.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 mod support;
 

@@ -3,6 +3,7 @@
 //! that cannot be written. Calls are refused with `store_unavailable` (never
 //! allowed uncounted) and go through again once the store is back; a harness
 //! may let rate limits fail open instead.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! worker) hammer one per-tenant limit through the full governor, sharing a
 //! SQLite file or a real Redis: exactly `count` calls are allowed in the
 //! window, none is lost to a store error.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! both started here from `redis-server` on free ports of 127.0.0.1 (a
 //! sentinel is `redis-server --sentinel`; the cluster is three primaries
 //! joined with `redis-cli --cluster create`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 mod support;
 

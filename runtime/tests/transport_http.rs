@@ -2,6 +2,7 @@
 //! (tests/servers/http_fixture_server.py): headers from the environment,
 //! the idempotency key, timeouts, capped bodies, redirects, statuses,
 //! connection failures and test mode.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 mod transport_support;
 

@@ -2,6 +2,7 @@
 //! `@modelcontextprotocol/server-everything` (npm, tests/mcp/package.json) and
 //! tests/mcp/py_server.py (the official Python SDK, tests/mcp/requirements.txt).
 //! `make mcp-servers` installs both; these tests install them when missing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
 mod transport_support;
 
