@@ -22,6 +22,7 @@ pub mod error;
 pub mod gateway_spec;
 pub mod governor;
 pub mod harness;
+pub mod host;
 pub mod manifest;
 mod parallel;
 pub mod pin;

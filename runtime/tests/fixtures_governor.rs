@@ -1,5 +1,8 @@
-//! Runs every scenario of fixtures/governor/ through the core, invoking
-//! handlers the way a binding does (begin, invoke, finish). Python and Node
+//! Runs every scenario of fixtures/governor/ through the core's host API,
+//! invoking handlers the way a binding does (begin, invoke, finish): a
+//! `sleep_ms` handler runs on the calling thread (`HandlerMode::CallerThread`,
+//! judged against the deadline when it returns), the others on a thread that
+//! is abandoned at the deadline (`HandlerMode::Abandonable`). Python and Node
 //! run the same scenarios and must agree byte for byte.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
@@ -8,14 +11,14 @@ mod transport_support;
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use harnessweaver_core::audit::MemorySink;
-use harnessweaver_core::clock::ManualClock;
-use harnessweaver_core::governor::{run_with_timeout, Begin, GovernorOptions, Handler, InvokeOutcome, Ticket};
-use harnessweaver_core::runtime::{resume, SpecFormat};
+use harnessweaver_core::governor::{run_with_timeout, Handler, InvokeOutcome};
+use harnessweaver_core::host::{
+    AuditCallback, AuditEvent, Begun, CallContext, CallResult, HandlerDecl, HandlerMode, Host, HostOptions, Outcome, Principal, SpecFormat,
+    TestOptions, TicketRoute,
+};
 use harnessweaver_runtime::transport::TransportOptions;
-use harnessweaver_core::{CallContext, CallResult, LoadOptions, Principal, Runtime};
 use serde_json::{json, Value};
 
 fn scenarios() -> Vec<PathBuf> {
@@ -32,7 +35,7 @@ const EXPECTED_FAILURES: &[(&str, &str)] = &[];
 fn handler_for(behaviour: &Value) -> Handler {
     let b = behaviour.clone();
     Arc::new(move |args: &Value, key: &str| -> Result<Value, String> {
-        if let Some(ms) = b.get("sleeps_ms").and_then(Value::as_u64) {
+        if let Some(ms) = b.get("sleeps_ms").or_else(|| b.get("sleep_ms")).and_then(Value::as_u64) {
             std::thread::sleep(std::time::Duration::from_millis(ms));
         }
         if let Some(kind) = b.get("raises").and_then(Value::as_str) {
@@ -51,29 +54,52 @@ fn handler_for(behaviour: &Value) -> Handler {
     })
 }
 
+/// Collects audit events, as a host's audit function would.
+#[derive(Default)]
+struct Events(Mutex<Vec<AuditEvent>>);
+
+impl AuditCallback for Events {
+    fn record(&self, event: &AuditEvent) -> Result<(), String> {
+        self.0.lock().unwrap().push(event.clone());
+        Ok(())
+    }
+}
+
 struct Ctx {
-    runtime: Runtime,
+    host: Host,
     behaviours: HashMap<String, Value>,
     handlers: HashMap<String, Handler>,
 }
 
 impl Ctx {
-    fn invoke(&self, begin: Begin) -> CallResult {
-        let ticket: Ticket = match begin {
-            Begin::Done(result) => return result,
-            Begin::Invoke(t) => t,
+    fn invoke(&self, begun: Begun) -> CallResult {
+        let ticket = match begun {
+            Begun::Refused(result) | Begun::Pending(result) => return result,
+            Begun::Allowed(t) => t,
         };
-        // Tools without a behaviour are the core's (http, code, mcp).
-        let Some(behaviour) = self.behaviours.get(&ticket.tool) else {
-            let outcome = self.runtime.invoke(&ticket);
-            return self.runtime.finish(ticket, outcome);
+        let TicketRoute::Host { mode, .. } = ticket.route() else {
+            let outcome = self.host.run_transport(&ticket);
+            return self.host.finish_transport(ticket, outcome);
         };
+        let behaviour = &self.behaviours[ticket.tool()];
+        let handler = self.handlers[ticket.tool()].clone();
         let outcome = if behaviour.get("unserializable").is_some() {
-            InvokeOutcome::NotJson { reason: "a Rust runner stands in for a host object".into() }
+            Outcome::NotJson { reason: "a Rust runner stands in for a host object".into() }
+        } else if mode == HandlerMode::CallerThread {
+            match handler(ticket.args(), ticket.idempotency_key()) {
+                Ok(v) => Outcome::Returned(v),
+                Err(kind) => Outcome::Failed { kind },
+            }
         } else {
-            run_with_timeout(self.handlers[&ticket.tool].clone(), ticket.args.clone(), ticket.idempotency_key.clone(), ticket.timeout_ms)
+            let ms = u64::try_from(ticket.remaining().as_millis()).unwrap();
+            match run_with_timeout(handler, ticket.args().clone(), ticket.idempotency_key().to_string(), ms) {
+                InvokeOutcome::Returned(v) => Outcome::Returned(v),
+                InvokeOutcome::Failed { kind } => Outcome::Failed { kind },
+                InvokeOutcome::TimedOut => Outcome::TimedOut,
+                other => panic!("a handler thread gave {other:?}"),
+            }
         };
-        self.runtime.governor().finish(ticket, outcome)
+        self.host.finish(ticket, outcome)
     }
 }
 
@@ -103,25 +129,28 @@ fn run_scenario(path: &Path) {
         sandbox_worker: case.get("sandbox").and_then(Value::as_bool).unwrap_or(false).then(transport_support::sandbox_worker),
         ..TransportOptions::default()
     };
-    let clock = ManualClock::new(case["start_ms"].as_u64().unwrap());
-    let audit = Arc::new(MemorySink::new());
+    let audit = Arc::new(Events::default());
     let behaviours: HashMap<String, Value> = case["handlers"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let handlers: HashMap<String, Handler> = behaviours.iter().map(|(k, v)| (k.clone(), handler_for(v))).collect();
-    let options = LoadOptions {
-        handlers: handlers.clone(),
-        governor: GovernorOptions {
-            clock: Some(Arc::new(clock.clone())),
-            audit: Some(audit.clone()),
-            sequential_ids: true,
-            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(transports)),
-            ..GovernorOptions::default()
-        },
-        ..LoadOptions::default()
+    let decls = behaviours
+        .iter()
+        .map(|(tool, b)| HandlerDecl {
+            tool: tool.clone(),
+            mode: if b.get("sleep_ms").is_some() { HandlerMode::CallerThread } else { HandlerMode::Abandonable },
+            takes_idempotency_key: true,
+        })
+        .collect();
+    let options = HostOptions {
+        handlers: decls,
+        audit: Some(audit.clone()),
+        test: Some(TestOptions { clock_ms: case["start_ms"].as_u64().unwrap(), sequential_ids: true }),
+        backends: Some(harnessweaver_runtime::RuntimeBackends::shared(transports)),
+        ..HostOptions::default()
     };
-    let loaded = harnessweaver_runtime::load(dir.join("harness.yaml"), options);
+    let loaded = Host::load(&dir.join("harness.yaml"), options);
     if let Some(want) = case.get("load_problems") {
         let err = loaded.err().unwrap_or_else(|| panic!("{}: expected the load to fail", path.display()));
-        let got: Vec<Value> = err.problems().iter().map(|p| serde_json::to_value(p).unwrap()).collect();
+        let got: Vec<Value> = err.problems.iter().map(|p| serde_json::to_value(p).unwrap()).collect();
         let want = want.as_array().unwrap();
         assert_eq!(got.len(), want.len(), "{}: problems {got:?}", path.display());
         for (w, g) in want.iter().zip(&got) {
@@ -130,8 +159,8 @@ fn run_scenario(path: &Path) {
         let _ = fs::remove_dir_all(&dir);
         return;
     }
-    let runtime = loaded.unwrap_or_else(|e| panic!("{}: load failed: {e}", path.display()));
-    let cx = Ctx { runtime, behaviours, handlers };
+    let host = loaded.unwrap_or_else(|e| panic!("{}: load failed: {e}", path.display()));
+    let cx = Ctx { host, behaviours, handlers };
     let principals = &case["principals"];
     let principal = |name: &Value| Principal::from_value(&principals[name.as_str().unwrap()]).unwrap();
     let mut runs: HashMap<String, String> = HashMap::new();
@@ -139,12 +168,12 @@ fn run_scenario(path: &Path) {
     for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
         let what = format!("{} step {i}", path.display());
         if let Some(ms) = step.get("advance_ms").and_then(Value::as_u64) {
-            clock.advance_ms(ms);
+            cx.host.advance_clock(ms).unwrap();
             continue;
         }
         if let Some(name) = step.get("run").filter(|_| step.get("call").is_none()) {
-            let ctx = cx.runtime.run(principal(&step["principal"]), None, None);
-            runs.insert(name.as_str().unwrap().to_string(), ctx.run_id.unwrap());
+            let _ = principal(&step["principal"]);
+            runs.insert(name.as_str().unwrap().to_string(), cx.host.new_run().unwrap());
             continue;
         }
         let approval_ref = |r: &Value| -> String {
@@ -162,7 +191,7 @@ fn run_scenario(path: &Path) {
                 approval_id: step.get("approval").map(approval_ref),
                 ..CallContext::default()
             };
-            Ok(cx.invoke(cx.runtime.governor().begin(tool, step["args"].clone(), &ctx)))
+            Ok(cx.invoke(cx.host.begin(tool, step["args"].clone(), &ctx).unwrap()))
         } else if let Some(tool) = step.get("explain").and_then(Value::as_str) {
             let ctx = CallContext {
                 principal: principal(&step["principal"]),
@@ -170,26 +199,23 @@ fn run_scenario(path: &Path) {
                 run_id: step.get("run").and_then(Value::as_str).map(|r| runs[r].clone()),
                 ..CallContext::default()
             };
-            Err((String::new(), cx.runtime.explain(tool, step["args"].clone(), &ctx).to_value()))
+            Err((String::new(), cx.host.explain(tool, step["args"].clone(), &ctx).unwrap()))
         } else if let Some(format) = step.get("tool_specs").and_then(Value::as_str) {
             let p = step.get("principal").map(principal);
-            let specs = cx.runtime.tool_specs(SpecFormat::parse(format).unwrap(), p.as_ref(), step.get("tenant").and_then(Value::as_str));
+            let specs = cx.host.tool_specs(SpecFormat::parse(format).unwrap(), p.as_ref(), step.get("tenant").and_then(Value::as_str)).unwrap();
             Err((String::new(), json!({ "specs": specs })))
         } else if let Some(id) = step.get("approve") {
-            match cx.runtime.governor().approve_edited(&approval_ref(id), &principal(&step["approver"]), step.get("args").cloned()) {
-                Ok(approval) => {
-                    let (tool, args, ctx) = resume(&approval).unwrap();
-                    Ok(cx.invoke(cx.runtime.governor().begin(&tool, args, &ctx)))
-                }
+            match cx.host.approve_and_resume(&approval_ref(id), &principal(&step["approver"]), step.get("args").cloned()) {
+                Ok(begun) => Ok(cx.invoke(begun)),
                 Err(e) => Err((e.code().to_string(), Value::Null)),
             }
         } else if let Some(id) = step.get("approve_only") {
-            match cx.runtime.governor().approve(&approval_ref(id), &principal(&step["approver"])) {
+            match cx.host.grant(&approval_ref(id), &principal(&step["approver"])) {
                 Ok(a) => Err((String::new(), json!({ "state": a.state.as_str() }))),
                 Err(e) => Err((e.code().to_string(), Value::Null)),
             }
         } else if let Some(id) = step.get("deny") {
-            match cx.runtime.governor().deny(&approval_ref(id), step["by"].as_str().unwrap(), step["reason"].as_str().unwrap()) {
+            match cx.host.deny(&approval_ref(id), &Principal::new(step["by"].as_str().unwrap()), step["reason"].as_str().unwrap()) {
                 Ok(a) => Err((String::new(), json!({ "state": a.state.as_str() }))),
                 Err(e) => Err((e.code().to_string(), Value::Null)),
             }
@@ -216,7 +242,7 @@ fn run_scenario(path: &Path) {
         }
     }
     if let Some(want) = case.get("audit") {
-        let events = audit.events();
+        let events = audit.0.lock().unwrap().clone();
         let want = want.as_array().unwrap();
         assert_eq!(events.len(), want.len(), "{}: audit event count", path.display());
         for (w, e) in want.iter().zip(events) {

@@ -1,0 +1,108 @@
+//! The host's audit and approval callbacks, and the shaping of what they see
+//! and answer, so every language hands over the same view and reads the same
+//! answer (a non-boolean answer decides nothing; a callback that raised
+//! decides nothing and is logged once, here).
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::audit::{AuditEvent, AuditSink};
+use crate::error::Error;
+use crate::governor::ApprovalRequest;
+use crate::store::PendingApproval;
+
+/// A host function receiving every audit event.
+pub trait AuditCallback: Send + Sync {
+    /// Delivers one event (`serde_json::to_value(event)` is its JSON form);
+    /// `Err` carries the failure kind (an exception class), which the core logs.
+    fn record(&self, event: &AuditEvent) -> Result<(), String>;
+}
+
+/// A host function that may decide an approval inline.
+pub trait ApprovalCallback: Send + Sync {
+    /// Answers for the call `view` shows.
+    fn decide(&self, view: &ApprovalView<'_>) -> ApprovalAnswer;
+}
+
+/// What an approval callback sees: the request and the pending approval,
+/// without its internal state.
+#[derive(Debug)]
+pub struct ApprovalView<'a> {
+    request: &'a ApprovalRequest,
+    pending: &'a PendingApproval,
+}
+
+impl ApprovalView<'_> {
+    /// The request `{id, tool, args_digest, approver_role, reasons, expires_ms}`.
+    pub fn request(&self) -> Value {
+        serde_json::to_value(self.request).unwrap_or(Value::Null)
+    }
+
+    /// The pending approval as the approver sees it (no `state`).
+    pub fn approval(&self) -> Value {
+        let mut value = serde_json::to_value(self.pending).unwrap_or(Value::Null);
+        if let Some(map) = value.as_object_mut() {
+            map.remove("state");
+        }
+        value
+    }
+}
+
+/// An approval callback's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    /// Approve: the call runs.
+    Approve,
+    /// Deny: the call is refused `approval_denied`.
+    Deny,
+    /// No decision (`None`, `null`, anything that is not a boolean): the call stays pending.
+    Undecided,
+    /// The callback raised or threw `kind`: the call stays pending; logged once.
+    Failed {
+        /// The exception class or error name.
+        kind: String,
+    },
+}
+
+impl ApprovalAnswer {
+    /// `Some(true)` approves, `Some(false)` denies, `None` (not a boolean) leaves it pending.
+    pub fn from_bool(answer: Option<bool>) -> Self {
+        match answer {
+            Some(true) => Self::Approve,
+            Some(false) => Self::Deny,
+            None => Self::Undecided,
+        }
+    }
+}
+
+/// The governor's approval callback around a host's.
+pub(crate) fn approval_hook(callback: Arc<dyn ApprovalCallback>) -> crate::governor::ApprovalCallback {
+    Arc::new(move |request: &ApprovalRequest, pending: &PendingApproval| -> Option<bool> {
+        match callback.decide(&ApprovalView { request, pending }) {
+            ApprovalAnswer::Approve => Some(true),
+            ApprovalAnswer::Deny => Some(false),
+            ApprovalAnswer::Undecided => None,
+            ApprovalAnswer::Failed { kind } => {
+                eprintln!("harnessweaver: the approval callback raised {kind}; `{}` stays pending", request.id);
+                None
+            }
+        }
+    })
+}
+
+/// An audit sink delivering to a host callback.
+pub(crate) struct CallbackSink(pub(crate) Arc<dyn AuditCallback>);
+
+impl fmt::Debug for CallbackSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CallbackSink")
+    }
+}
+
+impl AuditSink for CallbackSink {
+    fn record(&self, event: &AuditEvent) -> Result<(), Error> {
+        self.0.record(event).map_err(|kind| Error::Io { message: format!("audit callback raised {kind}") })
+    }
+}

@@ -1,0 +1,403 @@
+//! The host API: the one thing bindings (Python, Node, Swift) call.
+//!
+//! A binding converts values and runs host handlers; everything else is
+//! decided here: which handlers to import and from where, the audit
+//! callback rule, a call's steps and its timeout verdict, approvals and
+//! their resumption, the shaping of callbacks' views and answers, the
+//! cel-lite variable check, sanitizer names, the refusal classes, and the
+//! text of a load error.
+
+mod callbacks;
+pub mod cel;
+mod classes;
+mod load;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub use crate::audit::AuditEvent;
+pub use crate::canonical;
+pub use crate::digest::definition_digest;
+pub use crate::error::{Error, Problem};
+pub use crate::governor::{ApprovalRequest, CallContext, CallResult, Decision, Explanation, InvokeOutcome as TransportOutcome, Principal, Step};
+pub use crate::runtime::SpecFormat;
+pub use crate::sanitize::Counts as SanitizeCounts;
+pub use crate::store::{Labels, PendingApproval};
+pub use crate::manifest::Tool;
+pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
+pub use classes::{ClassExtra, RefusalClass};
+pub use load::{HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions};
+
+use crate::clock::ManualClock;
+use crate::governor::{Begin, Governor, InvokeOutcome, Transport};
+
+/// The manifest values of `spec.risk`, in order.
+pub const RISKS: &[&str] = &["low", "medium", "high", "critical"];
+/// The manifest values of `spec.side_effect`, in order.
+pub const SIDE_EFFECTS: &[&str] = &["none", "read", "write_internal", "write_external", "destructive"];
+
+/// A load that failed: every problem found, each with where it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadErrors {
+    /// The problems, in file order.
+    pub problems: Vec<Problem>,
+}
+
+impl LoadErrors {
+    /// The code: the problem's own when there is one, else `load_error`.
+    pub fn code(&self) -> &str {
+        match self.problems.as_slice() {
+            [one] => &one.code,
+            _ => "load_error",
+        }
+    }
+
+    /// The one text of a load error: `N problems found` and a line per
+    /// problem with `file:line:column: path: message [code]`.
+    pub fn text(&self) -> String {
+        Error::Load(self.problems.clone()).to_string()
+    }
+}
+
+impl From<Error> for LoadErrors {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Load(problems) => LoadErrors { problems },
+            other => LoadErrors { problems: vec![Problem::new(other.code().to_string(), other.to_string())] },
+        }
+    }
+}
+
+impl fmt::Display for LoadErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+/// How a host runs one tool's handler.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HostHandler {
+    mode: HandlerMode,
+    takes_key: bool,
+}
+
+/// A harness loaded for a host.
+pub struct Host {
+    harness: crate::harness::Harness,
+    extra: Vec<Tool>,
+    /// `None` for [`Host::inspect`].
+    governor: Option<Governor>,
+    handlers: HashMap<String, HostHandler>,
+    clock: Option<ManualClock>,
+}
+
+impl fmt::Debug for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Host").field("tools", &(self.harness.tools().len() + self.extra.len())).finish()
+    }
+}
+
+/// Where a ticket's tool runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TicketRoute {
+    /// A host handler.
+    Host {
+        /// How it runs.
+        mode: HandlerMode,
+        /// Pass it the idempotency key.
+        takes_idempotency_key: bool,
+    },
+    /// The core's transports (http, code, mcp): [`Host::run_transport`].
+    Transport,
+}
+
+/// A call that passed steps 1–7 and may run now. Bindings read it; only
+/// [`Host::begin`] makes one.
+#[derive(Debug)]
+pub struct Ticket {
+    inner: crate::governor::Ticket,
+    deadline: Instant,
+    route: TicketRoute,
+}
+
+impl Ticket {
+    /// The tool.
+    pub fn tool(&self) -> &str {
+        &self.inner.tool
+    }
+    /// The validated arguments.
+    pub fn args(&self) -> &Value {
+        &self.inner.args
+    }
+    /// The idempotency key.
+    pub fn idempotency_key(&self) -> &str {
+        &self.inner.idempotency_key
+    }
+    /// The tool's timeout.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.inner.timeout_ms)
+    }
+    /// When the handler's time is up (monotonic).
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+    /// The time left: what a worker waits or a timer is set to.
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+    /// Where the tool runs.
+    pub fn route(&self) -> TicketRoute {
+        self.route
+    }
+}
+
+/// A ticket held by a host object that may outlive it: it finishes once.
+#[derive(Debug)]
+pub struct TicketCell(Mutex<Option<Ticket>>);
+
+impl TicketCell {
+    /// Holds `ticket`.
+    pub fn new(ticket: Ticket) -> Self {
+        Self(Mutex::new(Some(ticket)))
+    }
+    /// The ticket; `ticket_used` when it has finished already.
+    pub fn take(&self) -> Result<Ticket, Error> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take().ok_or_else(|| invalid("ticket_used", "this call has already finished"))
+    }
+    /// Reads the ticket while it is held.
+    pub fn peek<R>(&self, f: impl FnOnce(&Ticket) -> R) -> Option<R> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(f)
+    }
+}
+
+/// What [`Host::begin`] decided.
+#[derive(Debug)]
+pub enum Begun {
+    /// Steps 1–7 passed: run it, then [`Host::finish`].
+    Allowed(Ticket),
+    /// A step refused; audited.
+    Refused(CallResult),
+    /// Waiting for a human; audited; `result.approval` is set.
+    Pending(CallResult),
+}
+
+/// What a host handler did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// It returned this value.
+    Returned(Value),
+    /// It returned something with no JSON form (the reason goes to the log only).
+    NotJson {
+        /// Why (the host's words).
+        reason: String,
+    },
+    /// It raised or threw `kind` (the exception class or error name).
+    Failed {
+        /// The exception class or error name.
+        kind: String,
+    },
+    /// The host abandoned it at the deadline.
+    TimedOut,
+}
+
+fn invalid(code: &'static str, message: impl Into<String>) -> Error {
+    Error::InvalidArgument { code, message: message.into() }
+}
+
+impl Host {
+    fn gov(&self) -> Result<&Governor, Error> {
+        self.governor.as_ref().ok_or_else(|| invalid("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()"))
+    }
+
+    /// Every tool: the harness's manifests, then tools registered in code.
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> + Clone {
+        self.harness.tools().iter().chain(self.extra.iter())
+    }
+
+    /// The directory holding harness.yaml.
+    pub fn harness_dir(&self) -> &Path {
+        self.harness.dir()
+    }
+
+    /// The harness settings, defaults filled in.
+    pub fn describe(&self) -> Value {
+        self.harness.describe()
+    }
+
+    fn begun(&self, begin: Begin) -> Begun {
+        match begin {
+            Begin::Done(result) if result.decision == Decision::Pending => Begun::Pending(result),
+            Begin::Done(result) => Begun::Refused(result),
+            Begin::Invoke(inner) => {
+                let route = match (&inner.transport, self.handlers.get(&inner.tool)) {
+                    (Transport::Native { .. }, Some(h)) => TicketRoute::Host { mode: h.mode, takes_idempotency_key: h.takes_key },
+                    // A native tool always has a handler (checked at load);
+                    // should one be missing, the host reports it failed.
+                    (Transport::Native { .. }, None) => TicketRoute::Host { mode: HandlerMode::CallerThread, takes_idempotency_key: false },
+                    _ => TicketRoute::Transport,
+                };
+                let deadline = Instant::now() + Duration::from_millis(inner.timeout_ms);
+                Begun::Allowed(Ticket { inner, deadline, route })
+            }
+        }
+    }
+
+    /// Steps 1–7.
+    pub fn begin(&self, tool: &str, args: Value, ctx: &CallContext) -> Result<Begun, Error> {
+        let governor = self.gov()?;
+        Ok(self.begun(governor.begin(tool, args, ctx)))
+    }
+
+    /// Steps 8 (the verdict) and 9 for a host handler's outcome. An outcome
+    /// observed after the ticket's deadline ends `timeout` (output withheld),
+    /// whatever the handler's mode or language.
+    pub fn finish(&self, ticket: Ticket, outcome: Outcome) -> CallResult {
+        let late = Instant::now() > ticket.deadline;
+        let outcome = match outcome {
+            _ if late => InvokeOutcome::TimedOut,
+            Outcome::Returned(v) => InvokeOutcome::Returned(v),
+            Outcome::NotJson { reason } => InvokeOutcome::NotJson { reason },
+            Outcome::Failed { kind } => InvokeOutcome::Failed { kind },
+            Outcome::TimedOut => InvokeOutcome::TimedOut,
+        };
+        self.finish_inner(ticket, outcome)
+    }
+
+    fn finish_inner(&self, ticket: Ticket, outcome: InvokeOutcome) -> CallResult {
+        match &self.governor {
+            Some(g) => g.finish(ticket.inner, outcome),
+            // No governor, no ticket: unreachable, and harmless.
+            None => CallResult {
+                decision: Decision::Refused,
+                code: Some("handler_error".into()),
+                step: Some(Step::Invoke),
+                message: "this harness cannot take calls".into(),
+                tool: ticket.inner.tool,
+                call_id: ticket.inner.call_id,
+                run_id: ticket.inner.run_id,
+                output: None,
+                output_report: None,
+                approval: None,
+                retry_after_ms: None,
+                reasons: Vec::new(),
+                labels: Labels::default(),
+                would_refuse: Vec::new(),
+            },
+        }
+    }
+
+    /// Step 8 for a [`TicketRoute::Transport`] ticket: blocking, bounded by
+    /// the tool's timeout; call it off the host's main thread.
+    pub fn run_transport(&self, ticket: &Ticket) -> TransportOutcome {
+        match &self.governor {
+            Some(g) => g.invoke(&ticket.inner),
+            None => TransportOutcome::Failed { kind: "not loaded for calls".into() },
+        }
+    }
+
+    /// Steps 8 and 9 for a transport's outcome (the transport enforced the timeout).
+    pub fn finish_transport(&self, ticket: Ticket, outcome: TransportOutcome) -> CallResult {
+        self.finish_inner(ticket, outcome)
+    }
+
+    /// A ticket the host lost (its handler object could not be made, or the
+    /// host's invoke path answered garbage): ends `handler_error`, audited.
+    pub fn finish_lost(&self, ticket: Ticket, kind: &str) -> CallResult {
+        self.finish_inner(ticket, InvokeOutcome::Failed { kind: kind.to_string() })
+    }
+
+    /// Grants approval `id` as `approver` (with the approver's edited args,
+    /// if any) and begins the approved call from step 1.
+    pub fn approve_and_resume(&self, id: &str, approver: &Principal, edited: Option<Value>) -> Result<Begun, Error> {
+        let governor = self.gov()?;
+        let approval = governor.approve_edited(id, approver, edited)?;
+        let (tool, args, ctx) = crate::runtime::resume(&approval)?;
+        Ok(self.begun(governor.begin(&tool, args, &ctx)))
+    }
+
+    /// Grants approval `id` without running the call.
+    pub fn grant(&self, id: &str, approver: &Principal) -> Result<PendingApproval, Error> {
+        self.gov()?.approve(id, approver)
+    }
+
+    /// Denies approval `id`.
+    pub fn deny(&self, id: &str, by: &Principal, reason: &str) -> Result<PendingApproval, Error> {
+        self.gov()?.deny(id, &by.id, reason)
+    }
+
+    /// Approvals pending, or granted and not yet used.
+    pub fn approvals(&self) -> Result<Vec<PendingApproval>, Error> {
+        self.gov()?.open_approvals()
+    }
+
+    /// A new run id.
+    pub fn new_run(&self) -> Result<String, Error> {
+        Ok(self.gov()?.new_run_id())
+    }
+
+    /// The labels of run `run_id`.
+    pub fn labels(&self, run_id: &str) -> Result<Labels, Error> {
+        self.gov()?.store().labels(run_id).map_err(|e| invalid("store_unavailable", e.message))
+    }
+
+    /// Each step's verdict for this call, without running anything; the
+    /// value has the readable form under `"text"`.
+    pub fn explain(&self, tool: &str, args: Value, ctx: &CallContext) -> Result<Value, Error> {
+        let explanation = self.gov()?.explain(tool, args, ctx);
+        let mut value = explanation.to_value();
+        if let Some(map) = value.as_object_mut() {
+            map.insert("text".into(), Value::String(explanation.to_text()));
+        }
+        Ok(value)
+    }
+
+    /// The tools as a model API takes them, leaving out tools this principal
+    /// and tenant can never call.
+    pub fn tool_specs(&self, format: SpecFormat, principal: Option<&Principal>, tenant: Option<&str>) -> Result<Value, Error> {
+        let governor = self.gov()?;
+        let callable = self.tools().filter(|t| governor.can_ever_call(t.name(), principal, tenant));
+        Ok(crate::runtime::tool_specs(callable, format))
+    }
+
+    /// Moves the test clock forward; `no_test_clock` without one.
+    pub fn advance_clock(&self, ms: u64) -> Result<(), Error> {
+        self.gov()?;
+        match &self.clock {
+            Some(c) => {
+                c.advance_ms(ms);
+                Ok(())
+            }
+            None => Err(invalid("no_test_clock", "this harness reads the system clock")),
+        }
+    }
+
+    /// The governor (the gateway serves through it).
+    pub fn governor(&self) -> Result<&Governor, Error> {
+        self.gov()
+    }
+}
+
+/// Runs the named sanitizers on every string and key of `value`;
+/// `unknown_sanitizer` for a name that is none.
+pub fn sanitize(value: &Value, names: &[impl AsRef<str>]) -> Result<(Value, SanitizeCounts), Error> {
+    let chosen = names
+        .iter()
+        .map(|n| {
+            let n = n.as_ref();
+            crate::sanitize::Sanitizer::from_name(n)
+                .ok_or_else(|| invalid("unknown_sanitizer", format!("unknown sanitizer `{n}` (expected pii_redact or strip_instructions)")))
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let (out, report) = crate::sanitize::apply(value, &chosen);
+    Ok((out, report.counts))
+}
+
+/// One manifest's description (a tool registered in code, checked alone).
+pub fn describe_manifest(source: &ManifestSource) -> Result<Value, LoadErrors> {
+    Ok(source.to_tool()?.describe())
+}

@@ -1,0 +1,305 @@
+//! The host API (`harnessweaver_core::host`) as a binding uses it: load with
+//! handler declarations, a resolver and callbacks; begin/finish with the
+//! deadline judged in core; approvals resumed in one call; the cel-lite
+//! variable check, sanitizer names and refusal classes with one text each.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code")]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use harnessweaver_core::host::cel::{self, Var, Vars};
+use harnessweaver_core::host::{
+    ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, Decision, HandlerDecl, HandlerMode,
+    HandlerRef, HandlerResolver, Host, HostOptions, ManifestSource, Outcome, Principal, RefusalClass, Resolved, Step, TestOptions,
+    TicketCell, TicketRoute,
+};
+use serde_json::{json, Value};
+
+fn dir(name: &str, files: &[(&str, String)]) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hw-host-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    for (rel, text) in files {
+        let p = d.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+    d.canonicalize().unwrap()
+}
+
+fn harness(extra: &str) -> String {
+    format!("apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.yaml\"]\n{extra}")
+}
+
+fn tool(name: &str, extra: &str) -> String {
+    format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: {name}}}\nspec:\n  handler: \"mod_{name}:run\"\n  description: d\n{extra}")
+}
+
+fn decl(tool: &str, mode: HandlerMode) -> HandlerDecl {
+    HandlerDecl { tool: tool.into(), mode, takes_idempotency_key: false }
+}
+
+fn ctx() -> CallContext {
+    CallContext { principal: Principal::new("alice"), ..CallContext::default() }
+}
+
+fn load(d: &Path, handlers: Vec<HandlerDecl>) -> Host {
+    Host::load(&d.join("harness.yaml"), HostOptions { handlers, ..HostOptions::default() }).unwrap()
+}
+
+fn begin(host: &Host, tool: &str, args: Value) -> harnessweaver_core::host::Ticket {
+    match host.begin(tool, args, &ctx()).unwrap() {
+        Begun::Allowed(t) => t,
+        other => panic!("not allowed: {other:?}"),
+    }
+}
+
+#[test]
+fn an_outcome_after_the_deadline_ends_timeout_in_every_mode() {
+    let d = dir("deadline", &[("harness.yaml", harness("")), ("tools/slow.yaml", tool("slow", "  timeout: 20ms\n"))]);
+    for mode in [HandlerMode::CallerThread, HandlerMode::Abandonable, HandlerMode::Async] {
+        let host = load(&d, vec![decl("slow", mode)]);
+        let fast = begin(&host, "slow", json!({}));
+        assert_eq!(fast.route(), TicketRoute::Host { mode, takes_idempotency_key: false });
+        assert!(fast.remaining() <= Duration::from_millis(20));
+        assert!(host.finish(fast, Outcome::Returned(json!("quick"))).is_allowed());
+        for outcome in [Outcome::Returned(json!("late")), Outcome::Failed { kind: "Overrun".into() }] {
+            let ticket = begin(&host, "slow", json!({}));
+            std::thread::sleep(ticket.remaining() + Duration::from_millis(5));
+            let result = host.finish(ticket, outcome);
+            assert_eq!((result.decision, result.code.as_deref(), result.step), (Decision::Refused, Some("timeout"), Some(Step::Invoke)));
+            assert_eq!(result.output, None);
+        }
+    }
+}
+
+#[test]
+fn a_ticket_finishes_once() {
+    let d = dir("once", &[("harness.yaml", harness("")), ("tools/t.yaml", tool("t", ""))]);
+    let host = load(&d, vec![decl("t", HandlerMode::CallerThread)]);
+    let cell = TicketCell::new(begin(&host, "t", json!({"a": 1})));
+    assert_eq!(cell.peek(|t| t.args().clone()), Some(json!({"a": 1})));
+    assert!(host.finish(cell.take().unwrap(), Outcome::Returned(json!(1))).is_allowed());
+    assert_eq!(cell.take().unwrap_err().code(), "ticket_used");
+}
+
+#[test]
+fn audit_callback_missing_is_a_located_load_problem() {
+    let d = dir("audit", &[("harness.yaml", harness("  audit:\n    sink: callback\n")), ("tools/t.yaml", tool("t", ""))]);
+    let err = Host::load(&d.join("harness.yaml"), HostOptions { handlers: vec![decl("t", HandlerMode::CallerThread)], ..HostOptions::default() })
+        .unwrap_err();
+    assert_eq!(err.code(), "audit_callback_missing");
+    let p = &err.problems[0];
+    assert_eq!((p.file.as_deref(), p.line, p.column, p.path.as_str()), (Some("harness.yaml"), Some(7), Some(11), "spec.audit.sink"));
+    assert!(err.text().starts_with("1 problem found\n  harness.yaml:7:11: spec.audit.sink: "), "{}", err.text());
+
+    #[derive(Default)]
+    struct Events(Mutex<Vec<String>>);
+    impl AuditCallback for Events {
+        fn record(&self, event: &AuditEvent) -> Result<(), String> {
+            self.0.lock().unwrap().push(event.tool.clone());
+            Ok(())
+        }
+    }
+    let events = Arc::new(Events::default());
+    let options = HostOptions { handlers: vec![decl("t", HandlerMode::CallerThread)], audit: Some(events.clone()), ..HostOptions::default() };
+    let host = Host::load(&d.join("harness.yaml"), options).unwrap();
+    let ticket = begin(&host, "t", json!({}));
+    host.finish(ticket, Outcome::Returned(json!(null)));
+    assert_eq!(*events.0.lock().unwrap(), ["t"]);
+}
+
+struct Resolver {
+    roots: Vec<PathBuf>,
+    origins: Vec<(String, Option<PathBuf>)>,
+    asked: Vec<String>,
+}
+
+impl HandlerResolver for Resolver {
+    fn package_roots(&self) -> Vec<PathBuf> {
+        self.roots.clone()
+    }
+    fn resolve(&mut self, r: &HandlerRef<'_>) -> Result<Resolved, String> {
+        self.asked.push(format!("{}:{}", r.module, r.attrs.join(".")));
+        match self.origins.iter().find(|(m, _)| m == r.module) {
+            Some((_, origin)) => Ok(Resolved { origin: origin.clone(), mode: HandlerMode::Async, takes_idempotency_key: true }),
+            None => Err(format!("ModuleNotFoundError: no module named `{}`", r.module)),
+        }
+    }
+}
+
+#[test]
+fn handler_refs_resolve_through_the_host_with_the_origin_checked_in_core() {
+    let d = dir(
+        "refs",
+        &[
+            ("harness.yaml", harness("")),
+            ("tools/local.yaml", tool("local", "")),
+            ("tools/pkg.yaml", tool("pkg", "")),
+            ("tools/stdlib.yaml", tool("stdlib", "")),
+            ("tools/builtin.yaml", tool("builtin", "")),
+            ("tools/missing.yaml", tool("missing", "")),
+            ("tools/given.yaml", tool("given", "")),
+            ("mod_local.py", String::new()),
+        ],
+    );
+    let site = dir("refs-site", &[("mod_pkg.py", String::new())]);
+    let elsewhere = dir("refs-elsewhere", &[("mod_stdlib.py", String::new())]);
+    let mut resolver = Resolver {
+        roots: vec![site.clone()],
+        origins: vec![
+            ("mod_local".into(), Some(d.join("mod_local.py"))),
+            ("mod_pkg".into(), Some(site.join("mod_pkg.py"))),
+            ("mod_stdlib".into(), Some(elsewhere.join("mod_stdlib.py"))),
+            ("mod_builtin".into(), None),
+        ],
+        asked: Vec::new(),
+    };
+    let options = HostOptions { handlers: vec![decl("given", HandlerMode::CallerThread)], resolver: Some(&mut resolver), ..HostOptions::default() };
+    let err = Host::load(&d.join("harness.yaml"), options).unwrap_err();
+    let mut got: Vec<(String, String, Option<usize>)> = err.problems.iter().map(|p| (p.file.clone().unwrap(), p.code.clone(), p.line)).collect();
+    got.sort();
+    let want = |f: &str| (format!("tools/{f}.yaml"), "handler_import_failed".to_string(), Some(5));
+    assert_eq!(got, vec![want("builtin"), want("missing"), want("stdlib")]);
+    assert!(err.text().contains("outside the harness directory and installed packages"), "{}", err.text());
+    assert!(err.text().contains("no module named `mod_missing`"));
+    // The tool given a function is never imported.
+    assert!(!resolver.asked.contains(&"mod_given:run".to_string()));
+
+    // Without the refused ones, the resolved handlers carry their mode.
+    for f in ["builtin", "missing", "stdlib"] {
+        fs::remove_file(d.join(format!("tools/{f}.yaml"))).unwrap();
+    }
+    let options = HostOptions { handlers: vec![decl("given", HandlerMode::CallerThread)], resolver: Some(&mut resolver), ..HostOptions::default() };
+    let host = Host::load(&d.join("harness.yaml"), options).unwrap();
+    assert_eq!(begin(&host, "pkg", json!({})).route(), TicketRoute::Host { mode: HandlerMode::Async, takes_idempotency_key: true });
+}
+
+#[test]
+fn tools_registered_in_code_and_inspect() {
+    let d = dir("code", &[("harness.yaml", harness("")), ("tools/t.yaml", tool("t", ""))]);
+    let code = ManifestSource::Value {
+        value: json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "greet"},
+                      "spec": {"description": "d", "handler": "x:y"}}),
+        origin: ManifestSource::DEFAULT_ORIGIN.into(),
+    };
+    let options = HostOptions {
+        handlers: vec![decl("t", HandlerMode::CallerThread), decl("greet", HandlerMode::CallerThread)],
+        code_tools: vec![code],
+        ..HostOptions::default()
+    };
+    let host = Host::load(&d.join("harness.yaml"), options).unwrap();
+    assert_eq!(host.tools().map(|t| t.name()).collect::<Vec<_>>(), ["t", "greet"]);
+    let unhandled = Host::load(&d.join("harness.yaml"), HostOptions::default()).unwrap_err();
+    assert_eq!(unhandled.code(), "handler_not_registered");
+    let inspected = Host::inspect(&d).unwrap();
+    assert_eq!(inspected.tools().count(), 1);
+    assert_eq!(inspected.begin("t", json!({}), &ctx()).unwrap_err().code(), "not_loaded_for_calls");
+    assert_eq!(host.advance_clock(1).unwrap_err().code(), "no_test_clock");
+}
+
+struct Answer(ApprovalAnswer, Mutex<Vec<Value>>);
+
+impl ApprovalCallback for Answer {
+    fn decide(&self, view: &ApprovalView<'_>) -> ApprovalAnswer {
+        self.1.lock().unwrap().push(view.approval());
+        self.0.clone()
+    }
+}
+
+#[test]
+fn approvals_resume_in_one_call_and_callbacks_see_no_state() {
+    let approval = "  risk: high\n  approval: {when: \"true\", approver_role: finance}\n  input_schema: {type: object, properties: {n: {type: number, maximum: 10}}}\n";
+    let d = dir("approve", &[("harness.yaml", harness("")), ("tools/pay.yaml", tool("pay", approval))]);
+    let bob = Principal::from_value(&json!({"id": "bob", "roles": ["finance"]})).unwrap();
+    let host = Host::load(
+        &d.join("harness.yaml"),
+        HostOptions { handlers: vec![decl("pay", HandlerMode::CallerThread)], test: Some(TestOptions { clock_ms: 1, sequential_ids: true }), ..HostOptions::default() },
+    )
+    .unwrap();
+    let pending = |n: i64| match host.begin("pay", json!({"n": n}), &ctx()).unwrap() {
+        Begun::Pending(r) => r.approval.unwrap().id,
+        other => panic!("{other:?}"),
+    };
+    let id = pending(5);
+    assert_eq!(host.approvals().unwrap().len(), 1);
+    // An edit past the schema is refused at step 2 after approval.
+    match host.approve_and_resume(&id, &bob, Some(json!({"n": 50}))).unwrap() {
+        Begun::Refused(r) => assert_eq!(r.code.as_deref(), Some("invalid_args")),
+        other => panic!("{other:?}"),
+    }
+    let id = pending(5);
+    let Begun::Allowed(ticket) = host.approve_and_resume(&id, &bob, Some(json!({"n": 3}))).unwrap() else { panic!() };
+    assert_eq!(ticket.args(), &json!({"n": 3}));
+    assert!(host.finish(ticket, Outcome::Returned(json!("paid"))).is_allowed());
+    let id = pending(5);
+    assert_eq!(host.deny(&id, &bob, "no").unwrap().state.as_str(), "denied");
+    assert_eq!(host.approve_and_resume(&id, &bob, None).unwrap_err().code(), "approval_not_pending");
+
+    for (answer, decision) in [
+        (ApprovalAnswer::Approve, Decision::Allowed),
+        (ApprovalAnswer::Deny, Decision::Refused),
+        (ApprovalAnswer::from_bool(None), Decision::Pending),
+        (ApprovalAnswer::Failed { kind: "ValueError".into() }, Decision::Pending),
+    ] {
+        let cb = Arc::new(Answer(answer, Mutex::new(Vec::new())));
+        let options = HostOptions { handlers: vec![decl("pay", HandlerMode::CallerThread)], on_approval: Some(cb.clone()), ..HostOptions::default() };
+        let host = Host::load(&d.join("harness.yaml"), options).unwrap();
+        let got = match host.begin("pay", json!({"n": 1}), &ctx()).unwrap() {
+            Begun::Allowed(t) => host.finish(t, Outcome::Returned(json!(1))).decision,
+            Begun::Refused(r) | Begun::Pending(r) => r.decision,
+        };
+        assert_eq!(got, decision);
+        let seen = cb.1.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert!(seen[0].get("state").is_none() && seen[0].get("tool") == Some(&json!("pay")), "{}", seen[0]);
+    }
+}
+
+#[test]
+fn cel_variables_are_checked_with_one_message() {
+    assert_eq!(Vars::check_key("args").unwrap(), Var::Args);
+    let err = Vars::check_key("argz").unwrap_err();
+    assert_eq!(err.code(), "invalid_vars");
+    assert_eq!(err.to_string(), "unknown variable `argz`; expressions can use `principal`, `tenant`, `task`, `tool`, `args`, `labels`");
+    let long = "x".repeat(100);
+    assert!(Vars::check_key(&long).unwrap_err().to_string().contains(&format!("`{}…`", "x".repeat(40))));
+    assert_eq!(Vars::not_a_mapping("list").code(), "invalid_vars");
+    assert_eq!(Vars::from_json_text("[1]").unwrap_err().code(), "invalid_vars");
+    assert_eq!(Vars::from_json_text("{").unwrap_err().code(), "invalid_json");
+    let program = cel::compile("args.n > 1").unwrap();
+    let vars = Vars::from_json_text(r#"{"args": {"n": 2}}"#).unwrap();
+    assert_eq!(vars.evaluate(&program), cel::CelOutcome::Value(json!(true)));
+    let p = cel::to_problem(&cel::compile("args.").unwrap_err());
+    assert_eq!((p.code.as_str(), p.line), ("cel_syntax", Some(1)));
+}
+
+#[test]
+fn sanitize_names_and_refusal_classes() {
+    let (out, counts) = harnessweaver_core::host::sanitize(&json!("mail a@b.example"), &["pii_redact"]).unwrap();
+    assert_eq!(out, json!("mail [EMAIL]"));
+    assert_eq!(counts.iter().collect::<Vec<_>>(), [("EMAIL", 1)]);
+    assert_eq!(harnessweaver_core::host::sanitize(&json!(1), &["nope"]).unwrap_err().code(), "unknown_sanitizer");
+
+    assert_eq!(RefusalClass::ALL[0], RefusalClass::ToolBlocked);
+    for c in RefusalClass::ALL {
+        if let Some(parent) = c.parent() {
+            assert!(RefusalClass::ALL.iter().position(|x| *x == parent) < RefusalClass::ALL.iter().position(|x| x == c));
+        }
+    }
+    assert_eq!(RefusalClass::of(Decision::Allowed, None), None);
+    assert_eq!(RefusalClass::of(Decision::Pending, Some(Step::Approval)), Some(RefusalClass::ApprovalRequired));
+    assert_eq!(RefusalClass::of(Decision::Refused, Some(Step::Approval)), Some(RefusalClass::ApprovalDenied));
+    assert_eq!(RefusalClass::of(Decision::Refused, Some(Step::Limits)).map(RefusalClass::name), Some("LimitExceeded"));
+    assert_eq!(RefusalClass::of(Decision::Refused, None), Some(RefusalClass::ToolBlocked));
+    for risk in harnessweaver_core::host::RISKS {
+        let text = format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: t}}\nspec: {{description: d, handler: \"x:y\", risk: {risk}}}\n");
+        harnessweaver_core::Tool::from_manifest_text(&text, "t.yaml").unwrap();
+    }
+    for effect in harnessweaver_core::host::SIDE_EFFECTS {
+        let text = format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: t}}\nspec: {{description: d, handler: \"x:y\", side_effect: {effect}}}\n");
+        harnessweaver_core::Tool::from_manifest_text(&text, "t.yaml").unwrap();
+    }
+}
