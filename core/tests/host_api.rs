@@ -12,9 +12,8 @@ use std::time::Duration;
 
 use harnessweaver_core::host::cel::{self, Var, Vars};
 use harnessweaver_core::host::{
-    ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, Decision, HandlerDecl, HandlerMode,
-    HandlerRef, HandlerResolver, Host, HostOptions, ManifestSource, Outcome, Principal, RefusalClass, Resolved, Step, TestOptions,
-    TicketCell, TicketRoute,
+    ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, Decision, HandlerDecl, HandlerMode, HandlerRef,
+    HandlerResolver, Host, HostOptions, ManifestSource, Outcome, Principal, RefusalClass, Resolved, Step, TestOptions, TicketCell, TicketRoute,
 };
 use serde_json::{json, Value};
 
@@ -216,7 +215,11 @@ fn approvals_resume_in_one_call_and_callbacks_see_no_state() {
     let bob = Principal::from_value(&json!({"id": "bob", "roles": ["finance"]})).unwrap();
     let host = Host::load(
         &d.join("harness.yaml"),
-        HostOptions { handlers: vec![decl("pay", HandlerMode::CallerThread)], test: Some(TestOptions { clock_ms: 1, sequential_ids: true }), ..HostOptions::default() },
+        HostOptions {
+            handlers: vec![decl("pay", HandlerMode::CallerThread)],
+            test: Some(TestOptions { clock_ms: 1, sequential_ids: true }),
+            ..HostOptions::default()
+        },
     )
     .unwrap();
     let pending = |n: i64| match host.begin("pay", json!({"n": n}), &ctx()).unwrap() {
@@ -295,11 +298,14 @@ fn sanitize_names_and_refusal_classes() {
     assert_eq!(RefusalClass::of(Decision::Refused, Some(Step::Limits)).map(RefusalClass::name), Some("LimitExceeded"));
     assert_eq!(RefusalClass::of(Decision::Refused, None), Some(RefusalClass::ToolBlocked));
     for risk in harnessweaver_core::host::RISKS {
-        let text = format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: t}}\nspec: {{description: d, handler: \"x:y\", risk: {risk}}}\n");
+        let text =
+            format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: t}}\nspec: {{description: d, handler: \"x:y\", risk: {risk}}}\n");
         harnessweaver_core::Tool::from_manifest_text(&text, "t.yaml").unwrap();
     }
     for effect in harnessweaver_core::host::SIDE_EFFECTS {
-        let text = format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: t}}\nspec: {{description: d, handler: \"x:y\", side_effect: {effect}}}\n");
+        let text = format!(
+            "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: t}}\nspec: {{description: d, handler: \"x:y\", side_effect: {effect}}}\n"
+        );
         harnessweaver_core::Tool::from_manifest_text(&text, "t.yaml").unwrap();
     }
 }

@@ -90,7 +90,9 @@ impl RefusalClass {
     /// The class's documentation, one line.
     pub const fn doc(self) -> &'static str {
         match self {
-            Self::ToolBlocked => "A call that did not run (refused, or waiting for approval); `code` and `step` are the core's, `result` is the whole call result.",
+            Self::ToolBlocked => {
+                "A call that did not run (refused, or waiting for approval); `code` and `step` are the core's, `result` is the whole call result."
+            }
             Self::ToolNotFound => "Step 1 (resolve): unknown tool, no manifest, disabled, tenant not enabled.",
             Self::InvalidArguments => "Step 2 (validate): the arguments fail the schema or a payload constraint.",
             Self::DigestMismatch => "Step 3 (pin): the tool changed since it was pinned.",
@@ -146,11 +148,7 @@ impl RefusalClass {
             Decision::Refused => Some(match step {
                 None => Self::ToolBlocked,
                 Some(Step::Approval) => Self::ApprovalDenied,
-                Some(s) => Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|c| c.step() == Some(s) && *c != Self::ApprovalRequired)
-                    .unwrap_or(Self::ToolBlocked),
+                Some(s) => Self::ALL.iter().copied().find(|c| c.step() == Some(s) && *c != Self::ApprovalRequired).unwrap_or(Self::ToolBlocked),
             }),
         }
     }

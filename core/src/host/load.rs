@@ -143,11 +143,8 @@ fn locate(dir: &Path, file: &str, keys: &[&str]) -> (Option<usize>, Option<usize
     let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
         return (None, None);
     };
-    let node = if file.ends_with(".json") || text.trim_start().starts_with('{') {
-        crate::yaml::parse_json(&text)
-    } else {
-        crate::yaml::parse_yaml(&text)
-    };
+    let node =
+        if file.ends_with(".json") || text.trim_start().starts_with('{') { crate::yaml::parse_json(&text) } else { crate::yaml::parse_yaml(&text) };
     let Ok(root) = node else {
         return (None, None);
     };
@@ -247,11 +244,8 @@ impl Host {
                 Err(e) => problems.extend(e.problems().iter().cloned()),
             }
         }
-        let mut handlers: HashMap<String, HostHandler> = options
-            .handlers
-            .iter()
-            .map(|d| (d.tool.clone(), HostHandler { mode: d.mode, takes_key: d.takes_idempotency_key }))
-            .collect();
+        let mut handlers: HashMap<String, HostHandler> =
+            options.handlers.iter().map(|d| (d.tool.clone(), HostHandler { mode: d.mode, takes_key: d.takes_idempotency_key })).collect();
         let all: Vec<&Tool> = harness.tools().iter().chain(extra.iter()).collect();
         if let Some(resolver) = options.resolver {
             resolve_refs(&harness, &all, &mut handlers, resolver, &mut problems);

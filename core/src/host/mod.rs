@@ -25,10 +25,10 @@ pub use crate::canonical;
 pub use crate::digest::definition_digest;
 pub use crate::error::{Error, Problem};
 pub use crate::governor::{ApprovalRequest, CallContext, CallResult, Decision, Explanation, InvokeOutcome as TransportOutcome, Principal, Step};
+pub use crate::manifest::Tool;
 pub use crate::runtime::SpecFormat;
 pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
-pub use crate::manifest::Tool;
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
 pub use classes::{ClassExtra, RefusalClass};
 pub use load::{HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions};
@@ -211,7 +211,9 @@ fn invalid(code: &'static str, message: impl Into<String>) -> Error {
 
 impl Host {
     fn gov(&self) -> Result<&Governor, Error> {
-        self.governor.as_ref().ok_or_else(|| invalid("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()"))
+        self.governor
+            .as_ref()
+            .ok_or_else(|| invalid("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()"))
     }
 
     /// Every tool: the harness's manifests, then tools registered in code.
