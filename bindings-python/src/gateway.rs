@@ -31,7 +31,7 @@ impl HostRuntime for PyHost {
 fn host_failure(tool: &str, message: &str) -> CoreResult {
     CoreResult {
         decision: Decision::Refused,
-        code: Some("handler_error".into()),
+        code: Some(harnessweaver_core::RefusalCode::HandlerError),
         step: Some(Step::Invoke),
         message: message.into(),
         tool: tool.into(),

@@ -166,7 +166,7 @@ impl CallResult {
     }
     #[getter]
     fn code(&self) -> Option<&str> {
-        self.inner.code.as_deref()
+        self.inner.code.map(|c| c.as_str())
     }
     #[getter]
     fn step(&self) -> Option<&'static str> {

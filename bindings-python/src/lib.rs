@@ -81,7 +81,7 @@ impl Problem {
 impl Problem {
     fn from_core(p: &CoreProblem) -> Self {
         Self {
-            code: p.code.clone(),
+            code: p.code.to_string(),
             message: p.message.clone(),
             file: p.file.clone(),
             line: p.line,
@@ -92,7 +92,7 @@ impl Problem {
 
     fn to_core(&self) -> CoreProblem {
         CoreProblem {
-            code: self.code.clone(),
+            code: harnessweaver_core::ProblemCode::parse(&self.code).unwrap_or(harnessweaver_core::ProblemCode::InvalidValue),
             message: self.message.clone(),
             file: self.file.clone(),
             line: self.line,

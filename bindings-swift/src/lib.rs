@@ -73,7 +73,7 @@ impl From<CoreError> for HarnessweaverError {
                 problems: problems
                     .iter()
                     .map(|p| Problem {
-                        code: p.code.clone(),
+                        code: p.code.to_string(),
                         message: p.message.clone(),
                         file: p.file.clone(),
                         line: p.line.map(|n| n as u64),

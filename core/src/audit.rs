@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use crate::error::Error;
-use crate::governor::{Decision, Step};
+use crate::call::{Decision, RefusalCode, Step, WouldRefuse};
 
 /// Time spent per phase, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -45,7 +45,7 @@ pub struct AuditEvent {
     /// `allowed`, `refused` or `pending`.
     pub decision: Decision,
     /// The code of a refusal or pending approval.
-    pub code: Option<String>,
+    pub code: Option<RefusalCode>,
     /// The step that decided.
     pub step: Option<Step>,
     /// `sha256:` of the canonical args (absent when args had no canonical form).
@@ -63,7 +63,7 @@ pub struct AuditEvent {
     pub truncated: Option<bool>,
     /// What policy rules in shadow mode would have refused (`would_refuse`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub would_refuse: Vec<crate::governor::WouldRefuse>,
+    pub would_refuse: Vec<WouldRefuse>,
     /// Time per phase.
     pub timings: Timings,
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::audit::AuditSink;
 use crate::error::Problem;
-use crate::governor::{InvokeOutcome, Ticket, Transport};
+use crate::call::{InvokeOutcome, Ticket, Transport};
 use crate::harness::{Harness, StateBackend};
 use crate::manifest::Tool;
 use crate::store::{MemoryStore, Store};

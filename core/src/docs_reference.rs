@@ -248,3 +248,72 @@ fn harness_reference_lists_every_field_the_parser_reads() {
 fn is_layer_file_field(p: &str) -> bool {
     matches!(p, "spec.default" | "spec.rules") || p.starts_with("spec.rules[")
 }
+
+/// The rows of every table of `page` whose first header cell is `first`,
+/// as cells.
+fn table_rows(page: &str, first: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(repo().join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+    let mut rows = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if !line.trim_start().starts_with('|') {
+            inside = false;
+            continue;
+        }
+        let cells: Vec<String> = line.trim().trim_matches('|').split('|').map(|c| c.trim().to_string()).collect();
+        if cells[0] == first {
+            inside = true;
+        } else if inside && !cells[0].starts_with("---") {
+            rows.push(cells);
+        }
+    }
+    rows
+}
+
+/// The `ticked` words of a cell.
+fn ticked(cell: &str) -> Vec<String> {
+    cell.split('`').skip(1).step_by(2).map(str::to_string).collect()
+}
+
+/// The codes in the first column of the `| Code | … |` tables of `page`.
+fn code_table(page: &str) -> BTreeSet<String> {
+    table_rows(page, "Code").iter().flat_map(|row| ticked(&row[0])).collect()
+}
+
+fn differ(page: &str, what: &str, documented: &BTreeSet<String>, defined: &BTreeSet<String>) {
+    let undocumented: Vec<&String> = defined.difference(documented).collect();
+    let unknown: Vec<&String> = documented.difference(defined).collect();
+    assert!(
+        undocumented.is_empty() && unknown.is_empty(),
+        "{page} and {what} in core/src/codes.rs disagree.\n  defined, no row in {page}: {undocumented:?}\n  rows in {page} that no code has: {unknown:?}"
+    );
+}
+
+#[test]
+fn governor_step_table_lists_the_steps_and_the_refusal_codes_of_each() {
+    use crate::codes::{RefusalCode, Step};
+    let rows = table_rows("docs/governor.md", "Step");
+    let documented: Vec<(String, String)> = rows.iter().map(|r| (r[0].clone(), ticked(&r[1]).concat())).collect();
+    let defined: Vec<(String, String)> = Step::ALL.iter().map(|s| (s.number().to_string(), s.as_str().to_string())).collect();
+    assert_eq!(documented, defined, "docs/governor.md's step table differs from `Step` in core/src/codes.rs");
+    for (row, step) in rows.iter().zip(Step::ALL) {
+        let documented: BTreeSet<String> = ticked(&row[3]).into_iter().collect();
+        let defined: BTreeSet<String> = RefusalCode::at(*step).map(|c| c.as_str().to_string()).collect();
+        differ("docs/governor.md", &format!("the refusal codes of step `{step}`"), &documented, &defined);
+    }
+}
+
+#[test]
+fn governor_code_table_lists_every_argument_and_value_code() {
+    use crate::codes::{ArgumentCode, ValueCode};
+    let defined: BTreeSet<String> =
+        ArgumentCode::ALL.iter().map(|c| c.as_str()).chain(ValueCode::ALL.iter().map(|c| c.as_str())).map(str::to_string).collect();
+    differ("docs/governor.md", "`ArgumentCode` and `ValueCode`", &code_table("docs/governor.md"), &defined);
+}
+
+#[test]
+fn manifest_code_table_lists_every_load_problem_code() {
+    use crate::codes::ProblemCode;
+    let defined: BTreeSet<String> = ProblemCode::ALL.iter().map(|c| c.as_str().to_string()).collect();
+    differ("docs/manifest.md", "`ProblemCode`", &code_table("docs/manifest.md"), &defined);
+}

@@ -7,11 +7,13 @@
 use serde::Serialize;
 use std::fmt;
 
+use crate::codes::ProblemCode;
+
 /// One problem found while loading a harness or a manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
     /// Stable snake_case code, for example `unknown_field`.
-    pub code: String,
+    pub code: ProblemCode,
     /// What is wrong, safe to show a model.
     pub message: String,
     /// The file the problem is in, when there is one.
@@ -30,7 +32,7 @@ pub struct Problem {
 
 impl Problem {
     /// A problem with a code and message and no location yet.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(code: impl Into<ProblemCode>, message: impl Into<String>) -> Self {
         Self { code: code.into(), message: message.into(), file: None, line: None, column: None, path: String::new() }
     }
 }
@@ -76,8 +78,8 @@ impl Error {
     /// The stable snake_case code.
     pub fn code(&self) -> &str {
         match self {
-            Self::Load(problems) if problems.len() == 1 => problems.first().map_or("load_error", |p| p.code.as_str()),
-            Self::Load(_) => "load_error",
+            Self::Load(problems) if problems.len() == 1 => problems.first().map_or(ProblemCode::LoadError.as_str(), |p| p.code.as_str()),
+            Self::Load(_) => ProblemCode::LoadError.as_str(),
             Self::Value { code, .. } | Self::InvalidArgument { code, .. } => code,
             Self::Io { .. } => "io_error",
         }

@@ -23,7 +23,7 @@
 use serde_json::Value;
 
 use crate::check::Checker;
-use crate::governor::Principal;
+use crate::call::Principal;
 use crate::yaml::{Node, NodeValue};
 
 /// A principal and tenant, as configured.

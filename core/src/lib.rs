@@ -11,10 +11,12 @@
 
 pub mod audit;
 pub mod backends;
+pub mod call;
 pub mod canonical;
 pub mod cel_lite;
 mod check;
 pub mod clock;
+pub mod codes;
 pub mod digest;
 #[cfg(test)]
 mod docs_reference;
@@ -35,6 +37,7 @@ pub mod yaml;
 pub use digest::definition_digest;
 pub use error::{Error, Problem};
 pub use harness::Harness;
-pub use governor::{CallContext, CallResult, Decision, Principal, Step};
+pub use call::{CallContext, CallResult, Decision, Principal, Step};
+pub use codes::{ArgumentCode, LoadCode, ProblemCode, RefusalClass, RefusalCode, ValueCode};
 pub use manifest::{PinState, Tool};
 pub use runtime::{LoadOptions, Runtime};

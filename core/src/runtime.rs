@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+use crate::codes::ArgumentCode;
 use crate::error::{Error, Problem};
 use crate::governor::{ApprovalCallback, Begin, Explanation, CallContext, CallResult, Governor, GovernorOptions, Handler, InvokeOutcome, Principal, Ticket};
 use crate::harness::Harness;
@@ -43,8 +44,7 @@ impl SpecFormat {
             "openai" => Ok(Self::OpenAi),
             "anthropic" => Ok(Self::Anthropic),
             "mcp" => Ok(Self::Mcp),
-            other => Err(Error::InvalidArgument {
-                code: "invalid_format",
+            other => Err(Error::InvalidArgument { code: ArgumentCode::InvalidFormat.as_str(),
                 message: format!("unknown tool spec format `{other}` (expected openai, anthropic or mcp)"),
             }),
         }

@@ -95,7 +95,7 @@ fn explain_counts_nothing_and_asks_nothing() {
     assert_eq!(rt.call("q", json!({}), &ctx).decision, Decision::Allowed, "explain used up the budget or the rate");
     let text = rt.explain("q", json!({}), &ctx).to_text();
     assert!(text.contains("budgets.max_tool_calls 1 per run"), "{text}");
-    assert_eq!(rt.call("q", json!({}), &ctx).code.as_deref(), Some("budget_exhausted"));
+    assert_eq!(rt.call("q", json!({}), &ctx).code.map(|c| c.as_str()), Some("budget_exhausted"));
 }
 
 #[test]
@@ -109,8 +109,8 @@ fn jsonl_audit_trail_holds_no_args_or_outputs() {
     let ctx = CallContext { principal: Principal::new("alice"), tenant: Some("acme".into()), ..CallContext::default() };
     assert!(rt.call("lookup", json!({"q": "password=hunter2-ARG-SECRET"}), &ctx).is_allowed());
     let long = "x".repeat(50) + "TOO-LONG-SECRET";
-    assert_eq!(rt.call("lookup", json!({"q": long}), &ctx).code.as_deref(), Some("invalid_args"));
-    assert_eq!(rt.call("nope", json!({"token": "NOPE-SECRET"}), &ctx).code.as_deref(), Some("unknown_tool"));
+    assert_eq!(rt.call("lookup", json!({"q": long}), &ctx).code.map(|c| c.as_str()), Some("invalid_args"));
+    assert_eq!(rt.call("nope", json!({"token": "NOPE-SECRET"}), &ctx).code.map(|c| c.as_str()), Some("unknown_tool"));
     let trail = fs::read_to_string(d.join("audit/events.jsonl")).unwrap();
     assert_eq!(trail.lines().count(), 3);
     for secret in ["hunter2", "ARG-SECRET", "OUTPUT_SECRET", "ann.secret", "TOO-LONG-SECRET", "NOPE-SECRET"] {
@@ -138,9 +138,9 @@ fn rust_closures_with_timeouts_and_failures() {
     let fail: Handler = Arc::new(|_a: &Value, _k: &str| Err("IoError".into()));
     let rt = load(&d, None, &[("slow", slow), ("fail", fail), ("ok", echo())]);
     let ctx = rt.run(Principal::new("alice"), None, None);
-    assert_eq!(rt.call("slow", json!({}), &ctx).code.as_deref(), Some("timeout"));
+    assert_eq!(rt.call("slow", json!({}), &ctx).code.map(|c| c.as_str()), Some("timeout"));
     let failed = rt.call("fail", json!({}), &ctx);
-    assert_eq!((failed.code.as_deref(), failed.message.as_str()), (Some("handler_error"), "`fail` failed (IoError)"));
+    assert_eq!((failed.code.map(|c| c.as_str()), failed.message.as_str()), (Some("handler_error"), "`fail` failed (IoError)"));
     assert!(failed.to_model().starts_with("[tool call refused: handler_error]"));
     let ok = rt.call("ok", json!({"a": 1}), &ctx);
     assert_eq!(ok.to_model(), r#"{"args":{"a":1}}"#);

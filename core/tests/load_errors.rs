@@ -384,7 +384,7 @@ fn never_panics_on_mangled_manifests() {
             if let Err(e) = Tool::from_manifest_text(text, origin) {
                 assert!(!e.problems().is_empty(), "{text:?}");
                 for p in e.problems() {
-                    assert!(!p.code.is_empty() && !p.message.is_empty());
+                    assert!(!p.code.as_str().is_empty() && !p.message.is_empty());
                 }
             }
         }

@@ -33,7 +33,7 @@ fn gateway_problems_carry_codes_and_places() {
         "    stdio: { tenant: acme }\n    http:\n      keys:\n        - { token_sha256: \"abc\", principal: p }\n        - { principal: { id: q, colour: red } }\n      jwt: { algorithm: HS1024, secret_env: S }\n      extra: 1\n",
     );
     let err = Harness::load(dir.join("harness.yaml")).unwrap_err();
-    let got: Vec<(String, String, Option<usize>)> = err.problems().iter().map(|p| (p.code.clone(), p.path.clone(), p.line)).collect();
+    let got: Vec<(String, String, Option<usize>)> = err.problems().iter().map(|p| (p.code.to_string(), p.path.clone(), p.line)).collect();
     let has = |code: &str, path: &str| got.iter().any(|(c, p, line)| c == code && p == path && line.is_some());
     assert!(has("missing_field", "spec.gateway.stdio.principal"), "{got:?}");
     assert!(has("invalid_value", "spec.gateway.http.keys[0].token_sha256"), "{got:?}");

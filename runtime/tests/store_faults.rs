@@ -33,7 +33,7 @@ fn call(rt: &Runtime) -> CallResult {
 fn code(r: &CallResult) -> &str {
     match r.decision {
         Decision::Allowed => "allowed",
-        _ => r.code.as_deref().unwrap_or("?"),
+        _ => r.code.map(|c| c.as_str()).unwrap_or("?"),
     }
 }
 
@@ -210,7 +210,7 @@ fn state_options_are_checked_at_load() {
         "  state_options: { rate_limits_on_store_error: maybe, run_ttl: 3 days, timeout: 5, extra: 1 }\n",
     );
     let e = harnessweaver_core::Harness::load(&path).unwrap_err();
-    let codes: Vec<(String, String)> = e.problems().iter().map(|p| (p.code.clone(), p.path.clone())).collect();
+    let codes: Vec<(String, String)> = e.problems().iter().map(|p| (p.code.to_string(), p.path.clone())).collect();
     assert!(codes.contains(&("invalid_value".into(), "spec.state_options.rate_limits_on_store_error".into())), "{codes:?}");
     assert!(codes.contains(&("invalid_duration".into(), "spec.state_options.run_ttl".into())), "{codes:?}");
     assert!(codes.contains(&("wrong_type".into(), "spec.state_options.timeout".into())), "{codes:?}");

@@ -32,7 +32,7 @@ fn call(rt: &Runtime, tool: &str, args: Value) -> CallResult {
 }
 
 fn refused(r: &CallResult, code: &str) {
-    assert_eq!(r.code.as_deref(), Some(code), "{r:?}");
+    assert_eq!(r.code.map(|c| c.as_str()), Some(code), "{r:?}");
     assert_eq!(r.step.map(|s| s.as_str()), Some("invoke"), "{r:?}");
 }
 

@@ -123,11 +123,11 @@ fn server_everything_echo_and_a_manifest_that_differs() {
     );
     let rt2 = harnessweaver_runtime::load(reworded.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     let r = call(&rt2, "echo", json!({"message": "x"}));
-    assert_eq!((r.code.as_deref(), r.step.map(|s| s.as_str())), (Some("digest_mismatch"), Some("pin")), "{r:?}");
+    assert_eq!((r.code.map(|c| c.as_str()), r.step.map(|s| s.as_str())), (Some("digest_mismatch"), Some("pin")), "{r:?}");
     assert!(r.reasons.iter().any(|x| x.contains("another definition of `echo`")), "{r:?}");
     // Step 2 still applies to MCP tools: the manifest's schema checks the args.
     let r = call(&rt, "echo", json!({}));
-    assert_eq!(r.code.as_deref(), Some("invalid_args"), "{r:?}");
+    assert_eq!(r.code.map(|c| c.as_str()), Some("invalid_args"), "{r:?}");
 }
 
 #[test]
@@ -147,9 +147,9 @@ fn python_sdk_server_calls_errors_and_timeouts() {
     let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(call(&rt, "add", json!({"a": 2, "b": 3})).output, Some(json!("5")));
     let r = call(&rt, "fail", json!({"reason": "because"}));
-    assert_eq!((r.code.as_deref(), r.message.as_str()), (Some("handler_error"), "`fail` failed (the tool reported an error)"), "{r:?}");
+    assert_eq!((r.code.map(|c| c.as_str()), r.message.as_str()), (Some("handler_error"), "`fail` failed (the tool reported an error)"), "{r:?}");
     let r = call(&rt, "slow", json!({"ms": 3000}));
-    assert_eq!(r.code.as_deref(), Some("timeout"), "{r:?}");
+    assert_eq!(r.code.map(|c| c.as_str()), Some("timeout"), "{r:?}");
     // The session survives both.
     assert_eq!(call(&rt, "add", json!({"a": 40, "b": 2})).output, Some(json!("42")));
 }
@@ -171,7 +171,7 @@ fn a_rug_pull_between_two_loads_is_a_digest_mismatch() {
     let rt = harnessweaver_runtime::load(dir2.harness(), LoadOptions::default()).unwrap();
     for _ in 0..2 {
         let r = call(&rt, "add", json!({"a": 1, "b": 1}));
-        assert_eq!((r.code.as_deref(), r.step.map(|s| s.as_str())), (Some("digest_mismatch"), Some("pin")), "{r:?}");
+        assert_eq!((r.code.map(|c| c.as_str()), r.step.map(|s| s.as_str())), (Some("digest_mismatch"), Some("pin")), "{r:?}");
         assert!(r.reasons.iter().any(|x| x.contains("another definition of `add`")), "{r:?}");
     }
     // `doctor` reports it too, and fails.
@@ -213,7 +213,7 @@ fn an_unreachable_server_fails_the_load_when_eager_and_the_call_when_lazy() {
     let dir = harness("mcp-down-lazy", &yaml_server("down", &server), "lazy", vec![manifest("down", &def, "30s", |_| {})]);
     let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap();
     let r = call(&rt, "t", json!({}));
-    assert_eq!(r.code.as_deref(), Some("transport_refused"), "{r:?}");
+    assert_eq!(r.code.map(|c| c.as_str()), Some("transport_refused"), "{r:?}");
     assert!(r.message.contains("could not start"), "{}", r.message);
 }
 

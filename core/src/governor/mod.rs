@@ -9,7 +9,6 @@
 
 mod build;
 mod output;
-mod types;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -21,11 +20,14 @@ use std::time::Instant;
 pub use build::GovernorOptions;
 pub use crate::harness::{Effect, TrifectaMode};
 pub use output::{cut, truncate};
-pub use types::{ApprovalRequest, CallContext, CallResult, Decision, OutputReport, Principal, Step};
+pub use crate::call::{
+    ApprovalRequest, CallContext, CallResult, Decision, InvokeOutcome, OutputReport, Principal, RefusalCode, Step, Ticket, Transport, WouldRefuse,
+};
 
 use crate::audit::{AuditEvent, AuditSink, Timings};
 use crate::clock::{Clock, IdSource};
 use crate::digest::sha256_tagged;
+use crate::codes::ArgumentCode;
 use crate::error::Error;
 use crate::store::{Acquire, ApprovalState, Budget, Labels, PendingApproval, Rate, RateKey, Store};
 use crate::validate::{Constraints, SchemaValidator};
@@ -71,19 +73,6 @@ pub struct LayerSettings {
     pub default_allow: bool,
     /// The layer's default deny only records (shadow mode).
     pub shadow: bool,
-}
-
-/// How a tool is reached.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transport {
-    /// A host function, invoked by the binding.
-    Native { handler: Option<String> },
-    /// POST to a URL.
-    Http { url: String },
-    /// Code in a sandbox.
-    Code { sandbox: String },
-    /// An MCP server's tool.
-    Mcp { server: String },
 }
 
 /// The output policy.
@@ -181,56 +170,6 @@ impl Default for Settings {
     }
 }
 
-/// A call that passed steps 1–7 and may now run.
-#[derive(Debug, Clone)]
-pub struct Ticket {
-    /// The call's id.
-    pub call_id: String,
-    /// The run's id.
-    pub run_id: String,
-    /// The tool.
-    pub tool: String,
-    /// The validated arguments.
-    pub args: Value,
-    /// The key handlers and services use to recognise a retried call.
-    pub idempotency_key: String,
-    /// How long the tool may take, in ms.
-    pub timeout_ms: u64,
-    /// How to reach it.
-    pub transport: Transport,
-    tool_index: usize,
-    principal: String,
-    tenant: Option<String>,
-    args_digest: Option<String>,
-    approval_id: Option<String>,
-    original_args_digest: Option<String>,
-    would_refuse: Vec<WouldRefuse>,
-    /// The call made its own run (no explicit run): forget it when the call ends.
-    own_run: bool,
-    /// The run's labels as known when the call was decided.
-    labels: Option<Labels>,
-    ts_ms: u64,
-    started: Instant,
-    decide_us: u64,
-}
-
-/// What happened when the tool was invoked.
-#[derive(Debug, Clone, PartialEq)]
-pub enum InvokeOutcome {
-    /// The tool returned this value.
-    Returned(Value),
-    /// The tool raised or failed; `kind` is a short, safe name (an exception class).
-    Failed { kind: String },
-    /// The tool overran its timeout and was abandoned.
-    TimedOut,
-    /// The tool returned something with no JSON form.
-    NotJson { reason: String },
-    /// The transport refused to reach the tool (test mode, policy).
-    TransportRefused { reason: String },
-    /// The sandbox reported an error (a safe, Python-style message).
-    SandboxError { message: String },
-}
-
 /// What `begin` decided.
 #[derive(Debug)]
 pub enum Begin {
@@ -303,7 +242,7 @@ impl ToolPlan {
 
 /// A refusal in the making: code, step, message, reasons.
 struct Refusal {
-    code: &'static str,
+    code: RefusalCode,
     step: Step,
     message: String,
     reasons: Vec<String>,
@@ -311,13 +250,13 @@ struct Refusal {
 }
 
 impl Refusal {
-    fn new(code: &'static str, step: Step, message: impl Into<String>) -> Self {
+    fn new(code: RefusalCode, step: Step, message: impl Into<String>) -> Self {
         Self { code, step, message: message.into(), reasons: Vec::new(), retry_after_ms: None }
     }
 }
 
 fn store_down(step: Step, e: &crate::store::StoreError) -> Refusal {
-    Refusal::new("store_unavailable", step, format!("the state store is unavailable ({e}); the call was not made"))
+    Refusal::new(RefusalCode::StoreUnavailable, step, format!("the state store is unavailable ({e}); the call was not made"))
 }
 
 impl Governor {
@@ -438,7 +377,7 @@ impl Governor {
             Ok(index) => {
                 let Some(rt) = self.tools.get(index) else {
                     return Begin::Done(self.end_refused(
-                        Refusal::new("unknown_tool", Step::Resolve, format!("no tool named `{tool}`")),
+                        Refusal::new(RefusalCode::UnknownTool, Step::Resolve, format!("no tool named `{tool}`")),
                         tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow, known_labels,
                     ));
                 };
@@ -491,7 +430,7 @@ impl Governor {
                 let labels = known_labels.unwrap_or_else(|| self.store.labels(&run_id).unwrap_or_default());
                 let result = CallResult {
                     decision: Decision::Pending,
-                    code: Some("approval_required".into()),
+                    code: Some(RefusalCode::ApprovalRequired),
                     step: Some(Step::Approval),
                     message: format!("`{tool}` needs approval by a human before it runs; approval id `{}`", request.id),
                     tool: tool.to_string(),
@@ -532,7 +471,7 @@ impl Governor {
         let labels = known_labels.unwrap_or_else(|| self.store.labels(run_id).unwrap_or_default());
         let result = CallResult {
             decision: Decision::Refused,
-            code: Some(refusal.code.to_string()),
+            code: Some(refusal.code),
             step: Some(refusal.step),
             message: refusal.message,
             tool: tool.to_string(),
@@ -565,19 +504,19 @@ impl Governor {
         // 1 resolve
         let Some(&index) = self.index.get(tool) else {
             if self.unmanifested.iter().any(|n| n == tool) {
-                return Err(Stop::Refused(Refusal::new("no_manifest", Step::Resolve, format!("`{tool}` has no manifest and cannot run"))));
+                return Err(Stop::Refused(Refusal::new(RefusalCode::NoManifest, Step::Resolve, format!("`{tool}` has no manifest and cannot run"))));
             }
-            return Err(Stop::Refused(Refusal::new("unknown_tool", Step::Resolve, format!("no tool named `{tool}`"))));
+            return Err(Stop::Refused(Refusal::new(RefusalCode::UnknownTool, Step::Resolve, format!("no tool named `{tool}`"))));
         };
         let (Some(rt), Some(plan)) = (self.tools.get(index), self.plans.get(index)) else {
-            return Err(Stop::Refused(Refusal::new("no_manifest", Step::Resolve, format!("`{tool}` has no manifest"))));
+            return Err(Stop::Refused(Refusal::new(RefusalCode::NoManifest, Step::Resolve, format!("`{tool}` has no manifest"))));
         };
         if !rt.enabled {
-            return Err(Stop::Refused(Refusal::new("tool_disabled", Step::Resolve, format!("`{tool}` is disabled"))));
+            return Err(Stop::Refused(Refusal::new(RefusalCode::ToolDisabled, Step::Resolve, format!("`{tool}` is disabled"))));
         }
         if !rt.tenants.is_empty() && !ctx.tenant.as_ref().is_some_and(|t| rt.tenants.iter().any(|x| x == t)) {
             let which = ctx.tenant.as_deref().map_or_else(|| "calls without a tenant".to_string(), |t| format!("tenant `{t}`"));
-            return Err(Stop::Refused(Refusal::new("tenant_not_enabled", Step::Resolve, format!("`{tool}` is not enabled for {which}"))));
+            return Err(Stop::Refused(Refusal::new(RefusalCode::TenantNotEnabled, Step::Resolve, format!("`{tool}` is not enabled for {which}"))));
         }
 
         trace.pass(Step::Resolve, || {
@@ -587,13 +526,13 @@ impl Governor {
 
         // 2 validate
         if !digest.portable {
-            return Err(Stop::Refused(Refusal::new("invalid_args", Step::Validate, "arguments have no portable JSON form")));
+            return Err(Stop::Refused(Refusal::new(RefusalCode::InvalidArgs, Step::Validate, "arguments have no portable JSON form")));
         }
         if !args.is_object() {
-            return Err(Stop::Refused(Refusal::new("invalid_args", Step::Validate, "arguments must be an object")));
+            return Err(Stop::Refused(Refusal::new(RefusalCode::InvalidArgs, Step::Validate, "arguments must be an object")));
         }
         if let Some(v) = rt.validator.check(args).or_else(|| rt.input_constraints.check(args)) {
-            let mut r = Refusal::new("invalid_args", Step::Validate, v.message());
+            let mut r = Refusal::new(RefusalCode::InvalidArgs, Step::Validate, v.message());
             r.reasons.push(format!("{} {}", v.pointer, v.keyword));
             return Err(Stop::Refused(r));
         }
@@ -607,8 +546,7 @@ impl Governor {
 
         // 3 pin
         if rt.pin_mismatch {
-            return Err(Stop::Refused(Refusal::new(
-                "digest_mismatch",
+            return Err(Stop::Refused(Refusal::new(RefusalCode::DigestMismatch,
                 Step::Pin,
                 format!("`{tool}` changed since it was pinned; it is blocked until the change is reviewed and re-pinned"),
             )));
@@ -616,8 +554,7 @@ impl Governor {
         // An MCP tool is also checked against what its server serves now.
         if matches!(rt.transport, Transport::Mcp { .. }) {
             if let Some(why) = self.transports.live_pin_mismatch(tool) {
-                let mut r = Refusal::new(
-                    "digest_mismatch",
+                let mut r = Refusal::new(RefusalCode::DigestMismatch,
                     Step::Pin,
                     format!("`{tool}` as its MCP server serves it differs from its manifest; it is blocked until the change is reviewed and re-pinned"),
                 );
@@ -637,7 +574,7 @@ impl Governor {
         // 4 policy
         let missing: Vec<&str> = rt.scopes.iter().filter(|s| !ctx.principal.scopes.contains(s)).map(String::as_str).collect();
         if !missing.is_empty() {
-            let mut r = Refusal::new("scope_missing", Step::Policy, format!("`{tool}` needs scope `{}`", missing.join("`, `")));
+            let mut r = Refusal::new(RefusalCode::ScopeMissing, Step::Policy, format!("`{tool}` needs scope `{}`", missing.join("`, `")));
             r.reasons = missing.iter().map(|s| format!("scope {s}")).collect();
             return Err(Stop::Refused(r));
         }
@@ -687,12 +624,12 @@ impl Governor {
                     // Fail closed: a deny whose condition cannot be evaluated denies.
                     (Effect::Deny, Ok(true) | Err(_)) => {
                         if rule.shadow {
-                            trace.would_refuse("policy_denied", Step::Policy, &layer.name, Some(&rule.name));
+                            trace.would_refuse(RefusalCode::PolicyDenied, Step::Policy, &layer.name, Some(&rule.name));
                             if dry {
                                 policy_notes.push(format!("{} (deny, shadow) would refuse", label()));
                             }
                         } else {
-                            let mut r = Refusal::new("policy_denied", Step::Policy, format!("policy does not allow `{tool}` here"));
+                            let mut r = Refusal::new(RefusalCode::PolicyDenied, Step::Policy, format!("policy does not allow `{tool}` here"));
                             r.reasons.push(label());
                             return Err(Stop::Refused(r));
                         }
@@ -714,7 +651,7 @@ impl Governor {
                     }
                     (Effect::Approve, Ok(true) | Err(_)) => {
                         if rule.shadow {
-                            trace.would_refuse("approval_required", Step::Approval, &layer.name, Some(&rule.name));
+                            trace.would_refuse(RefusalCode::ApprovalRequired, Step::Approval, &layer.name, Some(&rule.name));
                             if dry {
                                 policy_notes.push(format!("{} (approve, shadow) would ask for approval", label()));
                             }
@@ -731,12 +668,12 @@ impl Governor {
             }
             if !allowed && !layer.default_allow {
                 if layer.shadow {
-                    trace.would_refuse("policy_denied", Step::Policy, &layer.name, None);
+                    trace.would_refuse(RefusalCode::PolicyDenied, Step::Policy, &layer.name, None);
                     if dry {
                         policy_notes.push(format!("layer `{}` (shadow): no rule allows `{tool}`, would refuse", layer.name));
                     }
                 } else {
-                    let mut r = Refusal::new("policy_denied", Step::Policy, format!("no policy rule allows `{tool}`"));
+                    let mut r = Refusal::new(RefusalCode::PolicyDenied, Step::Policy, format!("no policy rule allows `{tool}`"));
                     r.reasons.push(format!("layer `{}`: default deny", layer.name));
                     return Err(Stop::Refused(r));
                 }
@@ -770,10 +707,10 @@ impl Governor {
             match self.store.take_budget(run_id, tool, self.settings.max_tool_calls, max_tool) {
                 Ok(Budget::Taken) => {}
                 Ok(Budget::RunExhausted { limit }) => {
-                    return Err(Stop::Refused(Refusal::new("budget_exhausted", Step::Limits, format!("this run has used its {limit} tool calls"))));
+                    return Err(Stop::Refused(Refusal::new(RefusalCode::BudgetExhausted, Step::Limits, format!("this run has used its {limit} tool calls"))));
                 }
                 Ok(Budget::ToolExhausted { limit }) => {
-                    return Err(Stop::Refused(Refusal::new("budget_exhausted", Step::Limits, format!("this run has used its {limit} calls of `{tool}`"))));
+                    return Err(Stop::Refused(Refusal::new(RefusalCode::BudgetExhausted, Step::Limits, format!("this run has used its {limit} calls of `{tool}`"))));
                 }
                 Err(e) => return Err(Stop::Refused(store_down(Step::Limits, &e))),
             }
@@ -800,7 +737,7 @@ impl Governor {
                 Ok(Acquire::Allowed) => {}
                 Ok(Acquire::Limited { index, retry_after_ms }) => {
                     let per = if keys.get(index).is_some_and(|k| k.key.contains("/tenant/")) { "tenant" } else { "principal" };
-                    let mut r = Refusal::new("rate_limited", Step::Limits, format!("`{tool}` is rate limited per {per}"));
+                    let mut r = Refusal::new(RefusalCode::RateLimited, Step::Limits, format!("`{tool}` is rate limited per {per}"));
                     r.retry_after_ms = Some(retry_after_ms);
                     r.reasons.push(format!("rate_limit.per_{per}"));
                     return Err(release(Stop::Refused(r)));
@@ -819,8 +756,7 @@ impl Governor {
         if !rt.egress.is_empty() && labels.private && labels.untrusted {
             match self.settings.trifecta {
                 TrifectaMode::Block => {
-                    let mut r = Refusal::new(
-                        "trifecta",
+                    let mut r = Refusal::new(RefusalCode::Trifecta,
                         Step::Flow,
                         format!("`{tool}` sends data out, and this run has read private data and seen untrusted content"),
                     );
@@ -850,7 +786,7 @@ impl Governor {
         // Approvals are bound to the digest: computed here when the audit
         // sink did not already need it.
         let Some(args_digest) = digest.get() else {
-            return Err(release(Stop::Refused(Refusal::new("invalid_args", Step::Validate, "arguments have no portable JSON form"))));
+            return Err(release(Stop::Refused(Refusal::new(RefusalCode::InvalidArgs, Step::Validate, "arguments have no portable JSON form"))));
         };
         let approver_role = rt.approver_role.clone().or_else(|| self.settings.default_approver_role.clone());
         if let Some(id) = &ctx.approval_id {
@@ -915,7 +851,7 @@ impl Governor {
                 }
                 Some(false) => {
                     let _ = self.store.transition(&pending.id, ApprovalState::Pending, ApprovalState::Denied, Some("callback"), None);
-                    let mut r = Refusal::new("approval_denied", Step::Approval, format!("a reviewer denied this call of `{tool}`"));
+                    let mut r = Refusal::new(RefusalCode::ApprovalDenied, Step::Approval, format!("a reviewer denied this call of `{tool}`"));
                     r.reasons = request.reasons;
                     return Err(release(Stop::Refused(r)));
                 }
@@ -942,14 +878,14 @@ impl Governor {
         }
         match approval.state {
             ApprovalState::Denied => {
-                let mut r = Refusal::new("approval_denied", Step::Approval, format!("a reviewer denied this call of `{tool}`"));
+                let mut r = Refusal::new(RefusalCode::ApprovalDenied, Step::Approval, format!("a reviewer denied this call of `{tool}`"));
                 r.reasons.extend(approval.note.map(|n| format!("note: {n}")));
                 Consume::Refuse(r)
             }
             ApprovalState::Used => Consume::Ask(format!("approval `{id}` does not cover this exact call")),
             ApprovalState::Pending if now_ms >= approval.expires_ms => Consume::Refuse(expired(id, tool)),
             ApprovalState::Pending => {
-                Consume::Refuse(Refusal::new("approval_required", Step::Approval, format!("approval `{id}` has not been granted yet")))
+                Consume::Refuse(Refusal::new(RefusalCode::ApprovalRequired, Step::Approval, format!("approval `{id}` has not been granted yet")))
             }
             // A change of harness or manifests since the grant voids it.
             ApprovalState::Approved if approval.policy_version != self.policy_version => {
@@ -986,13 +922,12 @@ impl Governor {
         let approval = self.open_approval(id)?;
         if let Some(role) = &approval.approver_role {
             if !approver.has_role(role) {
-                return Err(Error::InvalidArgument {
-                    code: "approver_not_allowed",
+                return Err(Error::InvalidArgument { code: ArgumentCode::ApproverNotAllowed.as_str(),
                     message: format!("approving `{}` needs role `{role}`", approval.tool),
                 });
             }
         }
-        let store_err = |e: crate::store::StoreError| Error::InvalidArgument { code: "store_unavailable", message: e.message };
+        let store_err = |e: crate::store::StoreError| Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message };
         let Some(args) = edited_args else {
             return match self.store.transition(id, ApprovalState::Pending, ApprovalState::Approved, Some(&approver.id), None) {
                 Ok(true) => Ok(PendingApproval { state: ApprovalState::Approved, decided_by: Some(approver.id.clone()), ..approval }),
@@ -1001,7 +936,7 @@ impl Governor {
             };
         };
         let text = canonical::to_string(&args)
-            .map_err(|e| Error::InvalidArgument { code: "invalid_args", message: format!("edited arguments: {e}") })?;
+            .map_err(|e| Error::InvalidArgument { code: ArgumentCode::InvalidArgs.as_str(), message: format!("edited arguments: {e}") })?;
         let edited = PendingApproval {
             id: self.ids.next("apr"),
             args_digest: sha256_tagged(text.as_bytes()),
@@ -1050,18 +985,18 @@ impl Governor {
             Err(Stop::Refused(r)) => {
                 let mut details = vec![r.message.clone()];
                 details.extend(r.reasons.iter().cloned());
-                trace.steps.push(StepTrace { step: r.step, verdict: "refuse", code: Some(r.code.to_string()), details });
-                (Decision::Refused, Some(r.code.to_string()), Some(r.step), r.message, r.reasons)
+                trace.steps.push(StepTrace { step: r.step, verdict: "refuse", code: Some(r.code), details });
+                (Decision::Refused, Some(r.code), Some(r.step), r.message, r.reasons)
             }
             Err(Stop::Pending(request)) => {
                 trace.steps.push(StepTrace {
                     step: Step::Approval,
                     verdict: "pending",
-                    code: Some("approval_required".into()),
+                    code: Some(RefusalCode::ApprovalRequired),
                     details: request.reasons.clone(),
                 });
                 let message = format!("`{tool}` would wait for approval by a human");
-                (Decision::Pending, Some("approval_required".into()), Some(Step::Approval), message, request.reasons)
+                (Decision::Pending, Some(RefusalCode::ApprovalRequired), Some(Step::Approval), message, request.reasons)
             }
         };
         Explanation { tool: tool.to_string(), decision, code, step, message, reasons, steps: trace.steps, would_refuse: trace.shadow }
@@ -1101,7 +1036,7 @@ impl Governor {
         match self.store.transition(id, ApprovalState::Pending, ApprovalState::Denied, Some(by), Some(reason)) {
             Ok(true) => Ok(PendingApproval { state: ApprovalState::Denied, decided_by: Some(by.to_string()), note: Some(reason.to_string()), ..approval }),
             Ok(false) => Err(not_pending(id)),
-            Err(e) => Err(Error::InvalidArgument { code: "store_unavailable", message: e.message }),
+            Err(e) => Err(Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message }),
         }
     }
 
@@ -1109,20 +1044,20 @@ impl Governor {
         let approval = self
             .store
             .approval(id)
-            .map_err(|e| Error::InvalidArgument { code: "store_unavailable", message: e.message })?
-            .ok_or_else(|| Error::InvalidArgument { code: "unknown_approval", message: format!("no approval `{id}`") })?;
+            .map_err(|e| Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message })?
+            .ok_or_else(|| Error::InvalidArgument { code: ArgumentCode::UnknownApproval.as_str(), message: format!("no approval `{id}`") })?;
         if approval.state != ApprovalState::Pending {
             return Err(not_pending(id));
         }
         if self.clock.now_ms() >= approval.expires_ms {
-            return Err(Error::InvalidArgument { code: "approval_expired", message: format!("approval `{id}` has expired") });
+            return Err(Error::InvalidArgument { code: ArgumentCode::ApprovalExpired.as_str(), message: format!("approval `{id}` has expired") });
         }
         Ok(approval)
     }
 
     /// Approvals waiting for a human or granted and not yet used.
     pub fn open_approvals(&self) -> Result<Vec<PendingApproval>, Error> {
-        self.store.open_approvals().map_err(|e| Error::InvalidArgument { code: "store_unavailable", message: e.message })
+        self.store.open_approvals().map_err(|e| Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message })
     }
 
     /// Steps 8 (the outcome) and 9, then the audit event.
@@ -1130,37 +1065,37 @@ impl Governor {
         let invoke_us = micros(ticket.started).saturating_sub(ticket.decide_us);
         let output_started = Instant::now();
         let Some(rt) = self.tools.get(ticket.tool_index) else {
-            return self.finish_refused(ticket, Refusal::new("unknown_tool", Step::Resolve, "the tool is gone"), invoke_us, 0);
+            return self.finish_refused(ticket, Refusal::new(RefusalCode::UnknownTool, Step::Resolve, "the tool is gone"), invoke_us, 0);
         };
         let value = match outcome {
             InvokeOutcome::Returned(value) => value,
             InvokeOutcome::Failed { kind } => {
-                let r = Refusal::new("handler_error", Step::Invoke, format!("`{}` failed ({kind})", ticket.tool));
+                let r = Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{}` failed ({kind})", ticket.tool));
                 return self.finish_refused(ticket, r, invoke_us, 0);
             }
             InvokeOutcome::TimedOut => {
-                let r = Refusal::new("timeout", Step::Invoke, format!("`{}` took longer than {} ms and was abandoned", ticket.tool, ticket.timeout_ms));
+                let r = Refusal::new(RefusalCode::Timeout, Step::Invoke, format!("`{}` took longer than {} ms and was abandoned", ticket.tool, ticket.timeout_ms));
                 return self.finish_refused(ticket, r, invoke_us, 0);
             }
             InvokeOutcome::NotJson { reason } => {
                 // The host's reason varies by language; it goes to the host's
                 // log, never into the result, so every language agrees.
                 eprintln!("harnessweaver: `{}` returned a value with no JSON form: {reason}", ticket.tool);
-                let r = Refusal::new("handler_error", Step::Invoke, format!("`{}` returned a value with no JSON form", ticket.tool));
+                let r = Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{}` returned a value with no JSON form", ticket.tool));
                 return self.finish_refused(ticket, r, invoke_us, 0);
             }
             InvokeOutcome::TransportRefused { reason } => {
-                let r = Refusal::new("transport_refused", Step::Invoke, reason);
+                let r = Refusal::new(RefusalCode::TransportRefused, Step::Invoke, reason);
                 return self.finish_refused(ticket, r, invoke_us, 0);
             }
             InvokeOutcome::SandboxError { message } => {
-                let r = Refusal::new("sandbox_error", Step::Invoke, message);
+                let r = Refusal::new(RefusalCode::SandboxError, Step::Invoke, message);
                 return self.finish_refused(ticket, r, invoke_us, 0);
             }
         };
         if let Some(v) = rt.output_constraints.check(&value) {
             let at = if v.pointer.is_empty() { "/" } else { v.pointer.as_str() };
-            let r = Refusal::new("invalid_output", Step::Output, format!("the output of `{}` at `{at}` fails `{}`", ticket.tool, v.keyword));
+            let r = Refusal::new(RefusalCode::InvalidOutput, Step::Output, format!("the output of `{}` at `{at}` fails `{}`", ticket.tool, v.keyword));
             return self.finish_refused(ticket, r, invoke_us, micros(output_started));
         }
         // No sanitizer: the value is already what step 9 would rebuild (an
@@ -1235,7 +1170,7 @@ impl Governor {
         let labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         let result = CallResult {
             decision: Decision::Refused,
-            code: Some(refusal.code.to_string()),
+            code: Some(refusal.code),
             step: Some(refusal.step),
             message: refusal.message,
             tool: ticket.tool.clone(),
@@ -1436,7 +1371,7 @@ enum Consume {
 }
 
 fn expired(id: &str, tool: &str) -> Refusal {
-    Refusal::new("approval_expired", Step::Approval, format!("approval `{id}` for `{tool}` expired before the call ran"))
+    Refusal::new(RefusalCode::ApprovalExpired, Step::Approval, format!("approval `{id}` for `{tool}` expired before the call ran"))
 }
 
 /// What one step found, as `explain` reports it.
@@ -1447,22 +1382,9 @@ pub struct StepTrace {
     /// `pass`, `refuse`, `pending` or `skip`.
     pub verdict: &'static str,
     /// The code of a refusal or pending approval.
-    pub code: Option<String>,
+    pub code: Option<RefusalCode>,
     /// The rules, fields and expressions behind the verdict.
     pub details: Vec<String>,
-}
-
-/// A refusal that a rule or layer in shadow mode would have made.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WouldRefuse {
-    /// The code it would have refused with.
-    pub code: String,
-    /// The step.
-    pub step: Step,
-    /// The policy layer.
-    pub layer: String,
-    /// The rule (none: the layer's default deny).
-    pub rule: Option<String>,
 }
 
 /// Collects explain's per-step verdicts and shadow-mode would-refusals.
@@ -1484,8 +1406,8 @@ impl Trace {
         }
     }
 
-    fn would_refuse(&mut self, code: &str, step: Step, layer: &str, rule: Option<&str>) {
-        self.shadow.push(WouldRefuse { code: code.to_string(), step, layer: layer.to_string(), rule: rule.map(str::to_string) });
+    fn would_refuse(&mut self, code: RefusalCode, step: Step, layer: &str, rule: Option<&str>) {
+        self.shadow.push(WouldRefuse { code, step, layer: layer.to_string(), rule: rule.map(str::to_string) });
     }
 }
 
@@ -1497,7 +1419,7 @@ pub struct Explanation {
     /// What the call would get.
     pub decision: Decision,
     /// The code of a refusal or pending approval.
-    pub code: Option<String>,
+    pub code: Option<RefusalCode>,
     /// The step that would decide.
     pub step: Option<Step>,
     /// The message the call would carry.
@@ -1542,7 +1464,7 @@ impl Explanation {
 }
 
 fn not_pending(id: &str) -> Error {
-    Error::InvalidArgument { code: "approval_not_pending", message: format!("approval `{id}` is not pending (already decided or used)") }
+    Error::InvalidArgument { code: ArgumentCode::ApprovalNotPending.as_str(), message: format!("approval `{id}` is not pending (already decided or used)") }
 }
 
 fn micros(since: Instant) -> u64 {

@@ -470,7 +470,7 @@ impl AuditSink for SqliteAuditSink {
                     event.principal,
                     event.tenant,
                     field("decision").unwrap_or_default(),
-                    event.code,
+                    event.code.map(|c| c.as_str()),
                     field("step"),
                     event.args_digest,
                     event.approval_id,

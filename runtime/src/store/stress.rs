@@ -110,7 +110,7 @@ pub fn run(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::W
             Begin::Done(result) => result,
             Begin::Invoke(ticket) => governor.finish(ticket, InvokeOutcome::Returned(json!("pong"))),
         };
-        match (result.decision, result.code.as_deref()) {
+        match (result.decision, result.code.map(|c| c.as_str())) {
             (Decision::Allowed, _) => allowed += 1,
             (_, Some("rate_limited")) => limited += 1,
             (_, Some("store_unavailable")) => unavailable += 1,

@@ -1,12 +1,20 @@
-//! The values a call takes and gives: principal, context, steps, results.
+//! The values a call takes and gives, shared by every layer: who calls and
+//! in what context, the ticket of a call that may run and how it ended, and
+//! the result handed back. The governor, the audit trail, the backends, the
+//! transports and the gateway all speak these types; this module imports
+//! only the bottom layers (codes, errors, canonical JSON, store labels).
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use crate::canonical;
 use crate::error::Error;
 use crate::store::Labels;
+
+pub use crate::codes::{Decision, RefusalCode, Step};
+use crate::codes::ArgumentCode;
 
 /// Who makes a call: an id, roles, scopes and free attributes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -30,7 +38,7 @@ impl Principal {
     /// Reads a principal from a mapping `{id, roles, scopes, attrs}`; anything
     /// else is an `invalid_principal` error naming the field.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let bad = |message: String| Error::InvalidArgument { code: "invalid_principal", message };
+        let bad = |message: String| Error::InvalidArgument { code: ArgumentCode::InvalidPrincipal.as_str(), message };
         let Value::Object(map) = value else {
             return Err(bad("a principal is a mapping with `id`, `roles`, `scopes` and `attrs`".into()));
         };
@@ -97,75 +105,6 @@ pub struct CallContext {
     pub original_args_digest: Option<String>,
 }
 
-/// The nine steps, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Step {
-    /// 1: the tool exists, has a manifest, is enabled for the tenant.
-    Resolve,
-    /// 2: arguments against the schema and payload constraints.
-    Validate,
-    /// 3: the definition digest matches its pin.
-    Pin,
-    /// 4: scopes and policy rules.
-    Policy,
-    /// 5: run budgets and rate limits.
-    Limits,
-    /// 6: the lethal-trifecta rule.
-    Flow,
-    /// 7: approvals.
-    Approval,
-    /// 8: the transport runs the tool.
-    Invoke,
-    /// 9: sanitize, cut, label.
-    Output,
-}
-
-impl Step {
-    /// The step's snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Resolve => "resolve",
-            Self::Validate => "validate",
-            Self::Pin => "pin",
-            Self::Policy => "policy",
-            Self::Limits => "limits",
-            Self::Flow => "flow",
-            Self::Approval => "approval",
-            Self::Invoke => "invoke",
-            Self::Output => "output",
-        }
-    }
-
-    /// The step's number, 1 to 9.
-    pub fn number(self) -> u8 {
-        self as u8 + 1
-    }
-}
-
-/// How a call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// The tool ran and its (cleaned) output is in the result.
-    Allowed,
-    /// A step refused the call.
-    Refused,
-    /// The call waits for a human.
-    Pending,
-}
-
-impl Decision {
-    /// `allowed`, `refused` or `pending`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Allowed => "allowed",
-            Self::Refused => "refused",
-            Self::Pending => "pending",
-        }
-    }
-}
-
 /// What the output policy did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct OutputReport {
@@ -201,7 +140,7 @@ pub struct CallResult {
     /// `allowed`, `refused` or `pending`.
     pub decision: Decision,
     /// The stable code of a refusal or pending approval.
-    pub code: Option<String>,
+    pub code: Option<RefusalCode>,
     /// The step that decided a refusal or pending approval.
     pub step: Option<Step>,
     /// Safe to show a model: never args, secrets or handler internals.
@@ -226,7 +165,7 @@ pub struct CallResult {
     pub labels: Labels,
     /// What policy rules in shadow mode would have refused (the call went on).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub would_refuse: Vec<super::WouldRefuse>,
+    pub would_refuse: Vec<WouldRefuse>,
 }
 
 impl CallResult {
@@ -251,7 +190,7 @@ impl CallResult {
                 None => String::new(),
             },
             Decision::Refused => {
-                let code = self.code.as_deref().unwrap_or("refused");
+                let code = self.code.map_or("refused", RefusalCode::as_str);
                 match self.retry_after_ms {
                     Some(ms) => format!("[tool call refused: {code}] {} (retry after {ms} ms)", self.message),
                     None => format!("[tool call refused: {code}] {}", self.message),
@@ -264,3 +203,80 @@ impl CallResult {
         }
     }
 }
+
+/// How a tool is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A host function, invoked by the binding.
+    Native { handler: Option<String> },
+    /// POST to a URL.
+    Http { url: String },
+    /// Code in a sandbox.
+    Code { sandbox: String },
+    /// An MCP server's tool.
+    Mcp { server: String },
+}
+
+/// A call that passed steps 1–7 and may now run.
+#[derive(Debug, Clone)]
+pub struct Ticket {
+    /// The call's id.
+    pub call_id: String,
+    /// The run's id.
+    pub run_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The validated arguments.
+    pub args: Value,
+    /// The key handlers and services use to recognise a retried call.
+    pub idempotency_key: String,
+    /// How long the tool may take, in ms.
+    pub timeout_ms: u64,
+    /// How to reach it.
+    pub transport: Transport,
+    pub(crate) tool_index: usize,
+    pub(crate) principal: String,
+    pub(crate) tenant: Option<String>,
+    pub(crate) args_digest: Option<String>,
+    pub(crate) approval_id: Option<String>,
+    pub(crate) original_args_digest: Option<String>,
+    pub(crate) would_refuse: Vec<WouldRefuse>,
+    /// The call made its own run (no explicit run): forget it when the call ends.
+    pub(crate) own_run: bool,
+    /// The run's labels as known when the call was decided.
+    pub(crate) labels: Option<Labels>,
+    pub(crate) ts_ms: u64,
+    pub(crate) started: Instant,
+    pub(crate) decide_us: u64,
+}
+
+/// What happened when the tool was invoked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InvokeOutcome {
+    /// The tool returned this value.
+    Returned(Value),
+    /// The tool raised or failed; `kind` is a short, safe name (an exception class).
+    Failed { kind: String },
+    /// The tool overran its timeout and was abandoned.
+    TimedOut,
+    /// The tool returned something with no JSON form.
+    NotJson { reason: String },
+    /// The transport refused to reach the tool (test mode, policy).
+    TransportRefused { reason: String },
+    /// The sandbox reported an error (a safe, Python-style message).
+    SandboxError { message: String },
+}
+
+/// A refusal that a rule or layer in shadow mode would have made.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WouldRefuse {
+    /// The code it would have refused with.
+    pub code: RefusalCode,
+    /// The step.
+    pub step: Step,
+    /// The policy layer.
+    pub layer: String,
+    /// The rule (none: the layer's default deny).
+    pub rule: Option<String>,
+}
+
