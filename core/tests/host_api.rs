@@ -68,7 +68,7 @@ fn an_outcome_after_the_deadline_ends_timeout_in_every_mode() {
             let ticket = begin(&host, "slow", json!({}));
             std::thread::sleep(ticket.remaining() + Duration::from_millis(5));
             let result = host.finish(ticket, outcome);
-            assert_eq!((result.decision, result.code.as_deref(), result.step), (Decision::Refused, Some("timeout"), Some(Step::Invoke)));
+            assert_eq!((result.decision, result.code.map(|c| c.as_str()), result.step), (Decision::Refused, Some("timeout"), Some(Step::Invoke)));
             assert_eq!(result.output, None);
         }
     }
@@ -158,7 +158,7 @@ fn handler_refs_resolve_through_the_host_with_the_origin_checked_in_core() {
     };
     let options = HostOptions { handlers: vec![decl("given", HandlerMode::CallerThread)], resolver: Some(&mut resolver), ..HostOptions::default() };
     let err = Host::load(&d.join("harness.yaml"), options).unwrap_err();
-    let mut got: Vec<(String, String, Option<usize>)> = err.problems.iter().map(|p| (p.file.clone().unwrap(), p.code.clone(), p.line)).collect();
+    let mut got: Vec<(String, String, Option<usize>)> = err.problems.iter().map(|p| (p.file.clone().unwrap(), p.code.as_str().to_string(), p.line)).collect();
     got.sort();
     let want = |f: &str| (format!("tools/{f}.yaml"), "handler_import_failed".to_string(), Some(5));
     assert_eq!(got, vec![want("builtin"), want("missing"), want("stdlib")]);
@@ -230,7 +230,7 @@ fn approvals_resume_in_one_call_and_callbacks_see_no_state() {
     assert_eq!(host.approvals().unwrap().len(), 1);
     // An edit past the schema is refused at step 2 after approval.
     match host.approve_and_resume(&id, &bob, Some(json!({"n": 50}))).unwrap() {
-        Begun::Refused(r) => assert_eq!(r.code.as_deref(), Some("invalid_args")),
+        Begun::Refused(r) => assert_eq!(r.code.map(|c| c.as_str()), Some("invalid_args")),
         other => panic!("{other:?}"),
     }
     let id = pending(5);

@@ -9,7 +9,6 @@
 
 mod callbacks;
 pub mod cel;
-mod classes;
 mod load;
 
 use std::collections::HashMap;
@@ -30,7 +29,7 @@ pub use crate::runtime::SpecFormat;
 pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
-pub use classes::{ClassExtra, RefusalClass};
+pub use crate::codes::{ArgumentCode, ClassExtra, ProblemCode, RefusalClass, RefusalCode};
 pub use load::{HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions};
 
 use crate::clock::ManualClock;
@@ -52,7 +51,7 @@ impl LoadErrors {
     /// The code: the problem's own when there is one, else `load_error`.
     pub fn code(&self) -> &str {
         match self.problems.as_slice() {
-            [one] => &one.code,
+            [one] => one.code.as_str(),
             _ => "load_error",
         }
     }
@@ -68,7 +67,7 @@ impl From<Error> for LoadErrors {
     fn from(e: Error) -> Self {
         match e {
             Error::Load(problems) => LoadErrors { problems },
-            other => LoadErrors { problems: vec![Problem::new(other.code().to_string(), other.to_string())] },
+            other => LoadErrors { problems: vec![Problem::new(other.code(), other.to_string())] },
         }
     }
 }
@@ -276,7 +275,7 @@ impl Host {
             // No governor, no ticket: unreachable, and harmless.
             None => CallResult {
                 decision: Decision::Refused,
-                code: Some("handler_error".into()),
+                code: Some(crate::codes::RefusalCode::HandlerError),
                 step: Some(Step::Invoke),
                 message: "this harness cannot take calls".into(),
                 tool: ticket.inner.tool,
