@@ -46,12 +46,88 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow) {
   }
 
   const NATIVE = Symbol('native')
+  const [evaluateParts, approvalParts] = native.celLitePartsFunctions()
+  const PLAN = Symbol('plan')
+  const HANDLE = Symbol('handle')
+  const NAME_SET = new Set(['principal', 'tenant', 'task', 'tool', 'args', 'labels'])
+  const isEnumerable = Object.prototype.propertyIsEnumerable
+  // The most arguments of a parts call (the addon reads at most 64), and presence bits (integers below 2^53).
+  const MAX_ARGS = 64
+  const MAX_BIT = 2 ** 52
+
+  function isPlainObject(v) {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return false
+    const proto = Object.getPrototypeOf(v)
+    return proto === Object.prototype || proto === null
+  }
+
+  // Gathers what the program reads of a present `value` into `out` (the
+  // addon's plan, from the core: `need` null is the whole value, else
+  // `[field, need, …]`): a whole value is one part (undefined when absent);
+  // a map one presence bit, then its fields. Conversion only: the addon
+  // converts the parts by the shared rules. False when the value needs the
+  // addon's own reading (a map that is not a plain object, an own
+  // `undefined`), which reports what is wrong.
+  function gather(value, need, out, st) {
+    if (need === null) {
+      out.push(value)
+      return true
+    }
+    if (!isPlainObject(value) || st.bit > MAX_BIT) return false
+    st.bits += st.bit
+    st.bit *= 2
+    for (let i = 0; i < need.length; i += 2) {
+      const child = need[i + 1]
+      if (isEnumerable.call(value, need[i])) {
+        const item = value[need[i]]
+        if (item === undefined || !gather(item, child, out, st)) return false
+      } else if (child === null) {
+        out.push(undefined)
+      } else {
+        if (st.bit > MAX_BIT) return false
+        st.bit *= 2
+      }
+    }
+    return true
+  }
+
+  // `[handle, bits, ...parts]` for the addon's parts functions, or null for its exact route.
+  function parts(program, vars) {
+    const out = [program[HANDLE], 0]
+    const st = { bits: 0, bit: 1 }
+    if (vars !== undefined && vars !== null) {
+      if (typeof vars !== 'object' || Array.isArray(vars)) return null
+      for (const key of Object.keys(vars)) if (!NAME_SET.has(key)) return null
+    }
+    const plan = program[PLAN]
+    for (let i = 0; i < plan.length; i += 2) {
+      const value = vars === undefined || vars === null ? undefined : vars[plan[i]]
+      const need = plan[i + 1]
+      if (value !== undefined) {
+        if (!gather(value, need, out, st)) return null
+      } else if (need === null) {
+        out.push(undefined)
+      } else {
+        if (st.bit > MAX_BIT) return null
+        st.bit *= 2
+      }
+    }
+    if (out.length > MAX_ARGS) return null
+    out[1] = st.bits
+    return out
+  }
+
+  function verdict(answer) {
+    return typeof answer === 'string' ? { required: true, reason: answer } : { required: answer, reason: null }
+  }
 
   /** A compiled expression: immutable; evaluate it as often as needed. */
   class Program {
     constructor(inner) {
       if (!(inner instanceof native.CelProgram)) throw new TypeError('use celLite.compile(text) to make a Program')
       this[NATIVE] = inner
+      this[PLAN] = inner.plan
+      this[HANDLE] = inner.handle
       /** The source text. */
       this.source = inner.source
       Object.freeze(this)
@@ -69,7 +145,8 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow) {
      */
     evaluate(vars, options) {
       try {
-        return this[NATIVE].evaluate(vars)
+        const args = parts(this, vars)
+        return args === null ? this[NATIVE].evaluate(vars) : evaluateParts(...args)
       } catch (err) {
         if (options && typeof options === 'object' && 'default' in options && err && err.kind === 'unevaluable') {
           return options.default
@@ -81,7 +158,8 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow) {
     /** The approval rule: `{ required, reason }`; true, unevaluable or not a bool means required. */
     approvalRequired(vars) {
       try {
-        return this[NATIVE].approvalRequired(vars)
+        const args = parts(this, vars)
+        return verdict(args === null ? this[NATIVE].approvalRequired(vars) : approvalParts(...args))
       } catch (err) {
         return mapError(err)
       }

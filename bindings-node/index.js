@@ -173,9 +173,59 @@ const _testing = {
   },
 }
 
+// The deepest value sent as JSON text; deeper ones take the walk (serde_json
+// parses at most 128 levels, and the walk gives the nesting error).
+const TEXT_MAX_DEPTH = 100
+
+/**
+ * Whether `JSON.stringify(v)` says exactly what the addon's value walk would
+ * convert: only finite numbers, strings, booleans, null, arrays without holes
+ * and plain objects, and no `toJSON` anywhere (own, inherited or not
+ * enumerable). Anything else (undefined, functions, NaN, BigInt, a Date, a Map,
+ * a class instance) would be dropped or changed by `JSON.stringify`, so it
+ * takes the walk, which refuses it or applies the shared rules.
+ */
+function jsonExact(v, depth) {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return true
+    case 'number':
+      return Number.isFinite(v)
+    case 'object': {
+      if (v === null) return true
+      if (depth >= TEXT_MAX_DEPTH || v.toJSON !== undefined) return false
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) if (!jsonExact(v[i], depth + 1)) return false
+        return true
+      }
+      const proto = Object.getPrototypeOf(v)
+      if (proto !== Object.prototype && proto !== null) return false
+      const keys = Object.keys(v)
+      for (let i = 0; i < keys.length; i++) if (!jsonExact(v[keys[i]], depth + 1)) return false
+      return true
+    }
+    default:
+      return false
+  }
+}
+
+/**
+ * `value` as `JSON.stringify` text when that text is exact, else undefined.
+ * One string crosses to the addon instead of a walk of N-API calls per
+ * property; the core parses it (numbers by the same rule as the walk) and
+ * canonicalises it. A getter is read twice (check, then text).
+ */
+function jsonText(value) {
+  return jsonExact(value, 0) ? JSON.stringify(value) : undefined
+}
+
 function definitionDigest(name, description, inputSchema) {
   try {
-    return native.definitionDigest(name, description, inputSchema)
+    const text = jsonText(inputSchema)
+    // null: the text holds what the core cannot take from text (a lone surrogate): walk.
+    const digest = text === undefined ? null : native.definitionDigestText(name, description, text)
+    return digest ?? native.definitionDigest(name, description, inputSchema)
   } catch (err) {
     return rethrow(err)
   }
@@ -183,7 +233,9 @@ function definitionDigest(name, description, inputSchema) {
 
 function canonicalJson(value) {
   try {
-    return native.canonicalJson(value)
+    const text = jsonText(value)
+    const canonical = text === undefined ? null : native.canonicalJsonText(text)
+    return canonical ?? native.canonicalJson(value)
   } catch (err) {
     return rethrow(err)
   }

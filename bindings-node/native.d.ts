@@ -15,10 +15,17 @@ export declare class CelProgram {
   get source(): string
   /** The variable names the expression uses, in order of first use. */
   get names(): Array<string>
+  /**
+   * What `cel_lite.js` gathers of each variable: `[name, need, …]`, a need
+   * being `null` (the whole value) or `[field, need, …]` (only those fields of a plain object).
+   */
+  get plan(): Array<unknown>
+  /** The handle the parts functions take (an external). */
+  get handle(): unknown
   /** Evaluates against `vars`; throws an error of kind `unevaluable` (with `reason`) when a runtime error stops it. */
   evaluate(vars?: Record<string, unknown> | null): unknown
-  /** The approval rule: `{ required, reason }`; true, unevaluable or not a bool means required. */
-  approvalRequired(vars?: Record<string, unknown> | null): { required: boolean, reason: string | null }
+  /** The approval rule: `true`/`false`, or the reason (a string) when the expression could not decide. */
+  approvalRequired(vars?: Record<string, unknown> | null): boolean | string
 }
 
 /** A running gateway (native side); `serveMcp` in `governor.js` drives it. */
@@ -87,14 +94,33 @@ export declare class NativeRuntime {
 /** The canonical JSON text of a value. */
 export declare function canonicalJson(value: unknown): string
 
+/**
+ * [`canonical_json`] of a value given as its `JSON.stringify` text; null as
+ * for [`definition_digest_text`].
+ */
+export declare function canonicalJsonText(text: string): string | null
+
 /** Compiles a cel-lite expression; throws an error of kind `cel_compile` with `code`, `line`, `column` and `reason`. */
 export declare function celLiteCompile(text: string): CelProgram
+
+/**
+ * The raw parts functions, `[evaluateParts, approvalParts]`, which take
+ * `(handle, bits, ...parts)`: napi-rs's generated functions convert
+ * arguments one by one, these read them all at once.
+ */
+export declare function celLitePartsFunctions(): [(handle: unknown, bits: number, ...parts: unknown[]) => unknown, (handle: unknown, bits: number, ...parts: unknown[]) => boolean | string]
 
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number
 
 /** The definition digest (`sha256:…`) of a tool's name, description and input schema. */
 export declare function definitionDigest(name: string, description: string, inputSchema: unknown): string
+
+/**
+ * [`definition_digest`] of a schema given as its `JSON.stringify` text; null
+ * when the text cannot be read exactly (`index.js` then walks the value).
+ */
+export declare function definitionDigestText(name: string, description: string, inputSchema: string): string | null
 
 /** Parses one manifest (an object, or YAML/JSON text) and returns its description. */
 export declare function describeManifest(manifest: unknown, origin?: string): Record<string, unknown>

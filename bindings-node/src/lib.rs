@@ -409,6 +409,46 @@ pub fn definition_digest(env: Env, name: String, description: String, input_sche
     harnessweaver_core::definition_digest(&name, &description, &schema).map_err(|e| throw(&env, &e))
 }
 
+/// A value from `JSON.stringify` text (which `index.js` sends only for values
+/// it says exactly), every number read as the JavaScript number it prints, so
+/// by [`number`] as the walk reads it (`1152921504606846976` is 2^60 as a
+/// double, not an integer beyond ±2^53). `None` when serde_json cannot read
+/// the text (a lone surrogate, which N-API reads as U+FFFD; nesting beyond
+/// its limit): the caller walks the value instead, with the walk's result.
+fn from_json_text(text: &str) -> Option<std::result::Result<Value, CoreError>> {
+    fn js_numbers(value: &mut Value) -> std::result::Result<(), CoreError> {
+        match value {
+            Value::Number(n) => {
+                *value = number(n.as_f64().unwrap_or(f64::NAN))?;
+                Ok(())
+            }
+            Value::Array(items) => items.iter_mut().try_for_each(js_numbers),
+            Value::Object(map) => map.values_mut().try_for_each(js_numbers),
+            Value::Null | Value::Bool(_) | Value::String(_) => Ok(()),
+        }
+    }
+    let mut value: Value = serde_json::from_str(text).ok()?;
+    Some(js_numbers(&mut value).map(|()| value))
+}
+
+/// [`definition_digest`] of a schema given as its `JSON.stringify` text; null
+/// when the text cannot be read exactly (`index.js` then walks the value).
+#[napi]
+pub fn definition_digest_text(env: Env, name: String, description: String, input_schema: String) -> Result<Option<String>> {
+    let Some(schema) = from_json_text(&input_schema) else { return Ok(None) };
+    let schema = schema.map_err(|e| throw(&env, &e))?;
+    harnessweaver_core::definition_digest(&name, &description, &schema).map(Some).map_err(|e| throw(&env, &e))
+}
+
+/// [`canonical_json`] of a value given as its `JSON.stringify` text; null as
+/// for [`definition_digest_text`].
+#[napi]
+pub fn canonical_json_text(env: Env, text: String) -> Result<Option<String>> {
+    let Some(value) = from_json_text(&text) else { return Ok(None) };
+    let value = value.map_err(|e| throw(&env, &e))?;
+    harnessweaver_core::canonical::to_string(&value).map(Some).map_err(|e| throw(&env, &e))
+}
+
 /// The canonical JSON text of a value.
 #[napi(ts_args_type = "value: unknown")]
 pub fn canonical_json(env: Env, value: Unknown<'_>) -> Result<String> {

@@ -140,6 +140,47 @@ test('bad vars are clear errors', () => {
   }
 })
 
+test('only the parts of a variable an expression reads are converted', () => {
+  // A selection chain reads one field of each map on its way; any other use reads the whole value.
+  const date = new Date(0)
+  const args = { amount_usd: 250, when: date, nested: { a: 1, f: () => 1 } }
+  assert.equal(celLite.compile('args.amount_usd > 100').evaluate({ args }), true)
+  assert.equal(celLite.compile('args.nested.a == 1 && has(args.nested.a)').evaluate({ args }), true)
+  const invalid = (expr, vars, code) =>
+    assert.throws(() => celLite.compile(expr).evaluate(vars), (e) => e instanceof hw.InvalidValueError && e.code === code, expr)
+  invalid('size(args) > 1', { args }, 'unsupported_type')
+  invalid('args.amount_usd > 1 && args.nested == {}', { args }, 'unsupported_type')
+  invalid('args.when == 1', { args }, 'unsupported_type')
+  invalid('args.x == 1', { args: { x: undefined } }, 'unsupported_type')
+  invalid('args.x == 1', { args: { x: NaN } }, 'non_finite_number')
+  invalid('args.x == 1', { args: new Map([['x', 1]]) }, 'unsupported_type')
+  // Only own properties are fields, as for the whole value.
+  const unevaluableReason = (expr, vars) => celLite.compile(expr).approvalRequired(vars).reason
+  assert.equal(unevaluableReason('args.toString == 1', { args: {} }), 'no such key `toString` in `args`')
+  invalid('args.x == 1', { args: Object.create({ x: 1 }) }, 'unsupported_type')
+  Object.prototype.polluted = 1 // eslint-disable-line no-extend-native
+  try {
+    assert.equal(unevaluableReason('args.polluted == 1', { args: {} }), 'no such key `polluted` in `args`')
+  } finally {
+    delete Object.prototype.polluted
+  }
+  const bare = Object.create(null)
+  bare.x = 2
+  assert.equal(celLite.compile('args.x == 2').evaluate({ args: bare }), true)
+  const proto = { __proto__: null }
+  Object.defineProperty(proto, '__proto__', { value: { y: 3 }, enumerable: true })
+  assert.equal(celLite.compile('args.__proto__.y == 3').evaluate({ args: proto }), true)
+  // Not a map: the evaluation reports its type, as with the whole value.
+  assert.equal(unevaluableReason('args.a.b == 1', { args: { a: 'text' } }), 'cannot select `b` from `args.a`, a string')
+  assert.equal(unevaluableReason('args.a.b == 1', { args: { a: [1] } }), 'cannot select `b` from `args.a`, a list')
+  assert.equal(unevaluableReason('args.a.b == 1', { args: {} }), 'no such key `a` in `args`')
+  // The same answers as with the whole value on every bench-shaped input.
+  for (const vars of [VARS, { ...VARS, principal: { roles: ['finance'] } }, { ...VARS, tool: { risk: 'critical' } }]) {
+    const whole = celLite.compile(`(${APPROVAL}) && size(args) >= 0 && size(principal) >= 0 && size(tool) >= 0`)
+    assert.equal(celLite.compile(APPROVAL).evaluate(vars), whole.evaluate(vars))
+  }
+})
+
 const BIG = 'a'.repeat(10_000_000)
 const MILLION = Array.from({ length: 1_000_000 }, (_, i) => i)
 

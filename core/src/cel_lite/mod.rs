@@ -28,12 +28,14 @@
 
 mod eval;
 mod lexer;
+mod needs;
 mod parser;
 mod value;
 
 use serde_json::{Map, Value};
 use std::fmt;
 
+pub use needs::Need;
 pub use value::CelValue;
 
 /// The names an expression may use: the variables of a tool call.
@@ -199,6 +201,8 @@ pub struct Program {
     root: parser::Expr,
     /// The names the expression uses, in slot order.
     names: Vec<String>,
+    /// What an evaluation can read of each of them, in slot order.
+    needs: Vec<Need>,
     source: String,
     max_cost: u64,
 }
@@ -289,13 +293,20 @@ pub fn compile_with(text: &str, options: &Options) -> Result<Program, CompileErr
     }
     let tokens = lexer::tokenize(text)?;
     let (root, names) = parser::parse(text, tokens, options)?;
-    Ok(Program { root, names, source: text.to_string(), max_cost: options.max_cost })
+    let needs = needs::of(&root, names.len());
+    Ok(Program { root, names, needs, source: text.to_string(), max_cost: options.max_cost })
 }
 
 impl Program {
     /// The variable names the expression uses, in order of first use.
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// What an evaluation can read of each name of [`Program::names`], in the
+    /// same order: a host may convert only that much of each variable.
+    pub fn needs(&self) -> &[Need] {
+        &self.needs
     }
 
     /// The source text the program was compiled from.
