@@ -7,10 +7,27 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::manifest::Constraint;
-
 /// Largest compiled size of a `pattern` regex in a schema (linear-time engine).
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// One payload constraint (seed 003): bounded operators on one path.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Constraint {
+    /// A string, list or object must not be empty.
+    pub non_empty: Option<bool>,
+    /// Longest string, in characters.
+    pub max_length: Option<u64>,
+    /// Smallest number.
+    pub min: Option<f64>,
+    /// Largest number.
+    pub max: Option<f64>,
+    /// The only values allowed (JSON scalars).
+    pub allowed_values: Option<Vec<Value>>,
+    /// Fewest list items.
+    pub min_items: Option<u64>,
+    /// Most list items.
+    pub max_items: Option<u64>,
+}
 
 /// Where and why arguments failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
