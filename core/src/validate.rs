@@ -86,6 +86,28 @@ pub fn with_compile_cache<T>(f: impl FnOnce() -> T) -> T {
 /// The schemas compiled in a cache scope, by their JSON text.
 pub(crate) type CompiledSchemas = HashMap<String, Arc<jsonschema::Validator>>;
 
+/// Adds schemas compiled before (each with its compiled form) to the
+/// current [`with_compile_cache`] scope (nothing outside one), so a later
+/// [`SchemaValidator::compile`] of an equal schema reuses it: a governor
+/// built from a harness loaded earlier compiles nothing its tools hold.
+/// A compiled form met twice (tools sharing a schema) is keyed once.
+pub fn remember<'a>(compiled: impl Iterator<Item = (&'a Value, &'a SchemaValidator)>) {
+    if !COMPILED.with(|c| c.borrow().is_some()) {
+        return;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut found = CompiledSchemas::new();
+    for (schema, validator) in compiled {
+        if !seen.insert(Arc::as_ptr(&validator.inner)) {
+            continue;
+        }
+        if let Ok(key) = serde_json::to_string(schema) {
+            found.insert(key, validator.inner.clone());
+        }
+    }
+    add_compiled_schemas(found);
+}
+
 /// A copy of the current scope's compiled schemas (empty outside a scope),
 /// for handing a worker thread's cache to the thread that spawned it.
 pub(crate) fn compiled_schemas() -> CompiledSchemas {

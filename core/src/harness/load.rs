@@ -140,10 +140,10 @@ fn check_manifest_file(dir: &Path, file: &Path, spec: &HarnessSpec) -> CheckedFi
                             name = Some((written.to_string(), name_node.pos));
                         }
                     }
-                    if let Some((m, schema_pos)) = parse_manifest(&node, &mut mcx) {
-                        check_mcp_server(&m, &node, spec, &mut mcx);
+                    if let Some(parsed) = parse_manifest(&node, &mut mcx) {
+                        check_mcp_server(&parsed.manifest, &node, spec, &mut mcx);
                         let clean = mcx.problems.is_empty();
-                        tool = Tool::build(m, Some(rel.clone()), Some(file.to_path_buf()), spec.tools.max_output_bytes, &mut mcx, schema_pos)
+                        tool = Tool::build(parsed, Some(rel.clone()), Some(file.to_path_buf()), spec.tools.max_output_bytes, &mut mcx)
                             .map(|t| (t, clean));
                     }
                 }
@@ -181,6 +181,7 @@ fn io_reason(e: &std::io::Error) -> String {
 fn expand_globs(dir: &Path, globs: &[(String, Pos, String)], cx: &mut Checker, harness: Option<&Path>) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut seen = HashSet::new();
+    let mut resolver = Resolver::default();
     for (pattern, pos, path) in globs {
         let p = Path::new(pattern);
         if p.is_absolute() || p.components().any(|c| matches!(c, Component::Prefix(_) | Component::RootDir)) {
@@ -200,10 +201,7 @@ fn expand_globs(dir: &Path, globs: &[(String, Pos, String)], cx: &mut Checker, h
         let mut escaped = false;
         for entry in entries {
             let Ok(found) = entry else { continue };
-            let canonical = match found.canonicalize() {
-                Ok(c) => c,
-                Err(_) => continue,
-            };
+            let Some((canonical, is_file)) = resolver.resolve(&found) else { continue };
             if !canonical.starts_with(dir) {
                 if !escaped {
                     let shown = relative(dir, &found);
@@ -220,7 +218,7 @@ fn expand_globs(dir: &Path, globs: &[(String, Pos, String)], cx: &mut Checker, h
             }
             // Directories are not manifests, and `*.yaml` beside harness.yaml
             // should not read harness.yaml as a tool.
-            if !canonical.is_file() || Some(canonical.as_path()) == harness {
+            if !is_file || Some(canonical.as_path()) == harness {
                 continue;
             }
             matched += 1;
@@ -233,6 +231,38 @@ fn expand_globs(dir: &Path, globs: &[(String, Pos, String)], cx: &mut Checker, h
         }
     }
     files
+}
+
+/// Resolves the files a glob matched to their canonical paths with one
+/// `lstat` each: the directories they sit in are resolved once, not once per
+/// file (a harness may hold thousands of manifests in one folder).
+#[derive(Default)]
+struct Resolver {
+    dirs: HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl Resolver {
+    /// The canonical path of `found` and whether it is a regular file (after
+    /// links), or `None` when it cannot be resolved.
+    fn resolve(&mut self, found: &Path) -> Option<(PathBuf, bool)> {
+        let meta = found.symlink_metadata().ok()?;
+        let whole = |p: &Path| {
+            p.canonicalize().ok().map(|c| {
+                let is_file = c.is_file();
+                (c, is_file)
+            })
+        };
+        match (found.parent(), found.file_name()) {
+            // A link is followed to wherever it leads.
+            _ if meta.file_type().is_symlink() => whole(found),
+            (Some(parent), Some(name)) => {
+                let dir = self.dirs.entry(parent.to_path_buf()).or_insert_with(|| parent.canonicalize().ok()).as_ref()?;
+                Some((dir.join(name), meta.is_file()))
+            }
+            // `..` or a root.
+            _ => whole(found),
+        }
+    }
 }
 
 /// Reads one policy layer file into `spec`, returning its problems.
@@ -310,6 +340,22 @@ mod tests {
         let harness = root.join("harness.yaml");
         std::fs::write(&harness, "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.yaml\"]\n").unwrap();
         harness
+    }
+
+    #[test]
+    fn a_runtime_from_a_loaded_harness_reads_no_file_again() {
+        let root = std::env::temp_dir().join(format!("hw-read-once-{}", std::process::id()));
+        let path = write_harness(&root, 3, false);
+        let harness = Harness::load(&path).unwrap();
+        // The files are gone: only what was read once remains.
+        std::fs::remove_dir_all(&root).unwrap();
+        let tool = harness.tool("tool_0001").unwrap();
+        assert!(tool.validator().check(&serde_json::json!({"id": "R-12"})).is_none());
+        assert_eq!(tool.validator().check(&serde_json::json!({"id": "x"})).map(|v| v.keyword), Some("pattern".to_string()));
+        let runtime = crate::Runtime::from_harness(harness, crate::LoadOptions::default()).unwrap();
+        let names: Vec<&str> = runtime.tools().map(Tool::name).collect();
+        assert_eq!(names, ["tool_0000", "tool_0001", "tool_0002"]);
+        assert!(crate::Runtime::load(&path, crate::LoadOptions::default()).is_err());
     }
 
     #[test]

@@ -7,13 +7,14 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::model::{Manifest, PinState, DEFAULT_MAX_OUTPUT_BYTES};
-use super::parse::parse_manifest;
+use super::model::{PinState, DEFAULT_MAX_OUTPUT_BYTES};
+use super::parse::{parse_manifest, ParsedManifest};
 use super::tool::Tool;
 use crate::check::Checker;
 use crate::digest;
 use crate::error::{Error, Problem};
-use crate::yaml::{self, Node, Pos};
+use crate::validate::SchemaValidator;
+use crate::yaml::{self, Node};
 
 impl Tool {
     /// Parses one manifest given as a JSON-like value (a tool registered in code).
@@ -41,14 +42,8 @@ impl Tool {
 
     /// Builds a tool from a checked manifest; `max_output_bytes` is the
     /// harness's `tools.max_output_bytes`.
-    pub(crate) fn build(
-        manifest: Manifest,
-        file: Option<String>,
-        path: Option<PathBuf>,
-        max_output_bytes: u64,
-        cx: &mut Checker,
-        schema_pos: Pos,
-    ) -> Option<Tool> {
+    pub(crate) fn build(parsed: ParsedManifest, file: Option<String>, path: Option<PathBuf>, max_output_bytes: u64, cx: &mut Checker) -> Option<Tool> {
+        let ParsedManifest { manifest, schema_pos, validator } = parsed;
         let digest = match digest::definition_digest(&manifest.name, &manifest.description, &manifest.input_schema) {
             Ok(d) => d,
             Err(e) => {
@@ -61,15 +56,22 @@ impl Tool {
             Some(p) if *p == digest => PinState::Pinned,
             Some(_) => PinState::Mismatched,
         };
-        Some(Tool { manifest, digest, pin, file, path, max_output_bytes })
+        // Compiled once here (the parser compiled a schema it was given) and
+        // shared with the governor, which validates arguments with it.
+        let validator = match validator.map_or_else(|| SchemaValidator::compile(&manifest.input_schema), Ok) {
+            Ok(v) => v,
+            Err(message) => {
+                cx.report("invalid_schema", schema_pos, "spec.input_schema", message);
+                return None;
+            }
+        };
+        Some(Tool { manifest, digest, pin, file, path, max_output_bytes, validator })
     }
 }
 
-fn finish_one(parsed: Option<(Manifest, Pos)>, mut cx: Checker) -> Result<Tool, Error> {
+fn finish_one(parsed: Option<ParsedManifest>, mut cx: Checker) -> Result<Tool, Error> {
     let origin = cx.file.clone();
-    let tool = parsed.and_then(|(m, schema_pos)| {
-        Tool::build(m, origin.clone(), None, DEFAULT_MAX_OUTPUT_BYTES, &mut cx, schema_pos)
-    });
+    let tool = parsed.and_then(|p| Tool::build(p, origin.clone(), None, DEFAULT_MAX_OUTPUT_BYTES, &mut cx));
     match tool {
         Some(t) if cx.problems.is_empty() => Ok(t),
         _ => Err(Error::Load(nonempty(cx.take_sorted()))),

@@ -14,6 +14,7 @@ use super::model::{
 use super::schema::check_schema;
 use crate::check::{child_path, Checker, MapReader};
 use crate::digest;
+use crate::validate::SchemaValidator;
 use crate::yaml::{Node, NodeValue, Pos};
 
 /// Checks `apiVersion` and `kind` of a document mapping.
@@ -66,9 +67,19 @@ pub(crate) fn check_condition(cx: &mut Checker, text: &str, at: Location, path: 
     }
 }
 
-/// Parses and checks a manifest document. Returns the manifest (when the
-/// required parts are sound) and the position of `input_schema`; problems go to `cx`.
-pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<(Manifest, Pos)> {
+/// A manifest whose required parts are sound, with what building its tool needs.
+pub(crate) struct ParsedManifest {
+    /// The manifest, every default filled in.
+    pub(crate) manifest: Manifest,
+    /// Where `spec.input_schema` is (for a schema that cannot be pinned).
+    pub(crate) schema_pos: Pos,
+    /// The compiled `spec.input_schema`, when the manifest gives one.
+    pub(crate) validator: Option<SchemaValidator>,
+}
+
+/// Parses and checks a manifest document. Returns the manifest when the
+/// required parts are sound; problems go to `cx`.
+pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedManifest> {
     let mut doc = cx.map(node, "")?;
     check_header(&mut doc, cx, "Tool");
     let before = cx.problems.len();
@@ -118,9 +129,12 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<(Manifest,
     let known = chosen.is_some();
     let transport = chosen.unwrap_or(Transport::Native);
     let description = spec.get("description").and_then(|n| cx.string(n, "spec.description")).unwrap_or_default();
-    let (input_schema, schema_pos) = match spec.get("input_schema") {
-        None => (json!({"type": "object"}), spec_node.pos),
-        Some(n) => (check_schema(n, cx).unwrap_or_else(|| json!({"type": "object"})), n.pos),
+    let (input_schema, validator, schema_pos) = match spec.get("input_schema") {
+        None => (json!({"type": "object"}), None, spec_node.pos),
+        Some(n) => match check_schema(n, cx) {
+            Some((schema, compiled)) => (schema, Some(compiled), n.pos),
+            None => (json!({"type": "object"}), None, n.pos),
+        },
     };
     let definition_digest = match spec.get("definition_digest") {
         None => None,
@@ -259,7 +273,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<(Manifest,
         output,
         payload_constraints,
     };
-    Some((manifest, schema_pos))
+    Some(ParsedManifest { manifest, schema_pos, validator })
 }
 
 fn meta_string_or_number(cx: &mut Checker, node: Option<&Node>, path: &str) -> Option<String> {

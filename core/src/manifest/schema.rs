@@ -12,8 +12,8 @@ const SCHEMA_TYPES: &[&str] = &["object", "array", "string", "number", "integer"
 
 /// Checks `input_schema`: a mapping, convertible to JSON, whose top-level
 /// `type` (when given) is `object`, and whose common keywords have the right
-/// shape. Returns the schema as JSON.
-pub(super) fn check_schema(node: &Node, cx: &mut Checker) -> Option<Value> {
+/// shape. Returns the schema as JSON with its compiled form.
+pub(super) fn check_schema(node: &Node, cx: &mut Checker) -> Option<(Value, SchemaValidator)> {
     if !matches!(node.value, NodeValue::Map(_)) {
         cx.report(
             "wrong_type",
@@ -43,7 +43,7 @@ pub(super) fn check_schema(node: &Node, cx: &mut Checker) -> Option<Value> {
         // The same compiler the governor validates arguments with, so a
         // schema that loads is one that can check a call.
         Ok(v) => match SchemaValidator::compile(&v) {
-            Ok(_) => Some(v),
+            Ok(compiled) => Some((v, compiled)),
             Err(msg) => {
                 cx.report("invalid_schema", node.pos, "spec.input_schema", msg);
                 None

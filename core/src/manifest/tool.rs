@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 
 use super::model::{risk_name, sanitizer_name, side_effect_name, transport_name, Constraint, Manifest, PinState, TrustLabel};
+use crate::validate::SchemaValidator;
 
 /// A loaded tool: its manifest, where it came from, and its digest.
 #[derive(Debug, Clone)]
@@ -17,6 +18,7 @@ pub struct Tool {
     pub(super) file: Option<String>,
     pub(super) path: Option<PathBuf>,
     pub(super) max_output_bytes: u64,
+    pub(super) validator: SchemaValidator,
 }
 
 impl Tool {
@@ -33,6 +35,11 @@ impl Tool {
     /// The digest of the current `{name, description, input_schema}`.
     pub fn digest(&self) -> &str {
         &self.digest
+    }
+
+    /// The compiled `spec.input_schema` (what step 2 validates arguments with).
+    pub fn validator(&self) -> &SchemaValidator {
+        &self.validator
     }
 
     /// The parsed manifest.
