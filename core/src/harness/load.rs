@@ -9,8 +9,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
 use super::model::{Harness, HarnessSpec};
-use super::parse::{parse_harness, LayerFile};
-use super::policy::parse_layer_file;
+use super::parse::parse_harness;
+use super::policy::{parse_layer_file, LayerFile};
 use crate::check::Checker;
 use crate::error::{Error, Problem};
 use crate::manifest::{self, parse_manifest, parse_text, Tool};

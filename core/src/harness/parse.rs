@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use super::model::{
-    AuditSink, Budgets, EnforceMode, HarnessSpec, McpConnect, McpServer, Mode, PolicyLayer, PolicyRule, StateBackend, StateOptions,
+    AuditSink, Budgets, EnforceMode, HarnessSpec, McpConnect, McpServer, Mode, PolicyLayer, StateBackend, StateOptions,
     StoreErrorMode, ToolsSettings, TrifectaMode,
 };
-use super::policy::parse_policy;
+use super::policy::{parse_policy, LayerFile, ParsedPolicy};
 use super::redact_url;
 use crate::check::{child_path, Checker, MapReader};
 use crate::manifest::{self, check_header, DEFAULT_MAX_OUTPUT_BYTES, RISKS};
@@ -223,28 +223,6 @@ fn parse_state_options(node: &Node, cx: &mut Checker) -> StateOptions {
     options
 }
 
-/// A policy layer whose rules live in another file, read after harness.yaml.
-pub(super) struct LayerFile {
-    /// Index of the layer in [`HarnessSpec::layers`].
-    pub(super) layer: usize,
-    /// The file as written.
-    pub(super) file: String,
-    /// Where `file` is written.
-    pub(super) pos: Pos,
-    /// Its field path.
-    pub(super) path: String,
-}
-
-/// What `spec.policy` holds: the layers, the inline rules, and layer files to read.
-#[derive(Default)]
-pub(super) struct ParsedPolicy {
-    /// The layers, highest first, the inline `harness` layer last.
-    pub(super) layers: Vec<PolicyLayer>,
-    /// Every inline rule, in layer order.
-    pub(super) rules: Vec<PolicyRule>,
-    /// Layers whose rules are in files.
-    pub(super) files: Vec<LayerFile>,
-}
 
 fn env_map(cx: &mut Checker, node: Option<&Node>, path: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();

@@ -3,10 +3,32 @@
 //! calls.
 
 use super::model::{Effect, EnforceMode, ExampleExpect, PolicyExample, PolicyLayer, PolicyRule};
-use super::parse::{LayerFile, ParsedPolicy};
 use crate::check::Checker;
 use crate::manifest::{self, check_header};
-use crate::yaml::{Node, NodeValue};
+use crate::yaml::{Node, NodeValue, Pos};
+
+/// A policy layer whose rules live in another file, read after harness.yaml.
+pub(super) struct LayerFile {
+    /// Index of the layer in `HarnessSpec::layers`.
+    pub(super) layer: usize,
+    /// The file as written.
+    pub(super) file: String,
+    /// Where `file` is written.
+    pub(super) pos: Pos,
+    /// Its field path.
+    pub(super) path: String,
+}
+
+/// What `spec.policy` holds: the layers, the inline rules, and layer files to read.
+#[derive(Default)]
+pub(super) struct ParsedPolicy {
+    /// The layers, highest first, the inline `harness` layer last.
+    pub(super) layers: Vec<PolicyLayer>,
+    /// Every inline rule, in layer order.
+    pub(super) rules: Vec<PolicyRule>,
+    /// Layers whose rules are in files.
+    pub(super) files: Vec<LayerFile>,
+}
 
 const MODES: &[(&str, EnforceMode)] = &[("enforce", EnforceMode::Enforce), ("shadow", EnforceMode::Shadow)];
 const DEFAULTS: &[(&str, bool)] = &[("allow", true), ("deny", false)];
