@@ -168,11 +168,12 @@ impl Checker {
 
     /// One of `choices`, by its text.
     pub fn choice<T: Copy>(&mut self, node: &Node, path: &str, choices: &[(&str, T)]) -> Option<T> {
-        let names: Vec<String> = choices.iter().map(|(n, _)| format!("`{n}`")).collect();
+        // Spelled out only for a problem: most values are valid.
+        let names = || choices.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ");
         let text = match &node.value {
             NodeValue::Str(s) => s.as_str(),
             _ => {
-                self.wrong_type(node, path, &format!("one of {}", names.join(", ")));
+                self.wrong_type(node, path, &format!("one of {}", names()));
                 return None;
             }
         };
@@ -183,7 +184,7 @@ impl Checker {
                     "invalid_value",
                     node.pos,
                     path,
-                    format!("`{path}` is `{text}`; expected one of {}", names.join(", ")),
+                    format!("`{path}` is `{text}`; expected one of {}", names()),
                 );
                 None
             }
@@ -275,7 +276,14 @@ pub(crate) fn child_path(parent: &str, key: &str) -> String {
     let plain = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     match (parent.is_empty(), plain) {
         (true, true) => key.to_string(),
-        (false, true) => format!("{parent}.{key}"),
+        // Built by hand: every field read builds one, and `format!` costs more.
+        (false, true) => {
+            let mut path = String::with_capacity(parent.len() + 1 + key.len());
+            path.push_str(parent);
+            path.push('.');
+            path.push_str(key);
+            path
+        }
         (_, false) => format!("{parent}[{}]", serde_json::Value::String(key.to_string())),
     }
 }

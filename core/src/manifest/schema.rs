@@ -68,8 +68,11 @@ fn schema_shape(node: &Node, path: &str, cx: &mut Checker, depth: usize) {
     }
     for (k, v) in entries {
         let Some(key) = k.as_str() else { continue };
-        let kpath = child_path(path, key);
+        // The field path is built only where it is used (nested schemas and
+        // problems): most keywords of a sound schema need none.
+        let kpath = || child_path(path, key);
         let bad = |cx: &mut Checker, what: &str| {
+            let kpath = kpath();
             cx.report("invalid_schema", v.pos, &kpath, format!("`{kpath}` must be {what}"));
         };
         match key {
@@ -87,6 +90,7 @@ fn schema_shape(node: &Node, path: &str, cx: &mut Checker, depth: usize) {
             }
             "properties" | "patternProperties" | "$defs" | "definitions" => match &v.value {
                 NodeValue::Map(props) => {
+                    let kpath = kpath();
                     for (pk, pv) in props {
                         let name = pk.as_str().unwrap_or_default();
                         schema_shape(pv, &child_path(&kpath, name), cx, depth + 1);
@@ -95,10 +99,11 @@ fn schema_shape(node: &Node, path: &str, cx: &mut Checker, depth: usize) {
                 _ => bad(cx, "a mapping of names to schemas"),
             },
             "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" | "propertyNames" => {
-                schema_shape(v, &kpath, cx, depth + 1);
+                schema_shape(v, &kpath(), cx, depth + 1);
             }
             "allOf" | "anyOf" | "oneOf" | "prefixItems" => match &v.value {
                 NodeValue::Seq(items) if !items.is_empty() => {
+                    let kpath = kpath();
                     for (i, item) in items.iter().enumerate() {
                         schema_shape(item, &format!("{kpath}[{i}]"), cx, depth + 1);
                     }
