@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::model::{AuditSink, Effect, Harness, McpConnect, McpServer, Mode, StateBackend, StoreErrorMode, TrifectaMode};
-use super::redact_url;
+use super::model::redact_url;
 use crate::manifest;
 
 impl Harness {

@@ -9,7 +9,7 @@ use super::model::{
     StoreErrorMode, ToolsSettings, TrifectaMode,
 };
 use super::policy::{parse_policy, LayerFile, ParsedPolicy};
-use super::redact_url;
+use super::model::redact_url;
 use crate::check::{child_path, Checker, MapReader};
 use crate::manifest::{self, check_header, DEFAULT_MAX_OUTPUT_BYTES, RISKS};
 use crate::yaml::{Node, NodeValue, Pos};
