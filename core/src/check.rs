@@ -55,12 +55,7 @@ impl Checker {
     /// the node is not one.
     pub fn map<'a>(&mut self, node: &'a Node, path: &str) -> Option<MapReader<'a>> {
         match &node.value {
-            NodeValue::Map(entries) => Some(MapReader {
-                node,
-                entries,
-                used: vec![false; entries.len()],
-                path: path.to_string(),
-            }),
+            NodeValue::Map(entries) => Some(MapReader { node, entries, used: vec![false; entries.len()], path: path.to_string() }),
             _ => {
                 let message = match (path.is_empty(), &node.value) {
                     (true, NodeValue::Null) => "the file is empty; expected a document with `apiVersion`, `kind` and `spec`".to_string(),
@@ -180,12 +175,7 @@ impl Checker {
         match choices.iter().find(|(n, _)| *n == text) {
             Some((_, v)) => Some(*v),
             None => {
-                self.report(
-                    "invalid_value",
-                    node.pos,
-                    path,
-                    format!("`{path}` is `{text}`; expected one of {}", names()),
-                );
+                self.report("invalid_value", node.pos, path, format!("`{path}` is `{text}`; expected one of {}", names()));
                 None
             }
         }

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use super::model::{AuditSink, Effect, Harness, McpConnect, McpServer, Mode, StateBackend, StoreErrorMode, TrifectaMode};
 use super::model::redact_url;
+use super::model::{AuditSink, Effect, Harness, McpConnect, McpServer, Mode, StateBackend, StoreErrorMode, TrifectaMode};
 use crate::manifest;
 
 impl Harness {

@@ -206,12 +206,7 @@ fn expand_globs(dir: &Path, globs: &[(String, Pos, String)], cx: &mut Checker, h
                 if !escaped {
                     let shown = relative(dir, &found);
                     let how = if found.is_symlink() { "a link that leads" } else { "a file" };
-                    cx.report(
-                        "path_escape",
-                        *pos,
-                        path,
-                        format!("`{pattern}` matches `{shown}`, {how} outside the harness directory"),
-                    );
+                    cx.report("path_escape", *pos, path, format!("`{pattern}` matches `{shown}`, {how} outside the harness directory"));
                 }
                 escaped = true;
                 continue;
@@ -338,7 +333,8 @@ mod tests {
             std::fs::write(root.join("tools").join(format!("m{i:04}.yaml")), text).unwrap();
         }
         let harness = root.join("harness.yaml");
-        std::fs::write(&harness, "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.yaml\"]\n").unwrap();
+        std::fs::write(&harness, "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.yaml\"]\n")
+            .unwrap();
         harness
     }
 
@@ -366,7 +362,8 @@ mod tests {
         let one = Harness::load_uncached(&clean, 1).unwrap();
         let many = Harness::load_uncached(&clean, 4).unwrap();
         assert_eq!(one.tools().len(), n);
-        let summary = |h: &Harness| h.tools().iter().map(|t| (t.name().to_string(), t.file().map(str::to_string), t.digest().to_string())).collect::<Vec<_>>();
+        let summary =
+            |h: &Harness| h.tools().iter().map(|t| (t.name().to_string(), t.file().map(str::to_string), t.digest().to_string())).collect::<Vec<_>>();
         assert_eq!(summary(&one), summary(&many));
 
         let broken = write_harness(&root, n, true);

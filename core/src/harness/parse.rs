@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
+use super::model::redact_url;
 use super::model::{
-    AuditSink, Budgets, EnforceMode, HarnessSpec, McpConnect, McpServer, Mode, PolicyLayer, StateBackend, StateOptions,
-    StoreErrorMode, ToolsSettings, TrifectaMode,
+    AuditSink, Budgets, EnforceMode, HarnessSpec, McpConnect, McpServer, Mode, PolicyLayer, StateBackend, StateOptions, StoreErrorMode,
+    ToolsSettings, TrifectaMode,
 };
 use super::policy::{parse_policy, LayerFile, ParsedPolicy};
-use super::model::redact_url;
 use crate::check::{child_path, Checker, MapReader};
 use crate::manifest::{self, check_header, DEFAULT_MAX_OUTPUT_BYTES, RISKS};
 use crate::yaml::{Node, NodeValue, Pos};
@@ -36,12 +36,8 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         .and_then(|n| cx.choice(n, "spec.mode", &[("production", Mode::Production), ("test", Mode::Test)]))
         .unwrap_or(Mode::Production);
 
-    let mut tools = ToolsSettings {
-        manifests: Vec::new(),
-        require_manifest: true,
-        max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
-        approval_by_risk: Vec::new(),
-    };
+    let mut tools =
+        ToolsSettings { manifests: Vec::new(), require_manifest: true, max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES, approval_by_risk: Vec::new() };
     let mut globs = Vec::new();
     if let Some(tn) = spec.require(cx, "tools") {
         if let Some(mut t) = cx.map(tn, "spec.tools") {
@@ -223,7 +219,6 @@ fn parse_state_options(node: &Node, cx: &mut Checker) -> StateOptions {
     options
 }
 
-
 fn env_map(cx: &mut Checker, node: Option<&Node>, path: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let Some(n) = node else { return out };
@@ -300,4 +295,3 @@ fn parse_mcp_server(r: &mut MapReader<'_>, cx: &mut Checker, path: &str) -> Opti
         }
     }
 }
-

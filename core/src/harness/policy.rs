@@ -55,13 +55,20 @@ pub(super) fn parse_policy(node: &Node, cx: &mut Checker, harness_file: &str) ->
                     l.finish(cx);
                     let Some(name) = name else { continue };
                     if name == "harness" || out.layers.iter().any(|x| x.name == name) {
-                        cx.report("invalid_value", item.pos, &format!("{path}.name"), format!("policy layer `{name}` is named twice (`harness` is the inline rules)"));
+                        cx.report(
+                            "invalid_value",
+                            item.pos,
+                            &format!("{path}.name"),
+                            format!("policy layer `{name}` is named twice (`harness` is the inline rules)"),
+                        );
                         continue;
                     }
                     let index = out.layers.len();
                     out.layers.push(PolicyLayer { name, mode: lmode, default_allow: ldefault, file: file.as_ref().map(|(f, _)| f.clone()) });
                     match (file, rules_node) {
-                        (Some(_), Some(r)) => cx.report("forbidden_field", r.pos, &format!("{path}.rules"), format!("`{path}` names a `file`; its rules go there")),
+                        (Some(_), Some(r)) => {
+                            cx.report("forbidden_field", r.pos, &format!("{path}.rules"), format!("`{path}` names a `file`; its rules go there"))
+                        }
                         (Some((file, pos)), None) => out.files.push(LayerFile { layer: index, file, pos, path: format!("{path}.file") }),
                         (None, Some(r)) => parse_rules(r, cx, &format!("{path}.rules"), index, lmode, harness_file, &mut out.rules),
                         (None, None) => {}
@@ -115,9 +122,9 @@ fn parse_rules(n: &Node, cx: &mut Checker, base: &str, layer: usize, layer_mode:
         let path = format!("{base}[{i}]");
         let Some(mut r) = cx.map(item, &path) else { continue };
         let name = r.require(cx, "name").and_then(|n| cx.string(n, &format!("{path}.name")));
-        let effect = r.require(cx, "effect").and_then(|n| {
-            cx.choice(n, &format!("{path}.effect"), &[("allow", Effect::Allow), ("deny", Effect::Deny), ("approve", Effect::Approve)])
-        });
+        let effect = r
+            .require(cx, "effect")
+            .and_then(|n| cx.choice(n, &format!("{path}.effect"), &[("allow", Effect::Allow), ("deny", Effect::Deny), ("approve", Effect::Approve)]));
         let tools = r.get("tools").and_then(|n| cx.strings(n, &format!("{path}.tools"))).unwrap_or_else(|| vec!["*".to_string()]);
         for t in &tools {
             if glob::Pattern::new(t).is_err() {
@@ -180,4 +187,3 @@ fn parse_examples(node: &Node, cx: &mut Checker, base: &str) -> Vec<PolicyExampl
     m.finish(cx);
     out
 }
-

@@ -42,7 +42,13 @@ impl Tool {
 
     /// Builds a tool from a checked manifest; `max_output_bytes` is the
     /// harness's `tools.max_output_bytes`.
-    pub(crate) fn build(parsed: ParsedManifest, file: Option<String>, path: Option<PathBuf>, max_output_bytes: u64, cx: &mut Checker) -> Option<Tool> {
+    pub(crate) fn build(
+        parsed: ParsedManifest,
+        file: Option<String>,
+        path: Option<PathBuf>,
+        max_output_bytes: u64,
+        cx: &mut Checker,
+    ) -> Option<Tool> {
         let ParsedManifest { manifest, schema_pos, validator } = parsed;
         let digest = match digest::definition_digest(&manifest.name, &manifest.description, &manifest.input_schema) {
             Ok(d) => d,

@@ -273,7 +273,6 @@ impl Default for CodeLimits {
     }
 }
 
-
 /// One payload constraint (the validator's own type: it checks them).
 pub use crate::validate::Constraint;
 
@@ -379,8 +378,7 @@ pub fn sanitizer_name(s: Sanitizer) -> &'static str {
     s.as_str()
 }
 
-pub(crate) const RISKS: &[(&str, Risk)] =
-    &[("low", Risk::Low), ("medium", Risk::Medium), ("high", Risk::High), ("critical", Risk::Critical)];
+pub(crate) const RISKS: &[(&str, Risk)] = &[("low", Risk::Low), ("medium", Risk::Medium), ("high", Risk::High), ("critical", Risk::Critical)];
 
 /// Whether `name` follows the name rule: ASCII letters, digits, `_`, `.` and
 /// `-`, not starting with a digit, 1 to 128 characters.

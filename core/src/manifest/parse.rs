@@ -7,9 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::model::{
-    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, CodeLimits, Constraint, Duration, Location, Manifest,
-    OutputPolicy, PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS,
-    SANDBOXES,
+    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, CodeLimits, Constraint, Duration, Location, Manifest, OutputPolicy,
+    PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
 };
 use super::schema::check_schema;
 use crate::check::{child_path, Checker, MapReader};
@@ -22,12 +21,7 @@ pub(crate) fn check_header(doc: &mut MapReader<'_>, cx: &mut Checker, kind: &str
     if let Some(n) = doc.require(cx, "apiVersion") {
         if let Some(v) = cx.string(n, "apiVersion") {
             if v != API_VERSION {
-                cx.report(
-                    "wrong_api_version",
-                    n.pos,
-                    "apiVersion",
-                    format!("`apiVersion` is `{v}`; this version reads `{API_VERSION}`"),
-                );
+                cx.report("wrong_api_version", n.pos, "apiVersion", format!("`apiVersion` is `{v}`; this version reads `{API_VERSION}`"));
             }
         }
     }
@@ -160,7 +154,12 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let sandbox = field_for(cx, &mut spec, "sandbox", known, transport, &[Transport::Code], Some("missing_field"));
     if let (Some(srv), Some(n)) = (&server, spec.get("server")) {
         if mcp_server_name(srv).is_none() {
-            cx.report("invalid_value", n.pos, "spec.server", format!("`spec.server` must be `mcp://NAME`, naming a server of `spec.mcp.servers`, not `{srv}`"));
+            cx.report(
+                "invalid_value",
+                n.pos,
+                "spec.server",
+                format!("`spec.server` must be `mcp://NAME`, naming a server of `spec.mcp.servers`, not `{srv}`"),
+            );
         }
     }
     if let (Some(sb), Some(n)) = (&sandbox, spec.get("sandbox")) {
@@ -282,21 +281,14 @@ fn meta_string_or_number(cx: &mut Checker, node: Option<&Node>, path: &str) -> O
         NodeValue::Str(s) => Some(s.clone()),
         NodeValue::Int(i) => Some(i.to_string()),
         _ => {
-            cx.report(
-                "wrong_type",
-                n.pos,
-                path,
-                format!("`{path}` must be a string, not {} (quote it, like \"2.1.0\")", n.kind()),
-            );
+            cx.report("wrong_type", n.pos, path, format!("`{path}` must be a string, not {} (quote it, like \"2.1.0\")", n.kind()));
             None
         }
     }
 }
 
 fn is_env_name(s: &str) -> bool {
-    !s.is_empty()
-        && !s.starts_with(|c: char| c.is_ascii_digit())
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    !s.is_empty() && !s.starts_with(|c: char| c.is_ascii_digit()) && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Reads a field only some transports use: required for them (reporting
@@ -334,12 +326,7 @@ fn field_for(
         None => {
             if wanted {
                 if let Some(code) = missing_code {
-                    cx.report(
-                        code,
-                        spec.node.pos,
-                        &path,
-                        format!("{} `{}` tool needs `{path}`", article(transport), transport_name(transport)),
-                    );
+                    cx.report(code, spec.node.pos, &path, format!("{} `{}` tool needs `{path}`", article(transport), transport_name(transport)));
                 }
             }
             None
@@ -459,11 +446,9 @@ fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {
             NodeValue::Seq(items) => {
                 for (i, item) in items.iter().enumerate() {
                     let path = format!("spec.output.sanitize[{i}]");
-                    if let Some(s) = cx.choice(
-                        item,
-                        &path,
-                        &[("pii_redact", Sanitizer::PiiRedact), ("strip_instructions", Sanitizer::StripInstructions)],
-                    ) {
+                    if let Some(s) =
+                        cx.choice(item, &path, &[("pii_redact", Sanitizer::PiiRedact), ("strip_instructions", Sanitizer::StripInstructions)])
+                    {
                         if out.sanitize.contains(&s) {
                             cx.report("invalid_value", item.pos, &path, format!("`{}` is listed twice", sanitizer_name(s)));
                         } else {
@@ -472,12 +457,7 @@ fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {
                     }
                 }
             }
-            _ => cx.report(
-                "wrong_type",
-                n.pos,
-                "spec.output.sanitize",
-                format!("`spec.output.sanitize` must be a list, not {}", n.kind()),
-            ),
+            _ => cx.report("wrong_type", n.pos, "spec.output.sanitize", format!("`spec.output.sanitize` must be a list, not {}", n.kind())),
         }
     }
     if let Some(n) = m.get("label") {
@@ -544,12 +524,7 @@ fn parse_constraint(node: &Node, cx: &mut Checker, path: &str) -> Option<Constra
                 }
                 c.allowed_values = Some(values);
             }
-            _ => cx.report(
-                "wrong_type",
-                n.pos,
-                &p("allowed_values"),
-                format!("`{}` must be a list, not {}", p("allowed_values"), n.kind()),
-            ),
+            _ => cx.report("wrong_type", n.pos, &p("allowed_values"), format!("`{}` must be a list, not {}", p("allowed_values"), n.kind())),
         }
     }
     if let Some(n) = m.get("min_items") {

@@ -79,9 +79,7 @@ fn schema_shape(node: &Node, path: &str, cx: &mut Checker, depth: usize) {
             "type" => {
                 let ok = match &v.value {
                     NodeValue::Str(s) => SCHEMA_TYPES.contains(&s.as_str()),
-                    NodeValue::Seq(items) => {
-                        items.iter().all(|i| i.as_str().is_some_and(|s| SCHEMA_TYPES.contains(&s)))
-                    }
+                    NodeValue::Seq(items) => items.iter().all(|i| i.as_str().is_some_and(|s| SCHEMA_TYPES.contains(&s))),
                     _ => false,
                 };
                 if !ok {
@@ -122,8 +120,7 @@ fn schema_shape(node: &Node, path: &str, cx: &mut Checker, depth: usize) {
             {
                 bad(cx, "a number");
             }
-            "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties" | "maxProperties"
-                if !matches!(v.value, NodeValue::Int(i) if i >= 0) =>
+            "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties" | "maxProperties" if !matches!(v.value, NodeValue::Int(i) if i >= 0) =>
             {
                 bad(cx, "a whole number, 0 or more");
             }
