@@ -3,12 +3,12 @@
 //! decision-path benchmark's tool (steps 1-9, 1 KB output); the per-call
 //! cost is the difference between two counts divided by the difference in N.
 //! `profile_call load PATH` loads the harness at PATH once and prints the
-//! time taken (`make profile-load` profiles a load of generated manifests).
+//! time taken, split into reading it and building the governor (`bench/python/bench_load.py` writes such harnesses).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "profiling code")]
 
 use harnessweaver_core::governor::{Begin, InvokeOutcome};
-use harnessweaver_core::{LoadOptions, Principal, Runtime};
+use harnessweaver_core::{Harness, LoadOptions, Principal, Runtime};
 use serde_json::json;
 use std::hint::black_box;
 
@@ -20,9 +20,19 @@ fn main() {
     let mut argv = std::env::args().skip(1);
     if argv.next().as_deref() == Some("load") {
         let path = argv.next().expect("profile_call load PATH");
+        // The two halves a host calls when it reads the harness once.
         let started = std::time::Instant::now();
-        let rt = Runtime::load(&path, LoadOptions::default()).unwrap();
-        println!("loaded {} tools in {:.1} ms", rt.harness().tools().len(), started.elapsed().as_secs_f64() * 1e3);
+        let harness = Harness::load(&path).unwrap();
+        let read = started.elapsed();
+        let rt = Runtime::from_harness(harness, LoadOptions::default()).unwrap();
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "loaded {} tools in {:.1} ms (Harness::load {:.1} ms, Runtime::from_harness {:.1} ms)",
+            rt.harness().tools().len(),
+            ms(started.elapsed()),
+            ms(read),
+            ms(started.elapsed() - read)
+        );
         return;
     }
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);

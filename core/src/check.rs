@@ -55,12 +55,7 @@ impl Checker {
     /// the node is not one.
     pub fn map<'a>(&mut self, node: &'a Node, path: &str) -> Option<MapReader<'a>> {
         match &node.value {
-            NodeValue::Map(entries) => Some(MapReader {
-                node,
-                entries,
-                used: vec![false; entries.len()],
-                path: path.to_string(),
-            }),
+            NodeValue::Map(entries) => Some(MapReader { node, entries, used: vec![false; entries.len()], path: path.to_string() }),
             _ => {
                 let message = match (path.is_empty(), &node.value) {
                     (true, NodeValue::Null) => "the file is empty; expected a document with `apiVersion`, `kind` and `spec`".to_string(),
@@ -168,23 +163,19 @@ impl Checker {
 
     /// One of `choices`, by its text.
     pub fn choice<T: Copy>(&mut self, node: &Node, path: &str, choices: &[(&str, T)]) -> Option<T> {
-        let names: Vec<String> = choices.iter().map(|(n, _)| format!("`{n}`")).collect();
+        // Spelled out only for a problem: most values are valid.
+        let names = || choices.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ");
         let text = match &node.value {
             NodeValue::Str(s) => s.as_str(),
             _ => {
-                self.wrong_type(node, path, &format!("one of {}", names.join(", ")));
+                self.wrong_type(node, path, &format!("one of {}", names()));
                 return None;
             }
         };
         match choices.iter().find(|(n, _)| *n == text) {
             Some((_, v)) => Some(*v),
             None => {
-                self.report(
-                    "invalid_value",
-                    node.pos,
-                    path,
-                    format!("`{path}` is `{text}`; expected one of {}", names.join(", ")),
-                );
+                self.report("invalid_value", node.pos, path, format!("`{path}` is `{text}`; expected one of {}", names()));
                 None
             }
         }
@@ -275,7 +266,14 @@ pub(crate) fn child_path(parent: &str, key: &str) -> String {
     let plain = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     match (parent.is_empty(), plain) {
         (true, true) => key.to_string(),
-        (false, true) => format!("{parent}.{key}"),
+        // Built by hand: every field read builds one, and `format!` costs more.
+        (false, true) => {
+            let mut path = String::with_capacity(parent.len() + 1 + key.len());
+            path.push_str(parent);
+            path.push('.');
+            path.push_str(key);
+            path
+        }
         (_, false) => format!("{parent}[{}]", serde_json::Value::String(key.to_string())),
     }
 }

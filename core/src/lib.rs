@@ -21,7 +21,7 @@ pub mod digest;
 #[cfg(test)]
 mod docs_reference;
 pub mod error;
-pub mod gateway_spec;
+pub use harness::gateway as gateway_spec;
 pub mod governor;
 pub mod harness;
 pub mod host;

@@ -34,8 +34,8 @@ pub fn pin_text(text: &str, is_json: bool, digest: &str) -> Result<String, Error
         if !matches!(value.value, NodeValue::Str(_) | NodeValue::Null) {
             return Err(fail("`spec.definition_digest` is not a string; fix it by hand".to_string()));
         }
-        let (start, end) = value_range(text, key)
-            .ok_or_else(|| fail("cannot locate `spec.definition_digest` in the text; fix it by hand".to_string()))?;
+        let (start, end) =
+            value_range(text, key).ok_or_else(|| fail("cannot locate `spec.definition_digest` in the text; fix it by hand".to_string()))?;
         let old = text.get(start..end).unwrap_or_default();
         let lead = if old.is_empty() && !text.get(..start).unwrap_or_default().ends_with(' ') { " " } else { "" };
         let mut out = String::with_capacity(text.len() + 8);
@@ -245,11 +245,7 @@ fn insert_entry(text: &str, key: &Node, entry: &str, sep: &str) -> Result<String
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let indent = before.get(line_start..).unwrap_or_default();
     let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
-    let insertion = if indent.chars().all(|c| c == ' ' || c == '\t') {
-        format!("{entry}{sep}{newline}{indent}")
-    } else {
-        format!("{entry}, ")
-    };
+    let insertion = if indent.chars().all(|c| c == ' ' || c == '\t') { format!("{entry}{sep}{newline}{indent}") } else { format!("{entry}, ") };
     let mut out = String::with_capacity(text.len() + insertion.len());
     out.push_str(before);
     out.push_str(&insertion);
@@ -275,7 +271,10 @@ mod tests {
         let one = "spec:\n  tools:\n    manifests: a/*.yaml  # one\n";
         assert_eq!(add_manifest_glob(one, g).unwrap(), "spec:\n  tools:\n    manifests: [a/*.yaml, \"tools/new/*.yaml\"]  # one\n");
         let none = "spec:\n  tools:\n    # settings\n    max_output_bytes: 10\n";
-        assert_eq!(add_manifest_glob(none, g).unwrap(), "spec:\n  tools:\n    # settings\n    manifests: [\"tools/new/*.yaml\"]\n    max_output_bytes: 10\n");
+        assert_eq!(
+            add_manifest_glob(none, g).unwrap(),
+            "spec:\n  tools:\n    # settings\n    manifests: [\"tools/new/*.yaml\"]\n    max_output_bytes: 10\n"
+        );
         let done = add_manifest_glob(block, g).unwrap();
         assert_eq!(add_manifest_glob(&done, g).unwrap(), done, "idempotent");
         assert!(add_manifest_glob("spec: {}\n", g).is_err());
@@ -307,7 +306,10 @@ mod tests {
     fn json_both_ways() {
         let text = "{\n  \"kind\": \"Tool\",\n  \"spec\": {\n    \"handler\": \"x\"\n  }\n}\n";
         let out = pin_text(text, true, D).unwrap();
-        assert_eq!(out, format!("{{\n  \"kind\": \"Tool\",\n  \"spec\": {{\n    \"definition_digest\": \"{D}\",\n    \"handler\": \"x\"\n  }}\n}}\n"));
+        assert_eq!(
+            out,
+            format!("{{\n  \"kind\": \"Tool\",\n  \"spec\": {{\n    \"definition_digest\": \"{D}\",\n    \"handler\": \"x\"\n  }}\n}}\n")
+        );
         let again = pin_text(&out, true, D).unwrap();
         assert_eq!(again, out);
         let one_line = "{\"spec\": {\"handler\": \"x\"}}";

@@ -98,12 +98,23 @@ impl Runtime {
     /// Loads `harness.yaml`, its manifests and the tools given in code, and
     /// compiles the governor.
     pub fn load(path: impl AsRef<Path>, options: LoadOptions) -> Result<Runtime, Error> {
-        // Each distinct input schema is compiled once for the whole load.
-        crate::validate::with_compile_cache(|| Self::load_uncached(path.as_ref(), options))
+        Self::from_harness(Harness::load(path)?, options)
     }
 
-    fn load_uncached(path: &Path, options: LoadOptions) -> Result<Runtime, Error> {
-        let harness = Harness::load(path)?;
+    /// Checks the handlers against a harness loaded before (with
+    /// [`Harness::load`]) and compiles the governor, reading no file again:
+    /// a host that looks at the tools first (which handlers to import) and
+    /// then takes calls reads the harness once.
+    pub fn from_harness(harness: Harness, options: LoadOptions) -> Result<Runtime, Error> {
+        // The tools' compiled schemas are reused, not compiled again.
+        crate::validate::with_compile_cache(|| {
+            let tools = harness.tools().iter().chain(options.governor.extra_tools.iter());
+            crate::validate::remember(tools.map(|t| (&t.manifest().input_schema, t.validator())));
+            Self::build(harness, options)
+        })
+    }
+
+    fn build(harness: Harness, options: LoadOptions) -> Result<Runtime, Error> {
         let names: Vec<&str> = options.handlers.keys().map(String::as_str).chain(options.host_handlers.iter().map(String::as_str)).collect();
         let all = harness.tools().iter().chain(options.governor.extra_tools.iter());
         let problems = check_handlers(all, &names, harness.spec().tools.require_manifest);

@@ -7,10 +7,27 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::manifest::Constraint;
-
 /// Largest compiled size of a `pattern` regex in a schema (linear-time engine).
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// One payload constraint (seed 003): bounded operators on one path.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Constraint {
+    /// A string, list or object must not be empty.
+    pub non_empty: Option<bool>,
+    /// Longest string, in characters.
+    pub max_length: Option<u64>,
+    /// Smallest number.
+    pub min: Option<f64>,
+    /// Largest number.
+    pub max: Option<f64>,
+    /// The only values allowed (JSON scalars).
+    pub allowed_values: Option<Vec<Value>>,
+    /// Fewest list items.
+    pub min_items: Option<u64>,
+    /// Most list items.
+    pub max_items: Option<u64>,
+}
 
 /// Where and why arguments failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +85,28 @@ pub fn with_compile_cache<T>(f: impl FnOnce() -> T) -> T {
 
 /// The schemas compiled in a cache scope, by their JSON text.
 pub(crate) type CompiledSchemas = HashMap<String, Arc<jsonschema::Validator>>;
+
+/// Adds schemas compiled before (each with its compiled form) to the
+/// current [`with_compile_cache`] scope (nothing outside one), so a later
+/// [`SchemaValidator::compile`] of an equal schema reuses it: a governor
+/// built from a harness loaded earlier compiles nothing its tools hold.
+/// A compiled form met twice (tools sharing a schema) is keyed once.
+pub fn remember<'a>(compiled: impl Iterator<Item = (&'a Value, &'a SchemaValidator)>) {
+    if !COMPILED.with(|c| c.borrow().is_some()) {
+        return;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut found = CompiledSchemas::new();
+    for (schema, validator) in compiled {
+        if !seen.insert(Arc::as_ptr(&validator.inner)) {
+            continue;
+        }
+        if let Ok(key) = serde_json::to_string(schema) {
+            found.insert(key, validator.inner.clone());
+        }
+    }
+    add_compiled_schemas(found);
+}
 
 /// A copy of the current scope's compiled schemas (empty outside a scope),
 /// for handing a worker thread's cache to the thread that spawned it.

@@ -156,9 +156,7 @@ impl Node {
             Value::String(s) => NodeValue::Str(s.clone()),
             Value::Array(items) => NodeValue::Seq(items.iter().map(Node::from_json).collect()),
             Value::Object(map) => NodeValue::Map(
-                map.iter()
-                    .map(|(k, v)| (Node { value: NodeValue::Str(k.clone()), pos: Pos::default() }, Node::from_json(v)))
-                    .collect(),
+                map.iter().map(|(k, v)| (Node { value: NodeValue::Str(k.clone()), pos: Pos::default() }, Node::from_json(v))).collect(),
             ),
         };
         Node { value, pos: Pos::default() }
@@ -244,24 +242,15 @@ fn parse_with(text: &str, syntax_code: &str) -> Result<Node, Vec<Problem>> {
                 return Err(vec![problem_at(syntax_code, format!("invalid {}: {info}", syntax_name(syntax_code)), pos)]);
             }
         };
-        let pos = Pos {
-            line: span.start.line(),
-            column: span.start.col() + 1,
-            start: span.start.index(),
-            end: span.end.index(),
-            style: Style::Plain,
-        };
+        let pos =
+            Pos { line: span.start.line(), column: span.start.col() + 1, start: span.start.index(), end: span.end.index(), style: Style::Plain };
         let node = match event {
             Event::StreamStart | Event::DocumentEnd | Event::Nothing => continue,
             Event::StreamEnd => break,
             Event::DocumentStart(_) => {
                 documents += 1;
                 if documents > 1 {
-                    return Err(vec![problem_at(
-                        syntax_code,
-                        "a file holds one document; found a second `---`".to_string(),
-                        pos,
-                    )]);
+                    return Err(vec![problem_at(syntax_code, "a file holds one document; found a second `---`".to_string(), pos)]);
                 }
                 continue;
             }

@@ -22,8 +22,8 @@
 
 use serde_json::Value;
 
-use crate::check::Checker;
 use crate::call::Principal;
+use crate::check::Checker;
 use crate::yaml::{Node, NodeValue};
 
 /// A principal and tenant, as configured.
@@ -90,8 +90,7 @@ pub struct GatewaySpec {
 }
 
 /// The algorithms `jwt.algorithm` accepts.
-pub const JWT_ALGORITHMS: &[&str] =
-    &["HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"];
+pub const JWT_ALGORITHMS: &[&str] = &["HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"];
 
 /// Reads `spec.gateway`, reporting problems with their positions.
 pub(crate) fn parse(node: &Node, cx: &mut Checker) -> GatewaySpec {

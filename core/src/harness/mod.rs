@@ -1,0 +1,24 @@
+//! The harness (`harness.yaml`, `kind: Harness`) and loading it with its
+//! manifests.
+//!
+//! - `model`: the settings as typed values with their defaults, and the loaded [`Harness`];
+//! - `parse`: `harness.yaml`'s node tree into settings; `policy`: its policy layers, rules and examples;
+//! - [`gateway`]: `spec.gateway`, who the MCP gateway's callers are;
+//! - `load`: files, globs, layer files, manifests (in parallel) and duplicate tools;
+//! - `describe`: the settings as one JSON object.
+//!
+//! Configuration only: nothing here imports the governor, transports,
+//! gateway or runtime.
+
+mod describe;
+pub mod gateway;
+mod load;
+mod model;
+mod parse;
+mod policy;
+
+pub use load::problems_of;
+pub use model::{
+    redact_url, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, McpConnect, McpServer, Mode, PolicyExample,
+    PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, ToolsSettings, TrifectaMode,
+};

@@ -1,0 +1,27 @@
+//! Tool manifests (`apiVersion: harnessweaver/v1`, `kind: Tool`).
+//!
+//! - `model`: the typed manifest, its defaults and the names its enums are written with;
+//! - `parse`: a YAML node tree into a checked manifest, every problem with its line, column and field path;
+//! - `schema`: the checks of `spec.input_schema`;
+//! - `tool`: the loaded [`Tool`] (digest, pin state, description);
+//! - `load`: text or a value into a [`Tool`].
+//!
+//! Parsing never stops at the first problem: every problem in a manifest is
+//! collected. Files and globs are the harness loader's (`crate::harness`).
+
+mod load;
+mod model;
+mod parse;
+mod schema;
+mod tool;
+
+pub use model::{
+    is_valid_name, mcp_server_name, risk_name, sanitizer_name, side_effect_name, transport_name, Approval, CodeLimits, Constraint, Duration,
+    Location, Manifest, OutputPolicy, PayloadConstraints, PinState, Rate, RateLimit, RatePeriod, Risk, Sanitizer, SideEffect, Transport, TrustLabel,
+    API_VERSION, DEFAULT_MAX_OUTPUT_BYTES, SANDBOXES,
+};
+pub use tool::Tool;
+
+pub(crate) use load::{nonempty, parse_text};
+pub(crate) use model::RISKS;
+pub(crate) use parse::{check_condition, check_header, parse_manifest};
