@@ -70,9 +70,7 @@ fn cel_lite_benches(c: &mut Criterion) {
     let program = cel_lite::compile(EXPR).unwrap();
     assert!(program.approval_required_with(&call.vars()).required);
     let mut g = c.benchmark_group("approval");
-    g.bench_function("cel_lite_borrowed_vars", |b| {
-        b.iter(|| black_box(&program).approval_required_with(black_box(&call.vars())))
-    });
+    g.bench_function("cel_lite_borrowed_vars", |b| b.iter(|| black_box(&program).approval_required_with(black_box(&call.vars()))));
     let map = call.map();
     g.bench_function("cel_lite_json_map", |b| b.iter(|| black_box(&program).approval_required(black_box(&map))));
     g.bench_function("cel_lite_compile", |b| b.iter(|| cel_lite::compile(black_box(EXPR)).unwrap()));
@@ -148,10 +146,9 @@ fn main() {
     if let Some(o) = ours_map {
         println!("  cel-lite, JSON map:              {o:>10.1} ns/eval");
     }
-    for (id, label) in [
-        ("cel_rust_prepared_context", "cel 0.15, prepared context"),
-        ("cel_rust_per_call_scope", "cel 0.15, variables bound per call"),
-    ] {
+    for (id, label) in
+        [("cel_rust_prepared_context", "cel 0.15, prepared context"), ("cel_rust_per_call_scope", "cel 0.15, variables bound per call")]
+    {
         if let (Some(o), Some(p)) = (ours, mean_ns(&dir, id)) {
             println!("  {label:<33}{p:>10.1} ns/eval  ({:.1}x cel-lite)", p / o);
         }

@@ -26,7 +26,8 @@ fn inputs(name: &str) -> Value {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-inputs"));
     let path = dir.join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}; run `python bench/inputs.py` (make bench-inputs) first", path.display()));
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}; run `python bench/inputs.py` (make bench-inputs) first", path.display()));
     serde_json::from_str(&text).unwrap()
 }
 
@@ -47,7 +48,9 @@ fn digest(c: &mut Criterion) {
         if ours != peer_digest(name, description, schema) {
             eprintln!("note: {size}: serde_json's text differs from the canonical JSON (numbers), the peer hashes other bytes");
         }
-        g.bench_function(format!("{size}_ours"), |b| b.iter(|| definition_digest(black_box(name), black_box(description), black_box(schema)).unwrap()));
+        g.bench_function(format!("{size}_ours"), |b| {
+            b.iter(|| definition_digest(black_box(name), black_box(description), black_box(schema)).unwrap())
+        });
         g.bench_function(format!("{size}_peer"), |b| b.iter(|| peer_digest(black_box(name), black_box(description), black_box(schema))));
     }
     g.finish();

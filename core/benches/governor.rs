@@ -74,7 +74,12 @@ fn main() {
         serde_json::from_str::<Value>(&text).ok()?["median"]["point_estimate"].as_f64()
     };
     if let (Some(bare), Some(governed)) = (read("bare handler (1 KB output)"), read("governed call, steps 1-9 (1 KB output)")) {
-        println!("governor: governed call {:.0} ns, bare handler {:.0} ns, added {:.0} ns per call (goal < 2000 ns)", governed, bare, governed - bare);
+        println!(
+            "governor: governed call {:.0} ns, bare handler {:.0} ns, added {:.0} ns per call (goal < 2000 ns)",
+            governed,
+            bare,
+            governed - bare
+        );
         if let Some(sanitized) = read("governed call with pii_redact + strip_instructions (1 KB output)") {
             println!("governor: with both sanitizers {:.0} ns, added {:.0} ns per call", sanitized, sanitized - bare);
         }

@@ -37,7 +37,11 @@ fn main() {
     }
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
     let dir = harness_dir();
-    let rt = Runtime::load(dir.join("harness.yaml"), LoadOptions { host_handlers: vec!["refund_payment".into(), "refund_sanitized".into()], ..LoadOptions::default() }).unwrap();
+    let rt = Runtime::load(
+        dir.join("harness.yaml"),
+        LoadOptions { host_handlers: vec!["refund_payment".into(), "refund_sanitized".into()], ..LoadOptions::default() },
+    )
+    .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let principal = Principal::from_value(&json!({"id": "agent-7", "roles": ["support"], "scopes": ["payments:refund"]})).unwrap();
     let ctx = rt.run(principal, Some("acme".into()), None);

@@ -69,14 +69,10 @@ fn main() {
     let eval = arg("--eval");
     // `--sanitizers pii_redact` runs one list for every case (throughput
     // comparisons with PII-only peers); by default each case's own list.
-    let forced: Option<Vec<Sanitizer>> =
-        arg("--sanitizers").map(|l| l.split(',').filter_map(Sanitizer::from_name).collect());
+    let forced: Option<Vec<Sanitizer>> = arg("--sanitizers").map(|l| l.split(',').filter_map(Sanitizer::from_name).collect());
 
     let file = std::fs::File::open(&corpus).unwrap_or_else(|e| panic!("{corpus}: {e}"));
-    let cases: Vec<Value> = std::io::BufReader::new(file)
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
+    let cases: Vec<Value> = std::io::BufReader::new(file).lines().map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect();
 
     // `--big-mb N`: every text input joined and repeated to N MB, sanitized
     // as one string (large-output throughput), printed as one JSON line.

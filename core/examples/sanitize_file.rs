@@ -14,5 +14,11 @@ fn main() {
     let (b, _) = strip_instructions(&text);
     let strip = t.elapsed().as_secs_f64();
     let mb = text.len() as f64 / 1e6;
-    println!("{mb:.1} MB: pii_redact {pii:.3} s ({:.1} MB/s), strip_instructions {strip:.3} s ({:.1} MB/s), out {} + {} bytes", mb / pii, mb / strip, a.len(), b.len());
+    println!(
+        "{mb:.1} MB: pii_redact {pii:.3} s ({:.1} MB/s), strip_instructions {strip:.3} s ({:.1} MB/s), out {} + {} bytes",
+        mb / pii,
+        mb / strip,
+        a.len(),
+        b.len()
+    );
 }

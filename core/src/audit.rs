@@ -13,8 +13,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use crate::error::Error;
 use crate::call::{Decision, RefusalCode, Step, WouldRefuse};
+use crate::error::Error;
 
 /// Time spent per phase, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -132,8 +132,7 @@ impl JsonlSink {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Error::Io { message: format!("cannot create `{}`: {e}", dir.display()) })?;
+            std::fs::create_dir_all(dir).map_err(|e| Error::Io { message: format!("cannot create `{}`: {e}", dir.display()) })?;
         }
         let file = OpenOptions::new()
             .create(true)
@@ -156,7 +155,6 @@ impl AuditSink for JsonlSink {
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         // One write per line, so concurrent writers (threads or processes with
         // O_APPEND) never interleave within a line.
-        file.write_all(line.as_bytes())
-            .map_err(|e| Error::Io { message: format!("cannot write audit file `{}`: {e}", self.path.display()) })
+        file.write_all(line.as_bytes()).map_err(|e| Error::Io { message: format!("cannot write audit file `{}`: {e}", self.path.display()) })
     }
 }

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use crate::audit::AuditSink;
-use crate::error::Problem;
 use crate::call::{InvokeOutcome, Ticket, Transport};
+use crate::error::Problem;
 use crate::harness::{Harness, StateBackend};
 use crate::manifest::Tool;
 use crate::store::{MemoryStore, Store};

@@ -13,8 +13,8 @@ use crate::canonical;
 use crate::error::Error;
 use crate::store::Labels;
 
-pub use crate::codes::{Decision, RefusalCode, Step};
 use crate::codes::ArgumentCode;
+pub use crate::codes::{Decision, RefusalCode, Step};
 
 /// Who makes a call: an id, roles, scopes and free attributes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -279,4 +279,3 @@ pub struct WouldRefuse {
     /// The rule (none: the layer's default deny).
     pub rule: Option<String>,
 }
-

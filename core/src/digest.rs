@@ -45,8 +45,7 @@ pub(crate) fn hex_tagged(hash: &[u8]) -> String {
 
 /// Whether `text` has the shape of a digest (`sha256:` and 64 lowercase hex digits).
 pub fn is_well_formed(text: &str) -> bool {
-    text.strip_prefix(PREFIX)
-        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    text.strip_prefix(PREFIX).is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
 #[cfg(test)]

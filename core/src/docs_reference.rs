@@ -197,8 +197,10 @@ fn documented(page: &str) -> BTreeSet<String> {
 /// Every recorded leaf is documented; every documented path was read (as a
 /// leaf or as a mapping on the way to one).
 fn compare(page: &str, read: &BTreeSet<String>, doc: &BTreeSet<String>) {
-    let leaves: BTreeSet<&String> =
-        read.iter().filter(|p| !read.iter().any(|q| q.len() > p.len() && (q.starts_with(&format!("{p}.")) || q.starts_with(&format!("{p}["))))).collect();
+    let leaves: BTreeSet<&String> = read
+        .iter()
+        .filter(|p| !read.iter().any(|q| q.len() > p.len() && (q.starts_with(&format!("{p}.")) || q.starts_with(&format!("{p}[")))))
+        .collect();
     let undocumented: Vec<&&String> = leaves.iter().filter(|p| !doc.contains(p.as_str())).collect();
     let unknown: Vec<&String> = doc.iter().filter(|p| !read.contains(*p)).collect();
     assert!(
@@ -229,7 +231,8 @@ fn harness_reference_lists_every_field_the_parser_reads() {
     std::fs::create_dir_all(dir.join("tools")).unwrap();
     std::fs::write(dir.join("harness.yaml"), FULL_HARNESS).unwrap();
     std::fs::write(dir.join("layer.yaml"), LAYER_FILE).unwrap();
-    std::fs::write(dir.join("tools/t.yaml"), "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: { name: t }\nspec: { handler: \"app:t\" }\n").unwrap();
+    std::fs::write(dir.join("tools/t.yaml"), "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: { name: t }\nspec: { handler: \"app:t\" }\n")
+        .unwrap();
     let (_, read) = fields_read::record(|| Harness::load(dir.join("harness.yaml")));
     let _ = std::fs::remove_dir_all(&dir);
     let read = normalise(&read);

@@ -105,9 +105,7 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            Self::Value { message, .. } | Self::InvalidArgument { message, .. } | Self::Io { message } => {
-                f.write_str(message)
-            }
+            Self::Value { message, .. } | Self::InvalidArgument { message, .. } | Self::Io { message } => f.write_str(message),
         }
     }
 }

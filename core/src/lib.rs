@@ -34,10 +34,10 @@ pub mod store;
 pub mod validate;
 pub mod yaml;
 
+pub use call::{CallContext, CallResult, Decision, Principal, Step};
+pub use codes::{ArgumentCode, LoadCode, ProblemCode, RefusalClass, RefusalCode, ValueCode};
 pub use digest::definition_digest;
 pub use error::{Error, Problem};
 pub use harness::Harness;
-pub use call::{CallContext, CallResult, Decision, Principal, Step};
-pub use codes::{ArgumentCode, LoadCode, ProblemCode, RefusalClass, RefusalCode, ValueCode};
 pub use manifest::{PinState, Tool};
 pub use runtime::{LoadOptions, Runtime};

@@ -85,10 +85,7 @@ fn cel_spec_conformance() {
         report.push_str(&format!("  {name:<14} run {r:>4}  passed {p:>4}  skipped {s:>4}\n"));
     }
     let total_skipped: usize = skipped.values().sum();
-    report.push_str(&format!(
-        "  total          run {run:>4}  passed {passed:>4}  skipped {total_skipped:>4}  known failures {}\n",
-        known_seen.len()
-    ));
+    report.push_str(&format!("  total          run {run:>4}  passed {passed:>4}  skipped {total_skipped:>4}  known failures {}\n", known_seen.len()));
     report.push_str("  skipped by reason:\n");
     let mut reasons: Vec<_> = skipped.iter().collect();
     reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
@@ -175,9 +172,7 @@ fn run_case(test: &textproto::Msg) -> Verdict {
     match (expected, got) {
         (Expected::Value(want), Ok(got)) if same(&want, &got) => Verdict::Pass,
         (Expected::Value(want), Ok(got)) => Verdict::Fail(format!("`{expr}`: expected {want:?}, got {got:?}")),
-        (Expected::Value(want), Err(reason)) => {
-            Verdict::Fail(format!("`{expr}`: expected {want:?}, got unevaluable: {reason}"))
-        }
+        (Expected::Value(want), Err(reason)) => Verdict::Fail(format!("`{expr}`: expected {want:?}, got unevaluable: {reason}")),
         (Expected::Error, Err(_)) => Verdict::Pass,
         (Expected::Error, Ok(got)) => Verdict::Fail(format!("`{expr}`: expected an error, got {got:?}")),
     }
@@ -201,8 +196,7 @@ fn skip_reason(e: &cel_lite::CompileError) -> Option<String> {
         }),
         "cel_unknown_name" => Some(match quoted {
             "google" | "TestAllTypes" | "NestedTestAllTypes" | "cel" => "uses proto messages".into(),
-            "int" | "uint" | "double" | "string" | "bool" | "bytes" | "list" | "map" | "null_type" | "type"
-            | "dyn" => "uses type()".into(),
+            "int" | "uint" | "double" | "string" | "bool" | "bytes" | "list" | "map" | "null_type" | "type" | "dyn" => "uses type()".into(),
             _ => "uses undeclared variables (tests of unbound names)".into(),
         }),
         _ => None,
@@ -215,9 +209,7 @@ fn same(a: &CelValue, b: &CelValue) -> bool {
     match (a, b) {
         (CelValue::Double(x), CelValue::Double(y)) => (x.is_nan() && y.is_nan()) || x == y,
         (CelValue::List(x), CelValue::List(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q)),
-        (CelValue::Map(x), CelValue::Map(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| same(k, k2) && same(v, v2)))
-        }
+        (CelValue::Map(x), CelValue::Map(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| same(k, k2) && same(v, v2))),
         _ => a == b,
     }
 }
@@ -235,9 +227,7 @@ fn to_cel(v: &textproto::Msg) -> Result<CelValue, String> {
         "uint64_value" => CelValue::Uint(word()?.parse().map_err(|e| format!("uint64_value: {e}"))?),
         "double_value" => CelValue::Double(parse_double(&word()?)?),
         "string_value" => match node {
-            textproto::Node::Str(bytes) => {
-                CelValue::String(String::from_utf8(bytes.clone()).map_err(|_| "string_value is not UTF-8".to_string())?)
-            }
+            textproto::Node::Str(bytes) => CelValue::String(String::from_utf8(bytes.clone()).map_err(|_| "string_value is not UTF-8".to_string())?),
             _ => return Err("unexpected form of `string_value`".into()),
         },
         "list_value" => {

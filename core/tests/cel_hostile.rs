@@ -130,13 +130,9 @@ fn unknown_names_and_functions_are_load_errors() {
 fn catastrophic_regexes_run_in_linear_time() {
     let s = "a".repeat(1 << 20) + "!";
     let args = json!({"s": s, "p": "^(a+)+$", "q": "(x+x+)+y", "big": "a{1000}{1000}", "long": "a".repeat(5000)});
-    for expr in [
-        "args.s.matches('^(a+)+$')",
-        "args.s.matches('^(a|aa)+$')",
-        "args.s.matches('(a*)*b')",
-        "args.s.matches(args.p)",
-        "args.s.matches(args.q)",
-    ] {
+    for expr in
+        ["args.s.matches('^(a+)+$')", "args.s.matches('^(a|aa)+$')", "args.s.matches('(a*)*b')", "args.s.matches(args.p)", "args.s.matches(args.q)"]
+    {
         let (out, _) = eval_args(expr, &args);
         assert_eq!(value(out), json!(false), "{expr}");
     }
@@ -278,13 +274,12 @@ fn programs_are_shareable_between_threads() {
 #[test]
 fn random_inputs_never_panic() {
     const PIECES: &[&str] = &[
-        "args", "principal", "tool", "labels", "tenant", "task", "x", "y", ".", "[", "]", "(", ")", "{", "}", ",", ":",
-        "?", "!", "-", "+", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", " in ", "0", "1", "-1", "2u",
-        "0.5", "1e308", "9223372036854775807", "-9223372036854775808", "18446744073709551615u", "'a'", "\"b\"",
-        "'''c'''", "r'\\d'", "'\\u00e9'", "'\\x'", "'", "null", "true", "false", "size", "has", "int", "uint",
-        "double", "string", "matches", ".exists(x, ", ".all(y, ", ".map(x, ", ".filter(y, ", ".exists_one(x, ",
-        ".startsWith(", ".contains(", ".matches(", "'(a+)+$'", "'['", "amount", "items", "roles", "`k`", "é", "🙂",
-        " ", "\n", "\t", "//c\n", "b'x'", "Foo{", "0x", "0xFFFFFFFFFFFFFFFFF", ".5", "1.", "e", "_",
+        "args", "principal", "tool", "labels", "tenant", "task", "x", "y", ".", "[", "]", "(", ")", "{", "}", ",", ":", "?", "!", "-", "+", "*", "/",
+        "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", " in ", "0", "1", "-1", "2u", "0.5", "1e308", "9223372036854775807",
+        "-9223372036854775808", "18446744073709551615u", "'a'", "\"b\"", "'''c'''", "r'\\d'", "'\\u00e9'", "'\\x'", "'", "null", "true", "false",
+        "size", "has", "int", "uint", "double", "string", "matches", ".exists(x, ", ".all(y, ", ".map(x, ", ".filter(y, ", ".exists_one(x, ",
+        ".startsWith(", ".contains(", ".matches(", "'(a+)+$'", "'['", "amount", "items", "roles", "`k`", "é", "🙂", " ", "\n", "\t", "//c\n", "b'x'",
+        "Foo{", "0x", "0xFFFFFFFFFFFFFFFFF", ".5", "1.", "e", "_",
     ];
     let args = json!({
         "amount": 250, "items": [1, 2.5, "x", null, [1], {"k": 1}], "roles": ["a", "b"], "k": {"k": {"k": 1}},
@@ -341,10 +336,9 @@ fn random_inputs_never_panic() {
     // Grammar-shaped expressions: most compile, so evaluation gets exercised.
     fn gen(next: &mut dyn FnMut() -> u64, depth: u32) -> String {
         const LEAVES: &[&str] = &[
-            "args.amount", "args.items", "args.roles", "args.k", "args.k.k", "args.big", "args.neg", "args.s", "args",
-            "principal.roles", "principal.id", "tool", "x", "0", "1", "-1", "3u", "0.5", "-0.0", "1e308", "'a'", "''",
-            "'(a|b)+'", "null", "true", "false", "[]", "{}", "9223372036854775807", "-9223372036854775808",
-            "18446744073709551615u", "args.missing", "args.items[3]", "args.items[-1]",
+            "args.amount", "args.items", "args.roles", "args.k", "args.k.k", "args.big", "args.neg", "args.s", "args", "principal.roles",
+            "principal.id", "tool", "x", "0", "1", "-1", "3u", "0.5", "-0.0", "1e308", "'a'", "''", "'(a|b)+'", "null", "true", "false", "[]", "{}",
+            "9223372036854775807", "-9223372036854775808", "18446744073709551615u", "args.missing", "args.items[3]", "args.items[-1]",
         ];
         const BIN: &[&str] = &[" + ", " - ", " * ", " / ", " % ", " < ", " <= ", " > ", " >= ", " == ", " != ", " && ", " || ", " in "];
         let pick = |next: &mut dyn FnMut() -> u64, n: usize| (next() % n as u64) as usize;

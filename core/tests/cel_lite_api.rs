@@ -50,8 +50,7 @@ fn messages_are_lowercase_and_quote_input() {
 
 #[test]
 fn borrowed_vars_and_json_map_agree() {
-    let program = cel_lite::compile("args.amount_usd > 100 && !('finance' in principal.roles) || tool.risk == 'critical'")
-        .unwrap();
+    let program = cel_lite::compile("args.amount_usd > 100 && !('finance' in principal.roles) || tool.risk == 'critical'").unwrap();
     let args = json!({"amount_usd": 250});
     let principal = json!({"roles": ["engineer"]});
     let tool = json!({"risk": "low"});

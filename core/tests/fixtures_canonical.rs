@@ -10,11 +10,8 @@ use serde_json::{json, Map, Value};
 
 fn fixtures(area: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(area);
-    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
+    let mut files: Vec<PathBuf> =
+        fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
     files.sort();
     assert!(!files.is_empty(), "no fixtures in {}", dir.display());
     files
@@ -34,9 +31,7 @@ fn untag(v: &Value) -> Result<Value, Error> {
             };
             canonical::float_value(f)?
         }
-        Value::Object(map) if map.len() == 1 && map.contains_key("$int") => {
-            canonical::int_value_from_text(map["$int"].as_str().unwrap())?
-        }
+        Value::Object(map) if map.len() == 1 && map.contains_key("$int") => canonical::int_value_from_text(map["$int"].as_str().unwrap())?,
         Value::Object(map) if map.len() == 1 && map.contains_key("$nest") => {
             let spec = &map["$nest"];
             let mut out = untag(&spec["leaf"])?;
@@ -82,9 +77,8 @@ fn digest_cases() {
     let mut n = 0;
     for path in fixtures("digest") {
         let case: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-        let result = untag(&case["input_schema"]).and_then(|schema| {
-            definition_digest(case["name"].as_str().unwrap(), case["tool_description"].as_str().unwrap(), &schema)
-        });
+        let result = untag(&case["input_schema"])
+            .and_then(|schema| definition_digest(case["name"].as_str().unwrap(), case["tool_description"].as_str().unwrap(), &schema));
         check(&path, &case["expect"], result, "digest");
         n += 1;
     }

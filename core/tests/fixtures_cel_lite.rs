@@ -36,8 +36,7 @@ fn cel_lite_fixtures() {
     let mut count = 0;
     for file in &files {
         let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let default_vars = doc.get("vars").and_then(Value::as_object).cloned().unwrap_or_default();
         for case in doc["cases"].as_array().unwrap() {
             count += 1;
@@ -53,12 +52,7 @@ fn cel_lite_fixtures() {
             }
         }
     }
-    let _ = writeln!(
-        std::io::stderr(),
-        "cel-lite fixtures: {count} cases in {} files, {} failed",
-        files.len(),
-        failures.len()
-    );
+    let _ = writeln!(std::io::stderr(), "cel-lite fixtures: {count} cases in {} files, {} failed", files.len(), failures.len());
     assert!(failures.is_empty(), "{} fixture case(s) failed:\n{}", failures.len(), failures.join("\n"));
 }
 
@@ -106,9 +100,7 @@ fn check(expr: &str, vars: &Map<String, Value>, expect: &Value) -> Result<(), St
     if expect.get("unevaluable").is_some() {
         return match outcome {
             Outcome::Unevaluable { reason } => match expect.get("reason_contains").and_then(Value::as_str) {
-                Some(part) if !reason.contains(part) => {
-                    Err(format!("expected a reason containing `{part}`, got `{reason}`"))
-                }
+                Some(part) if !reason.contains(part) => Err(format!("expected a reason containing `{part}`, got `{reason}`")),
                 _ => Ok(()),
             },
             Outcome::Value(v) => Err(format!("expected unevaluable, got {v}")),

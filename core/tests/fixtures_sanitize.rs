@@ -20,15 +20,12 @@ fn read_jsonl(path: &str) -> Vec<Value> {
 fn every_corpus_case_matches() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/sanitize");
     let cases = read_jsonl(&format!("{root}/cases.jsonl"));
-    let divergences: BTreeMap<String, Value> = read_jsonl(&format!("{root}/divergences.jsonl"))
-        .into_iter()
-        .map(|d| (d["id"].as_str().unwrap().to_owned(), d["output"].clone()))
-        .collect();
+    let divergences: BTreeMap<String, Value> =
+        read_jsonl(&format!("{root}/divergences.jsonl")).into_iter().map(|d| (d["id"].as_str().unwrap().to_owned(), d["output"].clone())).collect();
     assert!(cases.len() >= 3000, "corpus has {} cases", cases.len());
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/schema/sanitize.schema.json")).unwrap(),
-    )
-    .unwrap();
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/schema/sanitize.schema.json")).unwrap())
+            .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     for case in &cases {
         assert!(validator.is_valid(case), "{} does not match sanitize.schema.json", case["id"]);
@@ -37,12 +34,8 @@ fn every_corpus_case_matches() {
     let mut by_set: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for case in &cases {
         let id = case["id"].as_str().unwrap();
-        let sans: Vec<Sanitizer> = case["sanitizers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| Sanitizer::from_name(s.as_str().unwrap()).unwrap())
-            .collect();
+        let sans: Vec<Sanitizer> =
+            case["sanitizers"].as_array().unwrap().iter().map(|s| Sanitizer::from_name(s.as_str().unwrap()).unwrap()).collect();
         let (out, report) = apply(&case["input"], &sans);
         let entry = by_set.entry(case["set"].as_str().unwrap().to_owned()).or_default();
         entry.0 += 1;
@@ -58,10 +51,7 @@ fn every_corpus_case_matches() {
             }
             None => {
                 if out != case["expected"] {
-                    failures.push(format!(
-                        "{id}:\n  expected {}\n  got      {}",
-                        case["expected"], out
-                    ));
+                    failures.push(format!("{id}:\n  expected {}\n  got      {}", case["expected"], out));
                 }
             }
         }

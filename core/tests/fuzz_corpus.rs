@@ -15,10 +15,7 @@ use std::time::{Duration, Instant};
 
 fn corpus(target: &str) -> Vec<Vec<u8>> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).map(|e| e.unwrap().path()).collect();
     files.sort();
     assert!(!files.is_empty(), "no corpus for {target}");
     files.iter().map(|p| std::fs::read(p).unwrap()).collect()
@@ -40,9 +37,9 @@ impl Rng {
 }
 
 const DICT: &[&[u8]] = &[
-    b"\0", b"{", b"}", b"[", b"]", b"\"", b"\\u0000", b"1e309", b"-0.0", b"9223372036854775808", b"18446744073709551616u",
-    b"&&", b"||", b"?", b":", b".exists(x, ", b"has(", b"size(", b"matches('(a*)*b')", b"null", b"true", b"\xc3\xa9",
-    b"\xf0\x9f\x98\x80", b"\n  ", b"*a", b"&a ", b"!!binary ", b"risk: critical\n", b"pattern: \"(a|aa)+$\"\n",
+    b"\0", b"{", b"}", b"[", b"]", b"\"", b"\\u0000", b"1e309", b"-0.0", b"9223372036854775808", b"18446744073709551616u", b"&&", b"||", b"?", b":",
+    b".exists(x, ", b"has(", b"size(", b"matches('(a*)*b')", b"null", b"true", b"\xc3\xa9", b"\xf0\x9f\x98\x80", b"\n  ", b"*a", b"&a ",
+    b"!!binary ", b"risk: critical\n", b"pattern: \"(a|aa)+$\"\n",
 ];
 
 fn mutate(rng: &mut Rng, seed: &[u8], other: &[u8]) -> Vec<u8> {

@@ -61,10 +61,13 @@ fn an_approval_is_void_under_another_policy_version() {
     rt1.governor().approve(&id, &bob()).unwrap();
 
     // The harness changes (a new rule) before the approved call runs.
-    let v2 = dir("v2", &[
-        ("harness.yaml", harness("  policy:\n    rules:\n      - {name: extra, effect: allow, tools: [\"*\"]}\n")),
-        ("tools/pay.yaml", tool("pay", "  risk: high\n")),
-    ]);
+    let v2 = dir(
+        "v2",
+        &[
+            ("harness.yaml", harness("  policy:\n    rules:\n      - {name: extra, effect: allow, tools: [\"*\"]}\n")),
+            ("tools/pay.yaml", tool("pay", "  risk: high\n")),
+        ],
+    );
     let rt2 = load(&v2, Some(store.clone()), &[("pay", echo())]);
     assert_ne!(rt1.governor().policy_version(), rt2.governor().policy_version());
     let replay = CallContext { approval_id: Some(id.clone()), ..ctx.clone() };
@@ -78,11 +81,14 @@ fn an_approval_is_void_under_another_policy_version() {
 
 #[test]
 fn explain_counts_nothing_and_asks_nothing() {
-    let d = dir("explain", &[
-        ("harness.yaml", harness("  budgets: {max_tool_calls: 1}\n")),
-        ("tools/q.yaml", tool("q", "  rate_limit: {per_principal: 1/h}\n")),
-        ("tools/pay.yaml", tool("pay", "  risk: high\n")),
-    ]);
+    let d = dir(
+        "explain",
+        &[
+            ("harness.yaml", harness("  budgets: {max_tool_calls: 1}\n")),
+            ("tools/q.yaml", tool("q", "  rate_limit: {per_principal: 1/h}\n")),
+            ("tools/pay.yaml", tool("pay", "  risk: high\n")),
+        ],
+    );
     let store = Arc::new(MemoryStore::new());
     let rt = load(&d, Some(store.clone()), &[("q", echo()), ("pay", echo())]);
     let ctx = rt.run(Principal::new("alice"), None, None);
@@ -100,10 +106,13 @@ fn explain_counts_nothing_and_asks_nothing() {
 
 #[test]
 fn jsonl_audit_trail_holds_no_args_or_outputs() {
-    let d = dir("audit", &[
-        ("harness.yaml", harness("  audit: {sink: audit/events.jsonl}\n")),
-        ("tools/lookup.yaml", tool("lookup", "  input_schema: {type: object, properties: {q: {type: string, maxLength: 40}}}\n")),
-    ]);
+    let d = dir(
+        "audit",
+        &[
+            ("harness.yaml", harness("  audit: {sink: audit/events.jsonl}\n")),
+            ("tools/lookup.yaml", tool("lookup", "  input_schema: {type: object, properties: {q: {type: string, maxLength: 40}}}\n")),
+        ],
+    );
     let leak: Handler = Arc::new(|_a: &Value, _k: &str| Ok(json!({"email": "ann.secret@example.com", "key": "sk_live_OUTPUT_SECRET"})));
     let rt = load(&d, None, &[("lookup", leak)]);
     let ctx = CallContext { principal: Principal::new("alice"), tenant: Some("acme".into()), ..CallContext::default() };
@@ -125,12 +134,15 @@ fn jsonl_audit_trail_holds_no_args_or_outputs() {
 
 #[test]
 fn rust_closures_with_timeouts_and_failures() {
-    let d = dir("closures", &[
-        ("harness.yaml", harness("")),
-        ("tools/slow.yaml", tool("slow", "  timeout: 50ms\n")),
-        ("tools/fail.yaml", tool("fail", "")),
-        ("tools/ok.yaml", tool("ok", "")),
-    ]);
+    let d = dir(
+        "closures",
+        &[
+            ("harness.yaml", harness("")),
+            ("tools/slow.yaml", tool("slow", "  timeout: 50ms\n")),
+            ("tools/fail.yaml", tool("fail", "")),
+            ("tools/ok.yaml", tool("ok", "")),
+        ],
+    );
     let slow: Handler = Arc::new(|_a: &Value, _k: &str| {
         std::thread::sleep(std::time::Duration::from_secs(2));
         Ok(json!(1))
@@ -155,10 +167,10 @@ fn a_native_tool_without_a_handler_does_not_load() {
 
 #[test]
 fn calls_outside_a_run_leave_no_state_behind() {
-    let d = dir("ephemeral", &[
-        ("harness.yaml", harness("  budgets: {max_tool_calls: 5}\n")),
-        ("tools/pii.yaml", tool("pii", "  data_access: [\"pii:customer\"]\n")),
-    ]);
+    let d = dir(
+        "ephemeral",
+        &[("harness.yaml", harness("  budgets: {max_tool_calls: 5}\n")), ("tools/pii.yaml", tool("pii", "  data_access: [\"pii:customer\"]\n"))],
+    );
     let store = Arc::new(MemoryStore::new());
     let rt = load(&d, Some(store.clone()), &[("pii", echo())]);
     let ctx = CallContext { principal: Principal::new("alice"), ..CallContext::default() };

@@ -158,7 +158,8 @@ fn handler_refs_resolve_through_the_host_with_the_origin_checked_in_core() {
     };
     let options = HostOptions { handlers: vec![decl("given", HandlerMode::CallerThread)], resolver: Some(&mut resolver), ..HostOptions::default() };
     let err = Host::load(&d.join("harness.yaml"), options).unwrap_err();
-    let mut got: Vec<(String, String, Option<usize>)> = err.problems.iter().map(|p| (p.file.clone().unwrap(), p.code.as_str().to_string(), p.line)).collect();
+    let mut got: Vec<(String, String, Option<usize>)> =
+        err.problems.iter().map(|p| (p.file.clone().unwrap(), p.code.as_str().to_string(), p.line)).collect();
     got.sort();
     let want = |f: &str| (format!("tools/{f}.yaml"), "handler_import_failed".to_string(), Some(5));
     assert_eq!(got, vec![want("builtin"), want("missing"), want("stdlib")]);

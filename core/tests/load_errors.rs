@@ -45,11 +45,7 @@ fn one(spec: &str) -> Problem {
 }
 
 fn at(p: &Problem, code: &str, file: &str, line: usize, column: usize, path: &str) {
-    assert_eq!(
-        (p.code.as_str(), p.file.as_deref(), p.line, p.column, p.path.as_str()),
-        (code, Some(file), Some(line), Some(column), path),
-        "{p:#?}"
-    );
+    assert_eq!((p.code.as_str(), p.file.as_deref(), p.line, p.column, p.path.as_str()), (code, Some(file), Some(line), Some(column), path), "{p:#?}");
     assert!(!p.message.is_empty());
 }
 
@@ -249,10 +245,7 @@ fn missing_harness_file() {
 
 #[test]
 fn wrong_api_version_and_kind() {
-    let dir = dir_with(&[
-        ("harness.yaml", HARNESS),
-        ("tools/t.yaml", "apiVersion: v1\nkind: tool\nmetadata: {name: t}\nspec: {handler: \"a:b\"}\n"),
-    ]);
+    let dir = dir_with(&[("harness.yaml", HARNESS), ("tools/t.yaml", "apiVersion: v1\nkind: tool\nmetadata: {name: t}\nspec: {handler: \"a:b\"}\n")]);
     let p = problems(&dir);
     at(&p[0], "wrong_api_version", "tools/t.yaml", 1, 13, "apiVersion");
     at(&p[1], "wrong_kind", "tools/t.yaml", 2, 7, "kind");

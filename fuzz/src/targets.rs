@@ -90,11 +90,8 @@ pub fn manifest_parse(data: &[u8]) {
 pub fn harness_load(data: &[u8]) {
     let Some((&which, rest)) = data.split_first() else { return };
     let dir = scratch("load");
-    let (harness, tool) = if which % 2 == 0 {
-        (rest.to_vec(), FIXED_TOOL.as_bytes().to_vec())
-    } else {
-        (FIXED_HARNESS.as_bytes().to_vec(), rest.to_vec())
-    };
+    let (harness, tool) =
+        if which % 2 == 0 { (rest.to_vec(), FIXED_TOOL.as_bytes().to_vec()) } else { (FIXED_HARNESS.as_bytes().to_vec(), rest.to_vec()) };
     std::fs::write(dir.join("harness.yaml"), harness).unwrap();
     std::fs::write(dir.join("tools/t.yaml"), tool).unwrap();
     match Harness::load(dir.join("harness.yaml")) {

@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use harnessweaver_core::governor::GovernorOptions;
 use harnessweaver_core::harness::McpServer;
+use harnessweaver_core::{definition_digest, CallContext, LoadOptions, Principal};
 use harnessweaver_runtime::transport::code::CodePool;
 use harnessweaver_runtime::transport::mcp::list_served;
 use harnessweaver_runtime::transport::TransportOptions;
-use harnessweaver_core::{definition_digest, CallContext, LoadOptions, Principal};
 use serde_json::{json, Value};
 use std::hint::black_box;
 
@@ -101,7 +101,8 @@ fn mean_us(label: &str, n: u32, mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let mut c = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500)).configure_from_args();
+    let mut c =
+        Criterion::default().sample_size(30).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500)).configure_from_args();
     let mut summary = Vec::new();
 
     // http ---------------------------------------------------------------------
@@ -136,7 +137,10 @@ fn main() {
     let path = write_harness("code", "  mode: test\n", &[("py".into(), "  transport: code\n  sandbox: monty\n".into())]);
     let options = || LoadOptions {
         governor: GovernorOptions {
-            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions { sandbox_worker: Some(worker.clone()), ..TransportOptions::default() })),
+            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions {
+                sandbox_worker: Some(worker.clone()),
+                ..TransportOptions::default()
+            })),
             ..GovernorOptions::default()
         },
         ..LoadOptions::default()

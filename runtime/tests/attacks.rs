@@ -24,7 +24,8 @@ fn dir(name: &str, files: &[(&str, &str)]) -> PathBuf {
     d
 }
 
-const HARNESS: &str = "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.yaml\"]\n    approval_by_risk: [high]\n";
+const HARNESS: &str =
+    "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.yaml\"]\n    approval_by_risk: [high]\n";
 
 fn load(path: &Path, handlers: &[(&str, Handler)]) -> Runtime {
     let options = LoadOptions {
@@ -101,11 +102,7 @@ fn approvals_cannot_be_replayed_or_swapped() {
 
 fn rss_kb() -> u64 {
     let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
 }
 
 /// Many governed calls (a 1 KB output, sanitized) grow the resident set by

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use harnessweaver_runtime::cli::run_with;
 use harnessweaver_core::governor::Governor;
 use harnessweaver_core::{CallContext, Harness, PinState, Principal};
+use harnessweaver_runtime::cli::run_with;
 use serde_json::{json, Value};
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -64,14 +64,11 @@ fn pin_adds_only_the_digest_line_and_is_idempotent() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("2 manifests updated"), "{out}");
     let yaml = fs::read_to_string(dir.join("tools/lookup.yaml")).unwrap();
-    let expected_yaml = YAML_TOOL.replace(
-        "spec:\n    # reached natively\n",
-        &format!("spec:\n    # reached natively\n    definition_digest: \"{lookup_digest}\"\n"),
-    );
+    let expected_yaml =
+        YAML_TOOL.replace("spec:\n    # reached natively\n", &format!("spec:\n    # reached natively\n    definition_digest: \"{lookup_digest}\"\n"));
     assert_eq!(yaml, expected_yaml);
     let json = fs::read_to_string(dir.join("tools/search.json")).unwrap();
-    let expected_json =
-        JSON_TOOL.replace("\t\t\"handler\"", &format!("\t\t\"definition_digest\": \"{search_digest}\",\n\t\t\"handler\""));
+    let expected_json = JSON_TOOL.replace("\t\t\"handler\"", &format!("\t\t\"definition_digest\": \"{search_digest}\",\n\t\t\"handler\""));
     assert_eq!(json, expected_json);
     serde_json::from_str::<serde_json::Value>(&json).unwrap();
 
@@ -127,7 +124,10 @@ fn doctor_reports_every_problem_with_its_place() {
     let dir = dir_with(&[
         ("harness.yaml", HARNESS.replace("spec:\n", "spec:\n  mode: staging\n").as_str()),
         ("tools/a.yaml", "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {name: a}\nspec:\n  handler: \"a:b\"\n  timeout: 10\n"),
-        ("tools/b.json", "{\"apiVersion\": \"harnessweaver/v1\", \"kind\": \"Tool\", \"metadata\": {\"name\": \"a\"}, \"spec\": {\"handler\": \"x:y\"}}"),
+        (
+            "tools/b.json",
+            "{\"apiVersion\": \"harnessweaver/v1\", \"kind\": \"Tool\", \"metadata\": {\"name\": \"a\"}, \"spec\": {\"handler\": \"x:y\"}}",
+        ),
     ]);
     let h = dir.join("harness.yaml");
     let (code, out, _) = run(&["doctor", h.to_str().unwrap()]);
@@ -190,10 +190,29 @@ fn explain_prints_each_step_and_exits_by_decision() {
         (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
     };
     let args = r#"{"order_id": "A-1234", "amount_usd": 250}"#;
-    let (code, out, _) = run(&["explain", "refund_payment", "--harness", shop, "--args", args, "--principal", r#"{"id": "s", "roles": ["support"], "scopes": ["payments:refund"]}"#]);
+    let (code, out, _) = run(&[
+        "explain",
+        "refund_payment",
+        "--harness",
+        shop,
+        "--args",
+        args,
+        "--principal",
+        r#"{"id": "s", "roles": ["support"], "scopes": ["payments:refund"]}"#,
+    ]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("4. policy    refuse [policy_denied]") && out.contains("policy rule `support-may-not-refund`"), "{out}");
-    let (code, out, _) = run(&["explain", "refund_payment", "--harness", shop, "--args", args, "--principal", r#"{"id": "f", "roles": ["finance"], "scopes": ["payments:refund"]}"#, "--json"]);
+    let (code, out, _) = run(&[
+        "explain",
+        "refund_payment",
+        "--harness",
+        shop,
+        "--args",
+        args,
+        "--principal",
+        r#"{"id": "f", "roles": ["finance"], "scopes": ["payments:refund"]}"#,
+        "--json",
+    ]);
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!((v["decision"].as_str(), v["step"].as_str()), (Some("pending"), Some("approval")));
@@ -305,7 +324,8 @@ fn tools_add_edits_the_harness_and_pins() {
 }
 
 fn audited(sink: &str) -> (PathBuf, Governor) {
-    let harness = format!("apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [tools/*.yaml]\n  audit: {{sink: \"{sink}\"}}\n");
+    let harness =
+        format!("apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [tools/*.yaml]\n  audit: {{sink: \"{sink}\"}}\n");
     let dir = dir_with(&[("harness.yaml", &harness), ("tools/ping.yaml", TOOL)]);
     let h = Harness::load(dir.join("harness.yaml")).unwrap();
     let g = Governor::from_harness(&h, harnessweaver_runtime::governor_options()).unwrap();
@@ -415,7 +435,9 @@ fn every_command_has_help_and_usage_errors() {
         assert!(out.starts_with("usage: harnessweaver"), "{args:?}: {out}");
         assert!(out.contains("exit codes: 0"), "{args:?}: {out}");
     }
-    for args in [&["tools", "show"][..], &["tools", "list", "a", "b"], &["tools", "frob"], &["explain"], &["audit", "tail", "--bogus"], &["tools", "add"]] {
+    for args in
+        [&["tools", "show"][..], &["tools", "list", "a", "b"], &["tools", "frob"], &["explain"], &["audit", "tail", "--bogus"], &["tools", "add"]]
+    {
         let (code, _, err) = run(args);
         assert_eq!(code, 2, "{args:?}");
         assert!(err.contains("usage: harnessweaver"), "{args:?}: {err}");

@@ -3,8 +3,8 @@
 //! itself is tested with real clients in tests/gateway (make test-gateway).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use harnessweaver_runtime::gateway::auth::Authenticator;
 use harnessweaver_core::Harness;
+use harnessweaver_runtime::gateway::auth::Authenticator;
 use jsonwebtoken::{encode, EncodingKey, Header};
 use serde_json::json;
 use std::path::PathBuf;
@@ -61,11 +61,15 @@ fn bearer_keys_and_jwts_map_to_callers() {
     assert_eq!(auth.check(Some("Basic abc")).unwrap_err().code, "invalid_token");
     assert_eq!(auth.check(Some("Bearer nope")).unwrap_err().code, "invalid_token");
     let alice = auth.check(Some(&format!("Bearer {token}"))).unwrap();
-    assert_eq!((alice.principal.id.as_str(), alice.principal.roles.clone(), alice.tenant.as_deref()), ("alice", vec!["finance".to_string()], Some("acme")));
+    assert_eq!(
+        (alice.principal.id.as_str(), alice.principal.roles.clone(), alice.tenant.as_deref()),
+        ("alice", vec!["finance".to_string()], Some("acme"))
+    );
 
     let key = EncodingKey::from_secret(b"a-shared-secret-of-enough-length-000");
     let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 600;
-    let claims = json!({"email": "carol@example.com", "scp": ["a:read", "b:write"], "roles": "finance ops", "tenant": "globex", "aud": "hw", "exp": exp});
+    let claims =
+        json!({"email": "carol@example.com", "scp": ["a:read", "b:write"], "roles": "finance ops", "tenant": "globex", "aud": "hw", "exp": exp});
     let jwt = encode(&Header::default(), &claims, &key).unwrap();
     let carol = auth.check(Some(&format!("Bearer {jwt}"))).unwrap();
     assert_eq!(carol.principal.id, "carol@example.com");

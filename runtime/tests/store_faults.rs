@@ -67,13 +67,8 @@ fn redis_stopped_mid_run_fails_closed_and_recovers() {
 fn redis_down_rate_limits_may_fail_open_but_budgets_do_not() {
     let mut server = RedisServer::start();
     let dir = scratch_dir("fault-open");
-    let open = write_harness(
-        &dir.join("open"),
-        "open",
-        &server.url(),
-        "2/h",
-        "  state_options: { rate_limits_on_store_error: open, timeout: 300ms }\n",
-    );
+    let open =
+        write_harness(&dir.join("open"), "open", &server.url(), "2/h", "  state_options: { rate_limits_on_store_error: open, timeout: 300ms }\n");
     let budgeted = write_harness(
         &dir.join("budget"),
         "budget",

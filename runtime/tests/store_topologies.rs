@@ -77,16 +77,13 @@ fn sentinel_managed_primary() {
     let conf = dir.join("sentinel.conf");
     std::fs::write(
         &conf,
-        format!("port {port}\nbind 127.0.0.1\nsentinel monitor hwprimary 127.0.0.1 {} 1\nsentinel down-after-milliseconds hwprimary 5000\n", primary.port),
+        format!(
+            "port {port}\nbind 127.0.0.1\nsentinel monitor hwprimary 127.0.0.1 {} 1\nsentinel down-after-milliseconds hwprimary 5000\n",
+            primary.port
+        ),
     )
     .unwrap();
-    let sentinel = Command::new("redis-server")
-        .arg(&conf)
-        .arg("--sentinel")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let sentinel = Command::new("redis-server").arg(&conf).arg("--sentinel").stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let _guard = Killed(vec![sentinel]);
     wait_for("the sentinel", || {
         redis::Client::open(format!("redis://127.0.0.1:{port}/"))

@@ -7,8 +7,8 @@ mod transport_support;
 use std::time::Instant;
 
 use harnessweaver_core::governor::GovernorOptions;
-use harnessweaver_runtime::transport::TransportOptions;
 use harnessweaver_core::{CallContext, CallResult, LoadOptions, Principal, Runtime};
+use harnessweaver_runtime::transport::TransportOptions;
 use serde_json::{json, Value};
 use transport_support::{harness_yaml, sandbox_worker, tool_yaml, Dir};
 
@@ -20,7 +20,10 @@ fn load(name: &str, tools: &[(&str, &str)]) -> (Dir, Runtime) {
     let dir = Dir::new(name, files);
     let options = LoadOptions {
         governor: GovernorOptions {
-            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions { sandbox_worker: Some(sandbox_worker()), ..TransportOptions::default() })),
+            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions {
+                sandbox_worker: Some(sandbox_worker()),
+                ..TransportOptions::default()
+            })),
             ..GovernorOptions::default()
         },
         ..LoadOptions::default()
@@ -43,10 +46,7 @@ fn sandbox_error(r: &CallResult) -> &str {
 fn arithmetic_globals_and_print() {
     let (_d, rt) = load("code-basic", &[("py", "")]);
     assert_eq!(run(&rt, "py", json!({"code": "1 + 2 * 3"})).output, Some(json!({"value": 7, "stdout": ""})));
-    assert_eq!(
-        run(&rt, "py", json!({"code": "sum(xs) * k", "xs": [1, 2, 3], "k": 10})).output,
-        Some(json!({"value": 60, "stdout": ""}))
-    );
+    assert_eq!(run(&rt, "py", json!({"code": "sum(xs) * k", "xs": [1, 2, 3], "k": 10})).output, Some(json!({"value": 60, "stdout": ""})));
     assert_eq!(
         run(&rt, "py", json!({"code": "print('hi', name)\n{'n': len(name), 'ok': True}", "name": "ann"})).output,
         Some(json!({"value": {"n": 3, "ok": true}, "stdout": "hi ann\n"}))
@@ -125,7 +125,14 @@ fn bad_code_arguments_and_a_custom_code_arg() {
 fn calls_run_in_parallel_on_separate_workers() {
     let (_d, rt) = load("code-parallel", &[("py", "")]);
     std::thread::scope(|s| {
-        let handles: Vec<_> = (0..4).map(|i| s.spawn({ let rt = &rt; move || run(rt, "py", json!({"code": "n * n", "n": i})) })).collect();
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                s.spawn({
+                    let rt = &rt;
+                    move || run(rt, "py", json!({"code": "n * n", "n": i}))
+                })
+            })
+            .collect();
         for (i, h) in handles.into_iter().enumerate() {
             assert_eq!(h.join().unwrap().output.unwrap()["value"], json!(i * i));
         }
@@ -134,7 +141,8 @@ fn calls_run_in_parallel_on_separate_workers() {
 
 #[test]
 fn an_unknown_sandbox_is_a_load_error() {
-    let dir = Dir::new("code-unknown", vec![("harness.yaml".into(), harness_yaml("test", "")), tool_yaml("py", "  transport: code\n  sandbox: docker\n")]);
+    let dir =
+        Dir::new("code-unknown", vec![("harness.yaml".into(), harness_yaml("test", "")), tool_yaml("py", "  transport: code\n  sandbox: docker\n")]);
     let err = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_err();
     assert_eq!(err.code(), "unknown_sandbox", "{err}");
     let p = &err.problems()[0];
@@ -143,10 +151,14 @@ fn an_unknown_sandbox_is_a_load_error() {
 
 #[test]
 fn a_missing_worker_is_a_clear_sandbox_error() {
-    let dir = Dir::new("code-noworker", vec![("harness.yaml".into(), harness_yaml("test", "")), tool_yaml("py", "  transport: code\n  sandbox: monty\n")]);
+    let dir =
+        Dir::new("code-noworker", vec![("harness.yaml".into(), harness_yaml("test", "")), tool_yaml("py", "  transport: code\n  sandbox: monty\n")]);
     let options = LoadOptions {
         governor: GovernorOptions {
-            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions { sandbox_worker: Some("/nonexistent/harnessweaver-sandbox".into()), ..TransportOptions::default() })),
+            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions {
+                sandbox_worker: Some("/nonexistent/harnessweaver-sandbox".into()),
+                ..TransportOptions::default()
+            })),
             ..GovernorOptions::default()
         },
         ..LoadOptions::default()

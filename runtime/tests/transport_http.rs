@@ -106,7 +106,11 @@ fn non_2xx_is_a_handler_error_with_the_status_and_the_run_goes_on() {
     let (_d, rt) = load(
         "http-status",
         "production",
-        &[("boom", http_tool(&format!("{u}/status/500"), "")), ("gone", http_tool(&format!("{u}/status/404"), "")), ("echo", http_tool(&format!("{u}/echo"), ""))],
+        &[
+            ("boom", http_tool(&format!("{u}/status/500"), "")),
+            ("gone", http_tool(&format!("{u}/status/404"), "")),
+            ("echo", http_tool(&format!("{u}/echo"), "")),
+        ],
     );
     let r = call(&rt, "boom", json!({}));
     refused(&r, "handler_error");
@@ -209,10 +213,7 @@ fn doctor_warns_about_header_variables_that_are_not_set() {
     let (dir, _rt) = load(
         "http-doctor",
         "production",
-        &[(
-            "echo",
-            http_tool("http://127.0.0.1:9/echo", "  headers_env:\n    X-Api-Key: HW_TEST_DOCTOR_UNSET\n    X-Tenant: HW_TEST_DOCTOR_SET\n"),
-        )],
+        &[("echo", http_tool("http://127.0.0.1:9/echo", "  headers_env:\n    X-Api-Key: HW_TEST_DOCTOR_UNSET\n    X-Tenant: HW_TEST_DOCTOR_SET\n"))],
     );
     let args: Vec<String> = ["doctor".to_string(), dir.harness().to_string_lossy().into_owned()].to_vec();
     let (mut out, mut err) = (Vec::new(), Vec::new());

@@ -12,8 +12,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use harnessweaver_core::harness::McpServer;
-use harnessweaver_runtime::transport::mcp::list_served;
 use harnessweaver_core::{definition_digest, CallContext, CallResult, LoadOptions, Principal, Runtime};
+use harnessweaver_runtime::transport::mcp::list_served;
 use serde_json::{json, Value};
 use transport_support::{root, Dir};
 
@@ -47,7 +47,8 @@ fn mcp_python() -> PathBuf {
         let has = Command::new(&py).args(["-c", "import mcp.server.mcpserver"]).status().unwrap().success();
         if !has {
             let req = root().join("tests/mcp/requirements.txt");
-            let ok = Command::new(&py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"]).arg(req).status().unwrap().success();
+            let ok =
+                Command::new(&py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"]).arg(req).status().unwrap().success();
             assert!(ok, "pip install -r tests/mcp/requirements.txt failed");
         }
         py
@@ -138,11 +139,7 @@ fn python_sdk_server_calls_errors_and_timeouts() {
         "mcp-py",
         &yaml_server("py", &server),
         "eager",
-        vec![
-            manifest("py", &defs[0], "30s", |_| {}),
-            manifest("py", &defs[1], "30s", |_| {}),
-            manifest("py", &defs[2], "300ms", |_| {}),
-        ],
+        vec![manifest("py", &defs[0], "30s", |_| {}), manifest("py", &defs[1], "30s", |_| {}), manifest("py", &defs[2], "300ms", |_| {})],
     );
     let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(call(&rt, "add", json!({"a": 2, "b": 3})).output, Some(json!("5")));

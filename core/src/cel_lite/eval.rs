@@ -206,11 +206,7 @@ impl<'a> Cx<'a, '_> {
                 match &base {
                     Val::JMap(map) => Ok(Val::Bool(map.contains_key(&**field))),
                     Val::Map(_) => Ok(Val::Bool(self.lookup(&base, &Val::Str(field))?.is_some())),
-                    other => Err(format!(
-                        "`has` needs a map but `{}` is {}",
-                        self.snip(operand),
-                        other.a_type()
-                    )),
+                    other => Err(format!("`has` needs a map but `{}` is {}", self.snip(operand), other.a_type())),
                 }
             }
             Kind::Index(operand, index) => {
@@ -226,11 +222,7 @@ impl<'a> Cx<'a, '_> {
             Kind::Cond(cond, then, otherwise) => match self.eval(cond)? {
                 Val::Bool(true) => self.eval(then),
                 Val::Bool(false) => self.eval(otherwise),
-                other => Err(format!(
-                    "the condition `{}` is {}, not a bool",
-                    self.snip(cond),
-                    other.a_type()
-                )),
+                other => Err(format!("the condition `{}` is {}, not a bool", self.snip(cond), other.a_type())),
             },
             Kind::List(items) => {
                 self.allocate(size_u64(items.len()) * 32)?;
@@ -269,11 +261,7 @@ impl<'a> Cx<'a, '_> {
                 Ok(other) => {
                     if first_error.is_none() {
                         let op = if stop_at { "||" } else { "&&" };
-                        first_error = Some(format!(
-                            "`{op}` needs bools but `{}` is {}",
-                            self.snip(item),
-                            other.a_type()
-                        ));
+                        first_error = Some(format!("`{op}` needs bools but `{}` is {}", self.snip(item), other.a_type()));
                     }
                 }
                 Err(reason) => {
@@ -300,12 +288,7 @@ impl<'a> Cx<'a, '_> {
                 Some(v) => Ok(v),
                 None => Err(format!("no such key `{}` in `{}`", truncate(field, 40), self.snip(operand))),
             },
-            other => Err(format!(
-                "cannot select `{}` from `{}`, {}",
-                truncate(field, 40),
-                self.snip(operand),
-                other.a_type()
-            )),
+            other => Err(format!("cannot select `{}` from `{}`, {}", truncate(field, 40), self.snip(operand), other.a_type())),
         }
     }
 
@@ -328,8 +311,7 @@ impl<'a> Cx<'a, '_> {
 
     fn index(&mut self, base: &Val<'a>, key: &Val<'a>, operand: &Expr, e: &Expr) -> R<Val<'a>> {
         if base.is_map() {
-            if !matches!(key, Val::Int(_) | Val::Uint(_) | Val::Double(_) | Val::Bool(_) | Val::Str(_) | Val::OwnedStr(_))
-            {
+            if !matches!(key, Val::Int(_) | Val::Uint(_) | Val::Double(_) | Val::Bool(_) | Val::Str(_) | Val::OwnedStr(_)) {
                 return Err(self.no_overload(&format!("a map key cannot be {}", key.a_type()), e));
             }
             return match self.lookup(base, key)? {
@@ -400,10 +382,7 @@ impl<'a> Cx<'a, '_> {
 
     #[cold]
     fn mismatch(&self, op: BinOp, l: &Val<'_>, r: &Val<'_>, e: &Expr) -> String {
-        self.no_overload(
-            &format!("no operator `{}` for {} and {}", op.symbol(), l.type_name(), r.type_name()),
-            e,
-        )
+        self.no_overload(&format!("no operator `{}` for {} and {}", op.symbol(), l.type_name(), r.type_name()), e)
     }
 
     fn order(&mut self, l: &Val<'a>, r: &Val<'a>, op: BinOp, e: &Expr) -> R<Option<Ordering>> {
@@ -563,9 +542,7 @@ impl<'a> Cx<'a, '_> {
         }
         let [a, b] = vals;
         let name = func.name();
-        let bad = |cx: &Self, v: &Val<'_>| {
-            cx.no_overload(&format!("`{name}` is not defined for {}", v.a_type()), e)
-        };
+        let bad = |cx: &Self, v: &Val<'_>| cx.no_overload(&format!("`{name}` is not defined for {}", v.a_type()), e);
         match func {
             Func::Dyn => Ok(a),
             Func::Size => {
@@ -610,22 +587,16 @@ impl<'a> Cx<'a, '_> {
                 Val::Uint(u) => i64::try_from(*u).map(Val::Int).map_err(|_| self.no_overload("int range error", e)),
                 Val::Double(d) => double_to_int(*d).map(Val::Int).ok_or_else(|| self.no_overload("int range error", e)),
                 _ => match a.as_str() {
-                    Some(s) => s.parse::<i64>().map(Val::Int).map_err(|_| {
-                        self.no_overload(&format!("`{}` is not an int", truncate(s, 40)), e)
-                    }),
+                    Some(s) => s.parse::<i64>().map(Val::Int).map_err(|_| self.no_overload(&format!("`{}` is not an int", truncate(s, 40)), e)),
                     None => Err(bad(self, &a)),
                 },
             },
             Func::Uint => match &a {
                 Val::Uint(_) => Ok(a),
                 Val::Int(i) => u64::try_from(*i).map(Val::Uint).map_err(|_| self.no_overload("uint range error", e)),
-                Val::Double(d) => {
-                    double_to_uint(*d).map(Val::Uint).ok_or_else(|| self.no_overload("uint range error", e))
-                }
+                Val::Double(d) => double_to_uint(*d).map(Val::Uint).ok_or_else(|| self.no_overload("uint range error", e)),
                 _ => match a.as_str() {
-                    Some(s) => s.parse::<u64>().map(Val::Uint).map_err(|_| {
-                        self.no_overload(&format!("`{}` is not a uint", truncate(s, 40)), e)
-                    }),
+                    Some(s) => s.parse::<u64>().map(Val::Uint).map_err(|_| self.no_overload(&format!("`{}` is not a uint", truncate(s, 40)), e)),
                     None => Err(bad(self, &a)),
                 },
             },
@@ -634,9 +605,7 @@ impl<'a> Cx<'a, '_> {
                 Val::Int(i) => Ok(Val::Double(*i as f64)),
                 Val::Uint(u) => Ok(Val::Double(*u as f64)),
                 _ => match a.as_str() {
-                    Some(s) => s.parse::<f64>().map(Val::Double).map_err(|_| {
-                        self.no_overload(&format!("`{}` is not a double", truncate(s, 40)), e)
-                    }),
+                    Some(s) => s.parse::<f64>().map(Val::Double).map_err(|_| self.no_overload(&format!("`{}` is not a double", truncate(s, 40)), e)),
                     None => Err(bad(self, &a)),
                 },
             },
@@ -654,12 +623,7 @@ impl<'a> Cx<'a, '_> {
     fn comprehension(&mut self, c: &'a Comprehension, e: &Expr) -> R<Val<'a>> {
         let range = self.eval(&c.range)?;
         let Some(items) = range.items() else {
-            return Err(format!(
-                "`{}` needs a list or map but `{}` is {}",
-                macro_name(c.kind),
-                self.snip(&c.range),
-                range.a_type()
-            ));
+            return Err(format!("`{}` needs a list or map but `{}` is {}", macro_name(c.kind), self.snip(&c.range), range.a_type()));
         };
         let base = self.locals.len();
         let result = self.iterate(c, items, e);
@@ -736,12 +700,7 @@ impl<'a> Cx<'a, '_> {
     }
 
     fn predicate_error(&self, c: &Comprehension, v: &Val<'_>) -> String {
-        format!(
-            "the condition `{}` of `{}` is {}, not a bool",
-            self.snip(c.filter.as_ref().unwrap_or(&c.body)),
-            macro_name(c.kind),
-            v.a_type()
-        )
+        format!("the condition `{}` of `{}` is {}, not a bool", self.snip(c.filter.as_ref().unwrap_or(&c.body)), macro_name(c.kind), v.a_type())
     }
 }
 
@@ -798,15 +757,11 @@ fn to_json(v: &Val<'_>, depth: usize) -> R<Value> {
         Val::Bool(b) => Value::Bool(*b),
         Val::Int(i) => Value::from(*i),
         Val::Uint(u) => Value::from(*u),
-        Val::Double(d) => Value::Number(
-            Number::from_f64(*d).ok_or_else(|| format!("the result `{}` has no JSON form", format_double(*d)))?,
-        ),
+        Val::Double(d) => Value::Number(Number::from_f64(*d).ok_or_else(|| format!("the result `{}` has no JSON form", format_double(*d)))?),
         Val::Str(s) => Value::String((*s).to_string()),
         Val::OwnedStr(s) => Value::String(s.to_string()),
         Val::List(items) => Value::Array(items.iter().map(|x| to_json(x, depth + 1)).collect::<R<_>>()?),
-        Val::JList(items) => Value::Array(
-            items.iter().map(|x| to_json(&Val::from_json(x), depth + 1)).collect::<R<_>>()?,
-        ),
+        Val::JList(items) => Value::Array(items.iter().map(|x| to_json(&Val::from_json(x), depth + 1)).collect::<R<_>>()?),
         Val::JMap(map) => {
             let mut out = Map::new();
             for (k, x) in map.iter() {
@@ -839,16 +794,10 @@ fn to_cel(v: &Val<'_>, depth: usize) -> R<CelValue> {
         Val::Uint(u) => CelValue::Uint(*u),
         Val::Double(d) => CelValue::Double(*d),
         Val::Str(_) | Val::OwnedStr(_) => CelValue::String(v.as_str().unwrap_or_default().to_string()),
-        Val::List(_) | Val::JList(_) => {
-            CelValue::List(v.items().into_iter().flatten().map(|x| to_cel(&x, depth + 1)).collect::<R<_>>()?)
+        Val::List(_) | Val::JList(_) => CelValue::List(v.items().into_iter().flatten().map(|x| to_cel(&x, depth + 1)).collect::<R<_>>()?),
+        Val::Map(entries) => CelValue::Map(entries.iter().map(|(k, x)| Ok((to_cel(k, depth + 1)?, to_cel(x, depth + 1)?))).collect::<R<_>>()?),
+        Val::JMap(map) => {
+            CelValue::Map(map.iter().map(|(k, x)| Ok((CelValue::String(k.clone()), to_cel(&Val::from_json(x), depth + 1)?))).collect::<R<_>>()?)
         }
-        Val::Map(entries) => CelValue::Map(
-            entries.iter().map(|(k, x)| Ok((to_cel(k, depth + 1)?, to_cel(x, depth + 1)?))).collect::<R<_>>()?,
-        ),
-        Val::JMap(map) => CelValue::Map(
-            map.iter()
-                .map(|(k, x)| Ok((CelValue::String(k.clone()), to_cel(&Val::from_json(x), depth + 1)?)))
-                .collect::<R<_>>()?,
-        ),
     })
 }

@@ -105,8 +105,8 @@ impl Tok {
 
 /// Identifiers CEL reserves: not usable as names, usable as field names.
 pub(crate) const RESERVED: &[&str] = &[
-    "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop", "package",
-    "namespace", "return", "var", "void", "while",
+    "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void",
+    "while",
 ];
 
 pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, CompileError> {
@@ -245,12 +245,7 @@ impl Lexer<'_> {
                         return Ok(());
                     }
                     "b" | "rb" | "br" => {
-                        return Err(CompileError::at(
-                            CODE_UNSUPPORTED,
-                            "bytes literals are outside cel-lite; use a string",
-                            self.src,
-                            start,
-                        ));
+                        return Err(CompileError::at(CODE_UNSUPPORTED, "bytes literals are outside cel-lite; use a string", self.src, start));
                     }
                     _ => {}
                 }
@@ -283,8 +278,7 @@ impl Lexer<'_> {
                 self.pos += 1;
             }
             let digits = self.src.get(digits_start..self.pos).unwrap_or_default();
-            let value = u64::from_str_radix(digits, 16)
-                .map_err(|_| self.err(start, "hex literal is empty or out of range"))?;
+            let value = u64::from_str_radix(digits, 16).map_err(|_| self.err(start, "hex literal is empty or out of range"))?;
             self.int_suffix(value)
         } else {
             let mut is_float = false;
@@ -313,9 +307,8 @@ impl Lexer<'_> {
                 let value: f64 = text.parse().map_err(|_| self.err(start, format!("bad number `{text}`")))?;
                 Tok::Double(value)
             } else {
-                let value: u64 = text
-                    .parse()
-                    .map_err(|_| self.err(start, format!("integer literal `{}` is out of range", super::truncate(text, 40))))?;
+                let value: u64 =
+                    text.parse().map_err(|_| self.err(start, format!("integer literal `{}` is out of range", super::truncate(text, 40))))?;
                 self.int_suffix(value)
             }
         };
@@ -408,9 +401,6 @@ impl Lexer<'_> {
             return Err(self.err(at, "invalid escape sequence"));
         }
         self.pos += len;
-        u32::from_str_radix(digits, radix)
-            .ok()
-            .and_then(char::from_u32)
-            .ok_or_else(|| self.err(at, "escape sequence is not a valid code point"))
+        u32::from_str_radix(digits, radix).ok().and_then(char::from_u32).ok_or_else(|| self.err(at, "escape sequence is not a valid code point"))
     }
 }

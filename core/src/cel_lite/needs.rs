@@ -142,10 +142,7 @@ mod tests {
         );
         assert_eq!(
             needs("args.a.b == 1 && has(args.a.c) && args.d.e.size() > 0"),
-            vec![(
-                "args".to_string(),
-                fields(&[("a", fields(&[("b", Whole), ("c", Whole)])), ("d", fields(&[("e", Whole)]))])
-            )]
+            vec![("args".to_string(), fields(&[("a", fields(&[("b", Whole), ("c", Whole)])), ("d", fields(&[("e", Whole)]))]))]
         );
     }
 

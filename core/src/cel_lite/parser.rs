@@ -10,8 +10,8 @@ use regex::Regex;
 
 use super::lexer::{Tok, Token, RESERVED};
 use super::{
-    CompileError, Options, CODE_BAD_REGEX, CODE_SYNTAX, CODE_TOO_DEEP, CODE_UNKNOWN_FUNCTION, CODE_UNKNOWN_NAME,
-    CODE_UNSUPPORTED, CODE_WRONG_ARGUMENTS, MAX_PATTERN_LENGTH, REGEX_SIZE_LIMIT,
+    CompileError, Options, CODE_BAD_REGEX, CODE_SYNTAX, CODE_TOO_DEEP, CODE_UNKNOWN_FUNCTION, CODE_UNKNOWN_NAME, CODE_UNSUPPORTED,
+    CODE_WRONG_ARGUMENTS, MAX_PATTERN_LENGTH, REGEX_SIZE_LIMIT,
 };
 
 /// One node of the tree with the byte span of its source text.
@@ -376,9 +376,9 @@ impl Parser<'_> {
                     let value = if magnitude == 1u64 << 63 {
                         i64::MIN
                     } else {
-                        i64::try_from(magnitude).map(|v| -v).map_err(|_| {
-                            self.err_at(CODE_SYNTAX, lit_start, "integer literal is out of range for an int")
-                        })?
+                        i64::try_from(magnitude)
+                            .map(|v| -v)
+                            .map_err(|_| self.err_at(CODE_SYNTAX, lit_start, "integer literal is out of range for an int"))?
                     };
                     let lit = self.node(Kind::Int(value), start, self.prev_end())?;
                     return self.member_suffix(lit, start);
@@ -410,18 +410,10 @@ impl Parser<'_> {
                         e = self.node(Kind::Select(Box::new(e), name.into()), start, t.end)?;
                     }
                     Tok::In | Tok::True | Tok::False | Tok::Null => {
-                        return Err(self.err_at(
-                            CODE_SYNTAX,
-                            t.start,
-                            format!("{} cannot be a field name; use `[\"…\"]`", t.kind.describe()),
-                        ));
+                        return Err(self.err_at(CODE_SYNTAX, t.start, format!("{} cannot be a field name; use `[\"…\"]`", t.kind.describe())));
                     }
                     other => {
-                        return Err(self.err_at(
-                            CODE_SYNTAX,
-                            t.start,
-                            format!("expected a field name after `.` but found {}", other.describe()),
-                        ))
+                        return Err(self.err_at(CODE_SYNTAX, t.start, format!("expected a field name after `.` but found {}", other.describe())))
                     }
                 }
             } else if self.at(&Tok::LBracket) {
@@ -444,8 +436,7 @@ impl Parser<'_> {
             Tok::True => self.node(Kind::Bool(true), start, end),
             Tok::False => self.node(Kind::Bool(false), start, end),
             Tok::Int(v) => {
-                let v = i64::try_from(v)
-                    .map_err(|_| self.err_at(CODE_SYNTAX, start, "integer literal is out of range for an int"))?;
+                let v = i64::try_from(v).map_err(|_| self.err_at(CODE_SYNTAX, start, "integer literal is out of range for an int"))?;
                 self.node(Kind::Int(v), start, end)
             }
             Tok::Uint(v) => self.node(Kind::Uint(v), start, end),
@@ -464,11 +455,7 @@ impl Parser<'_> {
                 let entries = self.map_entries()?;
                 self.node(fold(Kind::Map(entries)), start, self.prev_end())
             }
-            Tok::Dot => Err(self.err_at(
-                CODE_UNSUPPORTED,
-                start,
-                "names with a leading `.` are outside cel-lite",
-            )),
+            Tok::Dot => Err(self.err_at(CODE_UNSUPPORTED, start, "names with a leading `.` are outside cel-lite")),
             Tok::Ident(name) => {
                 if self.at(&Tok::LParen) {
                     return self.global_call(name, start);
@@ -483,9 +470,7 @@ impl Parser<'_> {
                 let kind = self.resolve_name(&name, start)?;
                 self.node(kind, start, end)
             }
-            Tok::QuotedIdent(_) => {
-                Err(self.err_at(CODE_SYNTAX, start, "a backquoted name can only follow `.`"))
-            }
+            Tok::QuotedIdent(_) => Err(self.err_at(CODE_SYNTAX, start, "a backquoted name can only follow `.`")),
             other => Err(self.err_at(CODE_SYNTAX, start, format!("expected an expression but found {}", other.describe()))),
         }
     }
@@ -519,11 +504,7 @@ impl Parser<'_> {
             return Err(self.err_at(CODE_UNKNOWN_NAME, at, format!("unknown name `{name}`{hint}")));
         }
         let in_scope = if self.scopes.is_empty() { String::new() } else { " or a macro variable".to_string() };
-        Err(self.err_at(
-            CODE_UNKNOWN_NAME,
-            at,
-            format!("unknown name `{}`; expressions can use {known}{in_scope}", super::truncate(name, 40)),
-        ))
+        Err(self.err_at(CODE_UNKNOWN_NAME, at, format!("unknown name `{}`; expressions can use {known}{in_scope}", super::truncate(name, 40))))
     }
 
     fn list_items(&mut self, close: &Tok, what: &str) -> Result<Vec<Expr>, CompileError> {
@@ -573,11 +554,7 @@ impl Parser<'_> {
             };
             return match arg.kind {
                 Kind::Select(operand, field) => self.node(Kind::Has(operand, field), start, end),
-                _ => Err(self.err_at(
-                    CODE_WRONG_ARGUMENTS,
-                    arg.start as usize,
-                    "`has` takes a field selection, as in `has(args.amount)`",
-                )),
+                _ => Err(self.err_at(CODE_WRONG_ARGUMENTS, arg.start as usize, "`has` takes a field selection, as in `has(args.amount)`")),
             };
         }
         let func = match name.as_str() {
@@ -589,11 +566,7 @@ impl Parser<'_> {
             "matches" => Func::Matches,
             "dyn" if self.options.dyn_identity => Func::Dyn,
             "startsWith" | "endsWith" | "contains" | "exists" | "all" | "exists_one" | "map" | "filter" => {
-                return Err(self.err_at(
-                    CODE_UNKNOWN_FUNCTION,
-                    start,
-                    format!("`{name}` is called on a value, as in `x.{name}(…)`"),
-                ));
+                return Err(self.err_at(CODE_UNKNOWN_FUNCTION, start, format!("`{name}` is called on a value, as in `x.{name}(…)`")));
             }
             _ => return Err(self.unknown_function(&name, start)),
         };
@@ -663,11 +636,7 @@ impl Parser<'_> {
             "contains" => Func::Contains,
             "matches" => Func::Matches,
             "int" | "uint" | "double" | "string" | "has" | "dyn" => {
-                return Err(self.err_at(
-                    CODE_UNKNOWN_FUNCTION,
-                    name_at,
-                    format!("`{name}` is called as a function, as in `{name}(x)`"),
-                ));
+                return Err(self.err_at(CODE_UNKNOWN_FUNCTION, name_at, format!("`{name}` is called as a function, as in `{name}(x)`")));
             }
             _ => return Err(self.unknown_function(&name, name_at)),
         };
@@ -692,14 +661,7 @@ impl Parser<'_> {
         self.node(Kind::Call(Func::Matches, vec![text, pattern]), start, end)
     }
 
-    fn comprehension(
-        &mut self,
-        range: Expr,
-        kind: MacroKind,
-        name: &str,
-        name_at: usize,
-        start: usize,
-    ) -> Result<Expr, CompileError> {
+    fn comprehension(&mut self, range: Expr, kind: MacroKind, name: &str, name_at: usize, start: usize) -> Result<Expr, CompileError> {
         self.expect(&Tok::LParen, "`(`")?;
         let usage = if kind == MacroKind::Map {
             format!("`{name}` takes a variable name and an expression, as in `list.{name}(x, x * 2)`")
@@ -777,21 +739,16 @@ pub(crate) fn build_regex(pattern: &str) -> Result<Regex, String> {
     if pattern.len() > MAX_PATTERN_LENGTH {
         return Err(format!("pattern is {} bytes, more than the limit of {MAX_PATTERN_LENGTH}", pattern.len()));
     }
-    regex::RegexBuilder::new(pattern)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .dfa_size_limit(REGEX_SIZE_LIMIT)
-        .nest_limit(64)
-        .build()
-        .map_err(|e| match e {
-            regex::Error::CompiledTooBig(limit) => {
-                format!("pattern compiles to more than the limit of {limit} bytes")
-            }
-            regex::Error::Syntax(text) => {
-                let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("invalid pattern");
-                format!("invalid pattern: {}", last.trim().trim_start_matches("error: "))
-            }
-            _ => "invalid pattern".to_string(),
-        })
+    regex::RegexBuilder::new(pattern).size_limit(REGEX_SIZE_LIMIT).dfa_size_limit(REGEX_SIZE_LIMIT).nest_limit(64).build().map_err(|e| match e {
+        regex::Error::CompiledTooBig(limit) => {
+            format!("pattern compiles to more than the limit of {limit} bytes")
+        }
+        regex::Error::Syntax(text) => {
+            let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("invalid pattern");
+            format!("invalid pattern: {}", last.trim().trim_start_matches("error: "))
+        }
+        _ => "invalid pattern".to_string(),
+    })
 }
 
 fn to_u32(v: usize) -> u32 {

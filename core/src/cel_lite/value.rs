@@ -210,9 +210,7 @@ pub(crate) fn cmp_num(a: Num, b: Num) -> Option<std::cmp::Ordering> {
         (Num::U(x), Num::U(y)) => Some(x.cmp(&y)),
         (Num::D(x), Num::D(y)) => x.partial_cmp(&y),
         (Num::I(x), Num::U(y)) => Some(if x < 0 { Ordering::Less } else { x.unsigned_abs().cmp(&y) }),
-        (Num::U(_), Num::I(_)) | (Num::D(_), Num::I(_)) | (Num::D(_), Num::U(_)) => {
-            cmp_num(b, a).map(Ordering::reverse)
-        }
+        (Num::U(_), Num::I(_)) | (Num::D(_), Num::I(_)) | (Num::D(_), Num::U(_)) => cmp_num(b, a).map(Ordering::reverse),
         (Num::I(x), Num::D(y)) => {
             if y < -TWO_63 {
                 Some(Ordering::Greater)

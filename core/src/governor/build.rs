@@ -5,13 +5,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{Governor, LayerSettings, OutputPolicy, Rule, Settings, ToolRuntime, Transport};
-use crate::cel_lite::{self, Program};
 use crate::audit::{AuditSink, JsonlSink, MemorySink, NullSink};
+use crate::backends::{Backends, CoreBackends};
+use crate::cel_lite::{self, Program};
 use crate::clock::{Clock, IdSource, SystemClock};
 use crate::error::{Error, Problem};
 use crate::harness::{self, EnforceMode, ExampleExpect, Harness};
 use crate::manifest::{self, PinState, Tool, TrustLabel};
-use crate::backends::{Backends, CoreBackends};
 use crate::store::{MemoryStore, Rate, Store};
 use crate::validate::{Constraints, SchemaValidator};
 
@@ -302,7 +302,10 @@ fn check_examples(specs: &[harness::PolicyRule], rules: &[Rule], tools: &[ToolRu
             };
             let tool_value = tools.iter().find(|t| t.name == ex.tool).map(|t| t.tool_value.clone()).unwrap_or_else(|| json!({"name": ex.tool}));
             if !harness.tools().iter().any(|t| t.name() == ex.tool) {
-                problems.push(located("policy_example_failed", format!("example of rule `{}` calls `{}`, which no manifest declares", spec.name, ex.tool)));
+                problems.push(located(
+                    "policy_example_failed",
+                    format!("example of rule `{}` calls `{}`, which no manifest declares", spec.name, ex.tool),
+                ));
                 continue;
             }
             let tenant = ex.tenant.clone().map_or(Value::Null, Value::String);

@@ -66,18 +66,17 @@ pub fn key_kind(key: &str) -> Option<PiiKind> {
 fn kind_of(w: &str) -> Option<PiiKind> {
     Some(match w {
         "email" | "emails" | "emailaddress" | "emailaddresses" | "email_address" => PiiKind::Email,
-        "phone" | "phones" | "phonenumber" | "phonenumbers" | "telephone" | "tel" | "mobile" | "mobilenumber"
-        | "mobilephone" | "cellphone" | "fax" | "faxnumber" | "msisdn" => PiiKind::Phone,
+        "phone" | "phones" | "phonenumber" | "phonenumbers" | "telephone" | "tel" | "mobile" | "mobilenumber" | "mobilephone" | "cellphone"
+        | "fax" | "faxnumber" | "msisdn" => PiiKind::Phone,
         "ssn" | "socialsecuritynumber" | "socialsecurity" => PiiKind::UsSsn,
         "cardnumber" | "creditcard" | "creditcardnumber" | "ccnumber" | "pan" | "cardno" => PiiKind::CreditCard,
         "iban" => PiiKind::Iban,
         "ip" | "ips" | "ipaddress" | "ipaddr" | "remoteaddr" | "ipv4" | "ipv6" => PiiKind::IpAddress,
         "mac" | "macaddress" | "macaddr" => PiiKind::MacAddress,
         "dob" | "dateofbirth" | "birthdate" | "birthday" => PiiKind::DateOfBirth,
-        "password" | "passwd" | "pwd" | "passphrase" | "secret" | "clientsecret" | "apikey" | "apisecret" | "token"
-        | "accesstoken" | "refreshtoken" | "idtoken" | "authtoken" | "bearertoken" | "sessiontoken" | "csrftoken"
-        | "privatekey" | "secretkey" | "accesskey" | "secretaccesskey" | "authorization" | "cookie" | "setcookie"
-        | "sessionid" | "connectionstring" => PiiKind::Secret,
+        "password" | "passwd" | "pwd" | "passphrase" | "secret" | "clientsecret" | "apikey" | "apisecret" | "token" | "accesstoken"
+        | "refreshtoken" | "idtoken" | "authtoken" | "bearertoken" | "sessiontoken" | "csrftoken" | "privatekey" | "secretkey" | "accesskey"
+        | "secretaccesskey" | "authorization" | "cookie" | "setcookie" | "sessionid" | "connectionstring" => PiiKind::Secret,
         _ => return None,
     })
 }

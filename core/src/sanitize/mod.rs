@@ -171,13 +171,7 @@ pub fn apply(value: &Value, sanitizers: &[Sanitizer]) -> (Value, Report) {
     (out, report)
 }
 
-fn walk(
-    value: &Value,
-    sanitizers: &[Sanitizer],
-    redact_keys: bool,
-    key_rule: Option<PiiKind>,
-    report: &mut Report,
-) -> Value {
+fn walk(value: &Value, sanitizers: &[Sanitizer], redact_keys: bool, key_rule: Option<PiiKind>, report: &mut Report) -> Value {
     match value {
         Value::String(s) => {
             if let Some(kind) = key_rule {
@@ -260,8 +254,7 @@ fn walk(
 /// True for a string that is already one of our placeholders or markers.
 fn is_placeholder(s: &str) -> bool {
     let t = s.trim();
-    t.starts_with('[') && t.ends_with(']') && t.len() <= 40 && !t.contains(char::is_whitespace)
-        || t.starts_with("[removed: ")
+    t.starts_with('[') && t.ends_with(']') && t.len() <= 40 && !t.contains(char::is_whitespace) || t.starts_with("[removed: ")
 }
 
 /// One replacement found in a text: byte range and what it is.
@@ -285,12 +278,7 @@ pub(crate) fn resolve(mut found: Vec<Finding>) -> Vec<Finding> {
     if found.len() <= 1 {
         return found;
     }
-    found.sort_by(|a, b| {
-        b.priority
-            .cmp(&a.priority)
-            .then((b.end - b.start).cmp(&(a.end - a.start)))
-            .then(a.start.cmp(&b.start))
-    });
+    found.sort_by(|a, b| b.priority.cmp(&a.priority).then((b.end - b.start).cmp(&(a.end - a.start))).then(a.start.cmp(&b.start)));
     // start -> end of kept findings; overlap checks are O(log n).
     let mut kept: BTreeMap<usize, usize> = BTreeMap::new();
     let mut out = Vec::with_capacity(found.len());

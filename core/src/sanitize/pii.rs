@@ -127,16 +127,22 @@ fn build() -> Option<Detectors> {
     // (linear and fast) instead of falling back to the slower PikeVM.
     let r = |p: &str| regex::RegexBuilder::new(p).dfa_size_limit(32 << 20).size_limit(64 << 20).build().ok();
     Some(Detectors {
-        email: r(r"[\p{Latin}\p{Greek}\p{Cyrillic}0-9._%+\-']+@(?:[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?\.)+[\p{Latin}\p{Greek}\p{Cyrillic}]{2,24}")?,
+        email: r(
+            r"[\p{Latin}\p{Greek}\p{Cyrillic}0-9._%+\-']+@(?:[\p{L}\p{N}](?:[\p{L}\p{N}\-]*[\p{L}\p{N}])?\.)+[\p{Latin}\p{Greek}\p{Cyrillic}]{2,24}",
+        )?,
         phone: r(r"\+?(?:\([0-9]{1,5}\)[ .\-]?)?[0-9]+(?:(?:[ .\-/]|[ ]?\(0?\)?[ ]?|\)[ ]?|[ ]?\()[0-9]+)*")?,
         card: r(r"[0-9]{4}[ \-][0-9]{6}[ \-][0-9]{5}|[0-9]{4}(?:[ \-][0-9]{4}){3}(?:[ \-][0-9]{1,3})?|[0-9]{13,19}")?,
         ssn: r(r"[0-9]{3}[\- ][0-9]{2}[\- ][0-9]{4}")?,
         ssn_bare: r(r"(?i)(?:ssn|social security(?: number| no\.?)?|soc\.? ?sec\.?(?: no\.?)?)\s*(?:#|no\.?|number)?\s*[:=]?\s*([0-9]{9})")?,
         iban: r(r"[A-Za-z]{2}[0-9]{2}(?:[ ]?[A-Za-z0-9]){11,32}")?,
         ipv4: r(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")?,
-        ipv6: r(r"[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:(?:[0-9A-Fa-f]{1,4}:)*[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:[0-9A-Fa-f:]*")?,
+        ipv6: r(
+            r"[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:(?:[0-9A-Fa-f]{1,4}:)*[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:[0-9A-Fa-f:]*",
+        )?,
         mac: r(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}")?,
-        dob: r(r"(?i)(?:(?-u:\b)dob|(?-u:\b)d\.o\.b\.|date of birth|birth ?date|(?-u:\b)born(?: on)?|geburtsdatum|geboren am|fecha de nacimiento|date de naissance|n[ée]e? le|data di nascita|data de nascimento|生年月日|出生日期|дата рождения)\s*[:\-]?\s*((?:[0-9]{4}-[0-9]{1,2}-[0-9]{1,2})|(?:[0-9]{1,2}[./\-][0-9]{1,2}[./\-](?:[0-9]{4}|[0-9]{2}))|(?:[0-9]{1,2}\.? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|januar|februar|märz|mai|juni|juli|oktober|dezember|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre|janvier|février|mars|avril|juin|juillet|août|septembre|octobre|novembre|décembre)[a-z]*\.?,? [0-9]{4})|(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? [0-9]{1,2},? [0-9]{4})|(?:[0-9]{4}年[0-9]{1,2}月[0-9]{1,2}日))")?,
+        dob: r(
+            r"(?i)(?:(?-u:\b)dob|(?-u:\b)d\.o\.b\.|date of birth|birth ?date|(?-u:\b)born(?: on)?|geburtsdatum|geboren am|fecha de nacimiento|date de naissance|n[ée]e? le|data di nascita|data de nascimento|生年月日|出生日期|дата рождения)\s*[:\-]?\s*((?:[0-9]{4}-[0-9]{1,2}-[0-9]{1,2})|(?:[0-9]{1,2}[./\-][0-9]{1,2}[./\-](?:[0-9]{4}|[0-9]{2}))|(?:[0-9]{1,2}\.? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|januar|februar|märz|mai|juni|juli|oktober|dezember|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre|janvier|février|mars|avril|juin|juillet|août|septembre|octobre|novembre|décembre)[a-z]*\.?,? [0-9]{4})|(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? [0-9]{1,2},? [0-9]{4})|(?:[0-9]{4}年[0-9]{1,2}月[0-9]{1,2}日))",
+        )?,
         secret_whole: r(concat!(
             r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}",
             r"|gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}",
@@ -163,7 +169,9 @@ fn build() -> Option<Detectors> {
             r(r"(?i)(?-u:\b)(?:bearer|token)\s+([A-Za-z0-9\-._~+/]{16,}=*)")?,
             r(r"(?i)(?-u:\b)authorization\s*[:=]\s*basic\s+([A-Za-z0-9+/]{8,}=*)")?,
             // password=..., api_key: "...", "secret": '...'
-            r(r#"(?i)(?:^|[^A-Za-z0-9_])[A-Za-z0-9_]*?(?:password|passwd|pwd|passphrase|pass|secret|client_secret|api[_\-]?key|api[_\-]?secret|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|session[_\-]?token|private[_\-]?key|aws_secret_access_key|token)["']?[ \t]*(?:[:=]|=>|:=)[ \t]*(?:"([^"\r\n]+)"|'([^'\r\n]+)'|([^\s"',;&<>)\]}]+))"#)?,
+            r(
+                r#"(?i)(?:^|[^A-Za-z0-9_])[A-Za-z0-9_]*?(?:password|passwd|pwd|passphrase|pass|secret|client_secret|api[_\-]?key|api[_\-]?secret|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|session[_\-]?token|private[_\-]?key|aws_secret_access_key|token)["']?[ \t]*(?:[:=]|=>|:=)[ \t]*(?:"([^"\r\n]+)"|'([^'\r\n]+)'|([^\s"',;&<>)\]}]+))"#,
+            )?,
         ],
     })
 }
@@ -197,13 +205,7 @@ pub fn find_pii(text: &str) -> Vec<Finding> {
 
 fn hit(out: &mut Vec<Finding>, start: usize, end: usize, kind: PiiKind) {
     if end > start {
-        out.push(Finding {
-            start,
-            end,
-            kind: kind.as_str(),
-            replacement: Cow::Borrowed(kind.placeholder()),
-            priority: kind.priority(),
-        });
+        out.push(Finding { start, end, kind: kind.as_str(), replacement: Cow::Borrowed(kind.placeholder()), priority: kind.priority() });
     }
 }
 
@@ -284,9 +286,32 @@ fn plausible_password(v: &str, whole: &str) -> bool {
     if v.len() < 3
         || matches!(
             lower.as_str(),
-            "null" | "none" | "nil" | "true" | "false" | "undefined" | "redacted" | "<redacted>" | "hidden" | "masked"
-                | "required" | "optional" | "string" | "str" | "changeme" | "your_password" | "yourpassword"
-                | "password" | "passwd" | "pwd" | "pass" | "secret" | "token" | "xxx" | "n/a" | "eof"
+            "null"
+                | "none"
+                | "nil"
+                | "true"
+                | "false"
+                | "undefined"
+                | "redacted"
+                | "<redacted>"
+                | "hidden"
+                | "masked"
+                | "required"
+                | "optional"
+                | "string"
+                | "str"
+                | "changeme"
+                | "your_password"
+                | "yourpassword"
+                | "password"
+                | "passwd"
+                | "pwd"
+                | "pass"
+                | "secret"
+                | "token"
+                | "xxx"
+                | "n/a"
+                | "eof"
         )
         || v.chars().all(|c| c == '*' || c == 'x' || c == 'X' || c == '•' || c == '.')
         || v.starts_with("${")
@@ -531,9 +556,7 @@ fn ipv4s(d: &Detectors, text: &str, out: &mut Vec<Finding>) {
         if before(text, m.start()).is_some_and(|c| c == '.') {
             continue;
         }
-        if at(text, m.end()).is_some_and(|c| c == '.')
-            && text.get(m.end() + 1..).and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_digit())
-        {
+        if at(text, m.end()).is_some_and(|c| c == '.') && text.get(m.end() + 1..).and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_digit()) {
             continue;
         }
         if m.as_str().split('.').all(|o| o.parse::<u16>().is_ok_and(|v| v <= 255)) {
@@ -599,8 +622,8 @@ fn phone_context(text: &str, start: usize) -> bool {
     let from = floor(text, start.saturating_sub(40));
     let window = text.get(from..start).unwrap_or("").to_lowercase();
     [
-        "phone", "tel", "mobile", "cell", "call", "fax", "whatsapp", "sms", "contact", "número", "numero", "telefon",
-        "téléphone", "portable", "handy", "celular", "cellulare", "电话", "電話", "手机", "携帯", "телефон", "тел",
+        "phone", "tel", "mobile", "cell", "call", "fax", "whatsapp", "sms", "contact", "número", "numero", "telefon", "téléphone", "portable",
+        "handy", "celular", "cellulare", "电话", "電話", "手机", "携帯", "телефон", "тел",
     ]
     .iter()
     .any(|w| window.contains(w))
@@ -634,7 +657,8 @@ impl<'a> Shape<'a> {
 }
 
 fn shape(s: &str) -> Option<Shape<'_>> {
-    let mut sh = Shape { plus: s.starts_with('+'), paren: s.contains('('), groups: [0; MAX_GROUPS], ng: 0, seps: [""; MAX_GROUPS], lead: [0; 6], n: 0 };
+    let mut sh =
+        Shape { plus: s.starts_with('+'), paren: s.contains('('), groups: [0; MAX_GROUPS], ng: 0, seps: [""; MAX_GROUPS], lead: [0; 6], n: 0 };
     let mut cur = 0usize;
     let mut sep_start: Option<usize> = None;
     for (i, b) in s.bytes().enumerate() {

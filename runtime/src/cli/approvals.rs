@@ -72,7 +72,9 @@ fn approvals_governor(path: &Path, io: &mut Io<'_>, json: bool) -> Result<Govern
         return Err(1);
     }
     match open_store(&harness, false) {
-        Ok(store) => Ok(Governor::new(Vec::new(), Vec::new(), Settings::default(), store, Arc::new(SystemClock), IdSource::random(), Arc::new(NullSink))),
+        Ok(store) => {
+            Ok(Governor::new(Vec::new(), Vec::new(), Settings::default(), store, Arc::new(SystemClock), IdSource::random(), Arc::new(NullSink)))
+        }
         Err(p) => {
             let _ = writeln!(io.err, "error: {p}");
             Err(1)
@@ -86,7 +88,6 @@ fn approval_line(a: &PendingApproval) -> String {
     let role = a.approver_role.as_deref().map(|r| format!(" needs role {r};")).unwrap_or_default();
     format!("{}  {}  {}  by {who}{tenant};{role} {}", a.id, a.state.as_str(), a.tool, a.reasons.join("; "))
 }
-
 
 pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
     let (spec, rest) = match args {

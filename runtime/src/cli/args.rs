@@ -35,8 +35,7 @@ impl Opt {
 pub(crate) const JSON: Opt = Opt::flag("json", "print one JSON document for scripts (never coloured)");
 
 /// The exit codes, printed at the end of every `--help`.
-pub(crate) const EXIT_CODES: &str =
-    "exit codes: 0 clean, 1 problems found or call refused, 2 usage error, 3 not available here";
+pub(crate) const EXIT_CODES: &str = "exit codes: 0 clean, 1 problems found or call refused, 2 usage error, 3 not available here";
 
 /// A command: its words (`tools pin`), synopsis, description, options and
 /// positionals (`(name, required)`; a trailing `...` name takes the rest).

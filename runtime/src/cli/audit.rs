@@ -280,9 +280,7 @@ fn tail_sqlite(file: &Path, n: usize, follow: bool, json: bool, io: &mut Io<'_>)
         if !has_table {
             return Ok(Vec::new());
         }
-        let mut stmt = conn
-            .prepare_cached("SELECT seq, event FROM hw_audit WHERE seq > ?1 ORDER BY seq DESC LIMIT ?2")
-            .map_err(cannot)?;
+        let mut stmt = conn.prepare_cached("SELECT seq, event FROM hw_audit WHERE seq > ?1 ORDER BY seq DESC LIMIT ?2").map_err(cannot)?;
         let got = stmt
             .query_map([after, limit], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
             .map_err(cannot)?

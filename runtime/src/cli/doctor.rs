@@ -1,7 +1,6 @@
 //! `harnessweaver doctor`: load the harness and every manifest, report every
 //! problem with its place, the pin state of every tool and the policy layers.
 
-
 use serde_json::{json, Value};
 
 use super::args::{Spec, JSON};
@@ -54,7 +53,11 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         let live = governor.transports().live_pin_mismatch(tool.name());
         if let Some(why) = &live {
             failed += 1;
-            live_lines.push(format!("{}: {file}: tool `{}`: {why}; every call is refused [digest_mismatch]", io.paint(Paint::Red, "error"), tool.name()));
+            live_lines.push(format!(
+                "{}: {file}: tool `{}`: {why}; every call is refused [digest_mismatch]",
+                io.paint(Paint::Red, "error"),
+                tool.name()
+            ));
         }
         match tool.pin() {
             PinState::Pinned => lines.push(format!("{}: {file}: tool `{}` is pinned", io.paint(Paint::Green, "ok"), tool.name())),
@@ -92,12 +95,7 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         }
         let from = layer.file.as_deref().map_or_else(|| "inline".to_string(), |f| shown(&path, f));
         let default = if layer.default_allow { "allow" } else { "deny" };
-        lines.push(format!(
-            "policy: layer `{}` ({}, default {default}, {from}): {rules} rule{}",
-            layer.name,
-            layer.mode.as_str(),
-            plural(rules)
-        ));
+        lines.push(format!("policy: layer `{}` ({}, default {default}, {from}): {rules} rule{}", layer.name, layer.mode.as_str(), plural(rules)));
         layers.push(json!({"name": layer.name, "mode": layer.mode.as_str(), "default": default, "from": from, "rules": rules}));
     }
     let warnings = crate::transport::environment_warnings(&harness);

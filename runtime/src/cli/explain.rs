@@ -1,6 +1,5 @@
 //! `harnessweaver explain`: the nine steps for one call, without invoking it.
 
-
 use super::args::{Opt, Spec, JSON};
 use super::ui::{harness_path, Io};
 use harnessweaver_core::governor::{CallContext, Decision, Governor, Principal};

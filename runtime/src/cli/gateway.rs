@@ -102,8 +102,7 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
     };
     // Native handlers live with a host; here they are declared so the harness
     // loads, hidden from tools/list and refused if called.
-    let natives: Vec<String> =
-        harness.tools().iter().filter(|t| t.manifest().transport == Transport::Native).map(|t| t.name().to_string()).collect();
+    let natives: Vec<String> = harness.tools().iter().filter(|t| t.manifest().transport == Transport::Native).map(|t| t.name().to_string()).collect();
     let runtime = match crate::load(&path, LoadOptions { host_handlers: natives.clone(), ..LoadOptions::default() }) {
         Ok(r) => r,
         Err(e) => {
@@ -137,4 +136,3 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         }
     }
 }
-

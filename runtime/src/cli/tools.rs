@@ -324,7 +324,9 @@ fn add(args: &[&str], io: &mut Io<'_>) -> i32 {
         }
     };
     let created = !path.exists();
-    let old = if created { NEW_HARNESS.to_string() } else {
+    let old = if created {
+        NEW_HARNESS.to_string()
+    } else {
         match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) => return fail(io, format!("cannot read `{}`: {e}", path.display())),
@@ -400,16 +402,16 @@ fn add(args: &[&str], io: &mut Io<'_>) -> i32 {
         }));
         return 0;
     }
-    let verb = if created { "created" } else if changed { "updated" } else { "unchanged" };
+    let verb = if created {
+        "created"
+    } else if changed {
+        "updated"
+    } else {
+        "unchanged"
+    };
     let _ = writeln!(io.out, "{verb}: {}: tools.manifests has `{glob_used}`", path.display());
     let what = if pinned { "already pinned" } else { "pinned" };
-    let _ = writeln!(
-        io.out,
-        "{}: {}: tool `{}` {what} at {}",
-        io.paint(Paint::Green, "added"),
-        shown(&path, &rel_text),
-        tool.name(),
-        loaded.digest()
-    );
+    let _ =
+        writeln!(io.out, "{}: {}: tool `{}` {what} at {}", io.paint(Paint::Green, "added"), shown(&path, &rel_text), tool.name(), loaded.digest());
     0
 }

@@ -135,7 +135,8 @@ impl JwtVerifier {
 
     fn verify(&self, token: &str) -> Result<Identity, AuthError> {
         let bad = |message: String| AuthError { code: "invalid_token", message };
-        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &self.key, &self.validation).map_err(|e| bad(format!("the JWT was refused: {e}")))?;
+        let data =
+            jsonwebtoken::decode::<Map<String, Value>>(token, &self.key, &self.validation).map_err(|e| bad(format!("the JWT was refused: {e}")))?;
         let claims = data.claims;
         let id = match claims.get(&self.spec.principal_claim) {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),

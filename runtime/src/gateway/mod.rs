@@ -169,7 +169,8 @@ impl Gateway {
             Begin::Invoke(ticket) => match (&ticket.transport, &self.native) {
                 (Transport::Native { .. }, Some(native)) => native(ticket),
                 (Transport::Native { .. }, None) => {
-                    let reason = format!("`{}` is a native tool: serve it from its host (hw.serve_mcp in Python, serveMcp in TypeScript)", ticket.tool);
+                    let reason =
+                        format!("`{}` is a native tool: serve it from its host (hw.serve_mcp in Python, serveMcp in TypeScript)", ticket.tool);
                     runtime.finish(ticket, InvokeOutcome::TransportRefused { reason })
                 }
                 _ => {

@@ -93,9 +93,8 @@ impl ServerHandler for Session {
         let tool = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let gateway = Arc::clone(&self.gateway);
-        let result = tokio::task::spawn_blocking(move || gateway.call(&who, Some(run_id), &tool, args, approval_id).to_mcp())
-            .await
-            .map_err(internal)?;
+        let result =
+            tokio::task::spawn_blocking(move || gateway.call(&who, Some(run_id), &tool, args, approval_id).to_mcp()).await.map_err(internal)?;
         let result: CallToolResult = serde_json::from_value(result).map_err(internal)?;
         Ok(result.into())
     }
@@ -250,7 +249,8 @@ pub fn serve_harness(
             let auth = Authenticator::new(spec, harness.dir()).map_err(ServeError::Failed)?;
             if auth.is_empty() {
                 return Err(ServeError::Failed(
-                    "serving HTTP needs credentials: add spec.gateway.http.keys or spec.gateway.http.jwt to harness.yaml (see docs/gateway.md)".into(),
+                    "serving HTTP needs credentials: add spec.gateway.http.keys or spec.gateway.http.jwt to harness.yaml (see docs/gateway.md)"
+                        .into(),
                 ));
             }
             Serve::Http { addr, auth: Arc::new(auth) }

@@ -52,7 +52,8 @@ pub fn open_store(harness: &Harness, clock_injected: bool) -> Result<Arc<dyn Sto
 /// The SQLite audit sink at `path` (relative to the harness's folder).
 pub fn open_sqlite_audit(harness: &Harness, path: &str) -> Result<Arc<SqliteAuditSink>, Box<Problem>> {
     let state_options = harness.spec().state_options;
-    let sqlite_options = SqliteOptions { busy_timeout: std::time::Duration::from_millis(state_options.timeout_ms), run_ttl_ms: state_options.run_ttl_ms };
+    let sqlite_options =
+        SqliteOptions { busy_timeout: std::time::Duration::from_millis(state_options.timeout_ms), run_ttl_ms: state_options.run_ttl_ms };
     SqliteAuditSink::open(harness.dir().join(path), sqlite_options)
         .map(Arc::new)
         .map_err(|e| Box::new(Problem { path: "spec.audit.sink".into(), ..Problem::new("io_error", e.to_string()) }))

@@ -29,8 +29,8 @@ use std::time::Duration;
 use redis::{ConnectionLike, ErrorKind, ServerErrorKind, Value as RValue};
 
 use super::sqlite::approval_from_row;
-use harnessweaver_core::store::{Acquire, ApprovalState, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
 use harnessweaver_core::harness::redact_url;
+use harnessweaver_core::store::{Acquire, ApprovalState, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
 
 /// Which clock the rate-limit script reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,13 +310,9 @@ impl RedisStore {
                 }
             }
             let node = redis::sentinel::SentinelNodeConnectionInfo::default().set_redis_connection_info(info);
-            let client = redis::sentinel::SentinelClient::build(
-                sentinels,
-                master.to_string(),
-                Some(node),
-                redis::sentinel::SentinelServerType::Master,
-            )
-            .map_err(|e| bad_url(url, &redis_reason(&e)))?;
+            let client =
+                redis::sentinel::SentinelClient::build(sentinels, master.to_string(), Some(node), redis::sentinel::SentinelServerType::Master)
+                    .map_err(|e| bad_url(url, &redis_reason(&e)))?;
             Connector::Sentinel(Mutex::new(client))
         } else {
             Connector::Single(redis::Client::open(url).map_err(|e| bad_url(url, &redis_reason(&e)))?)
@@ -390,13 +386,7 @@ impl RedisStore {
 
     /// `EVALSHA`, falling back to `EVAL` (which also caches the script) the
     /// first time a server sees it.
-    fn eval<T: redis::FromRedisValue>(
-        &self,
-        conn: &mut dyn ConnectionLike,
-        lua: &Lua,
-        keys: &[String],
-        args: &[String],
-    ) -> redis::RedisResult<T> {
+    fn eval<T: redis::FromRedisValue>(&self, conn: &mut dyn ConnectionLike, lua: &Lua, keys: &[String], args: &[String]) -> redis::RedisResult<T> {
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(&lua.sha).arg(keys.len()).arg(keys).arg(args);
         match self.query(conn, &cmd) {

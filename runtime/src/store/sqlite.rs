@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use harnessweaver_core::store::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
 use harnessweaver_core::audit::{AuditEvent, AuditSink};
 use harnessweaver_core::clock::{Clock, SystemClock};
 use harnessweaver_core::error::Error;
+use harnessweaver_core::store::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS hw_rate (key TEXT PRIMARY KEY, tat_ns INTEGER NOT NULL) WITHOUT ROWID;
@@ -100,8 +100,7 @@ impl Pool {
 
     fn open(&self) -> Result<Connection, StoreError> {
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| StoreError::new(format!("sqlite: cannot create `{}`: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::new(format!("sqlite: cannot create `{}`: {e}", dir.display())))?;
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.error(&e))?;
@@ -266,9 +265,8 @@ impl Store for SqliteStore {
                         Err(wait) => return Ok(Acquire::Limited { index, retry_after_ms: ns_to_ms_ceil(wait) }),
                     }
                 }
-                let mut put = tx.prepare_cached(
-                    "INSERT INTO hw_rate (key, tat_ns) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET tat_ns = excluded.tat_ns",
-                )?;
+                let mut put =
+                    tx.prepare_cached("INSERT INTO hw_rate (key, tat_ns) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET tat_ns = excluded.tat_ns")?;
                 for (key, tat) in keys.iter().zip(next) {
                     put.execute(params![key.key, to_i64(tat)?])?;
                 }
@@ -283,8 +281,7 @@ impl Store for SqliteStore {
         let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
         self.pool.with(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let total: i64 =
-                tx.query_row("SELECT total FROM hw_run WHERE run_id = ?1", params![run_id], |r| r.get(0)).optional()?.unwrap_or(0);
+            let total: i64 = tx.query_row("SELECT total FROM hw_run WHERE run_id = ?1", params![run_id], |r| r.get(0)).optional()?.unwrap_or(0);
             if let Some(limit) = max_total.filter(|limit| to_u64(total) >= *limit) {
                 return Ok(Budget::RunExhausted { limit });
             }
@@ -401,8 +398,7 @@ impl Store for SqliteStore {
 
 /// The approval as put, with the fields a transition changes.
 pub(super) fn approval_from_row(body: &str, state: &str, by: Option<String>, note: Option<String>) -> Result<PendingApproval, StoreError> {
-    let mut approval: PendingApproval =
-        serde_json::from_str(body).map_err(|e| StoreError::new(format!("a stored approval cannot be read: {e}")))?;
+    let mut approval: PendingApproval = serde_json::from_str(body).map_err(|e| StoreError::new(format!("a stored approval cannot be read: {e}")))?;
     approval.state = parse_state(state)?;
     approval.decided_by = by;
     approval.note = note;
@@ -445,9 +441,7 @@ impl SqliteAuditSink {
                 rows.collect::<rusqlite::Result<Vec<String>>>()
             })
             .map_err(|e| Error::Io { message: e.message })?;
-        rows.iter()
-            .map(|text| serde_json::from_str(text).map_err(|e| Error::Io { message: format!("audit row: {e}") }))
-            .collect()
+        rows.iter().map(|text| serde_json::from_str(text).map_err(|e| Error::Io { message: format!("audit row: {e}") })).collect()
     }
 }
 

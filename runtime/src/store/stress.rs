@@ -16,7 +16,8 @@ use harnessweaver_core::harness::Harness;
 use harnessweaver_core::runtime::LoadOptions;
 use harnessweaver_core::store::{Acquire, RateKey};
 
-const HELP: &str = "usage: harnessweaver _stress-limit --harness FILE --tool T --calls N [--tenant T] [--principal ID] [--start-at-ms MS] [--store-only]
+const HELP: &str =
+    "usage: harnessweaver _stress-limit --harness FILE --tool T --calls N [--tenant T] [--principal ID] [--start-at-ms MS] [--store-only]
 
 Calls T N times through the governor (a handler answering \"pong\" for every
 tool), starting at MS (ms since the epoch) when given, and prints
@@ -88,9 +89,10 @@ pub fn run(args: &[&str], out: &mut dyn std::io::Write, err: &mut dyn std::io::W
     let before = governor.store().round_trips().unwrap_or(0);
     let (mut allowed, mut limited, mut unavailable, mut other) = (0u64, 0u64, 0u64, 0u64);
     let started = Instant::now();
-    let bucket = governor.tool(tool).and_then(|rt| rt.per_tenant).map(|rate| {
-        [RateKey { key: format!("rl/{tool}/tenant/{}", ctx.tenant.as_deref().unwrap_or_default()), rate }]
-    });
+    let bucket = governor
+        .tool(tool)
+        .and_then(|rt| rt.per_tenant)
+        .map(|rate| [RateKey { key: format!("rl/{tool}/tenant/{}", ctx.tenant.as_deref().unwrap_or_default()), rate }]);
     for _ in 0..calls {
         if store_only {
             let Some(keys) = &bucket else {

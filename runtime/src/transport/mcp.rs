@@ -94,11 +94,7 @@ impl std::fmt::Debug for McpHub {
 impl Drop for McpHub {
     fn drop(&mut self) {
         // Close every session (stdio children are killed with their transport).
-        let clients: Vec<Arc<Client>> = self
-            .slots
-            .values()
-            .filter_map(|s| s.conn.lock().ok().and_then(|mut c| c.client.take()))
-            .collect();
+        let clients: Vec<Arc<Client>> = self.slots.values().filter_map(|s| s.conn.lock().ok().and_then(|mut c| c.client.take())).collect();
         for client in clients {
             if let Ok(client) = Arc::try_unwrap(client) {
                 let _ = self.block(async move { tokio::time::timeout(Duration::from_secs(2), client.cancel()).await });
@@ -122,7 +118,12 @@ impl McpHub {
             let Some(config) = servers.get(&tool.server) else { continue };
             slots
                 .entry(tool.server.clone())
-                .or_insert_with(|| Slot { name: tool.server.clone(), config: config.clone(), tools: Vec::new(), conn: Mutex::new(Connection::default()) })
+                .or_insert_with(|| Slot {
+                    name: tool.server.clone(),
+                    config: config.clone(),
+                    tools: Vec::new(),
+                    conn: Mutex::new(Connection::default()),
+                })
                 .tools
                 .push(tool);
         }
@@ -299,14 +300,11 @@ fn compare(server: &str, tools: &[McpTool], served: &[rmcp::model::Tool]) -> Has
 /// The definitions a server serves now, as `{name, description, input_schema}`
 /// objects (for writing manifests and for tests).
 pub fn list_served(name: &str, config: &McpServer) -> Result<Vec<Value>, String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("the MCP runtime could not start ({})", e.kind()))?;
+    let rt =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("the MCP runtime could not start ({})", e.kind()))?;
     rt.block_on(async {
-        let client = tokio::time::timeout(CONNECT_TIMEOUT, connect(name, config))
-            .await
-            .map_err(|_| format!("MCP server `{name}` did not answer"))??;
+        let client =
+            tokio::time::timeout(CONNECT_TIMEOUT, connect(name, config)).await.map_err(|_| format!("MCP server `{name}` did not answer"))??;
         let tools = client.list_all_tools().await.map_err(|_| format!("MCP server `{name}` did not list its tools"))?;
         let _ = client.cancel().await;
         Ok(tools
@@ -370,9 +368,7 @@ async fn connect(name: &str, config: &McpServer) -> Result<Client, String> {
             if rustls::crypto::CryptoProvider::get_default().is_none() {
                 let _ = rustls::crypto::ring::default_provider().install_default();
             }
-            let client = reqwest::Client::builder()
-                .build()
-                .map_err(|_| format!("MCP server `{name}`: the HTTP client could not be built (TLS)"))?;
+            let client = reqwest::Client::builder().build().map_err(|_| format!("MCP server `{name}`: the HTTP client could not be built (TLS)"))?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
             ().serve(transport).await.map_err(|_| format!("MCP server `{name}` at `{url}` did not complete the MCP handshake"))
         }

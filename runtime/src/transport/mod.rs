@@ -105,30 +105,20 @@ impl Transports {
                 }
                 manifest::Transport::Code => {
                     wants_code = true;
-                    compiled.insert(
-                        m.name.clone(),
-                        ToolTransport::Code(code::CodeTool { code_arg: m.code_arg.clone(), limits: m.limits }),
-                    );
+                    compiled.insert(m.name.clone(), ToolTransport::Code(code::CodeTool { code_arg: m.code_arg.clone(), limits: m.limits }));
                 }
                 manifest::Transport::Mcp => {
                     let server = m.server.clone().unwrap_or_default();
                     let name = mcp::server_name(&server).unwrap_or_default().to_string();
                     if !spec.mcp_servers.contains_key(&name) {
-                        let mut p = Problem::new(
-                            "unknown_mcp_server",
-                            format!("`{server}` names no server of `spec.mcp.servers` in harness.yaml"),
-                        );
+                        let mut p = Problem::new("unknown_mcp_server", format!("`{server}` names no server of `spec.mcp.servers` in harness.yaml"));
                         p.file = tool.file().map(str::to_string);
                         p.path = "spec.server".into();
                         problems.push(p);
                         continue;
                     }
-                    let t = mcp::McpTool {
-                        server: name,
-                        tool: m.name.clone(),
-                        digest: tool.digest().to_string(),
-                        file: tool.file().map(str::to_string),
-                    };
+                    let t =
+                        mcp::McpTool { server: name, tool: m.name.clone(), digest: tool.digest().to_string(), file: tool.file().map(str::to_string) };
                     mcp_tools.push(t.clone());
                     compiled.insert(m.name.clone(), ToolTransport::Mcp(t));
                 }

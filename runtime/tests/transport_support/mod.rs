@@ -16,7 +16,11 @@ pub fn root() -> PathBuf {
 /// The Python that runs the test servers: the project venv's when there is one.
 pub fn python() -> PathBuf {
     let venv = root().join(".venv/bin/python");
-    if venv.is_file() { venv } else { PathBuf::from("python3") }
+    if venv.is_file() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
 }
 
 /// tests/servers/http_fixture_server.py, started on a free port; killed on drop.
