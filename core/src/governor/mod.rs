@@ -12,6 +12,7 @@ mod build;
 mod explain;
 mod output;
 mod steps;
+mod trace;
 
 use serde_json::{Map, Value};
 use std::cell::OnceCell;
@@ -25,7 +26,8 @@ pub use crate::call::{
     ApprovalRequest, CallContext, CallResult, Decision, InvokeOutcome, OutputReport, Principal, RefusalCode, Step, Ticket, Transport, WouldRefuse,
 };
 pub use crate::harness::{Effect, TrifectaMode};
-pub use explain::{Explanation, StepTrace};
+pub use explain::Explanation;
+pub use trace::StepTrace;
 pub use output::{cut, truncate};
 
 use crate::audit::{AuditEvent, AuditSink, Timings};
@@ -36,7 +38,7 @@ use crate::digest::sha256_tagged;
 use crate::store::{Labels, PendingApproval, Rate, Store};
 use crate::validate::{Constraints, SchemaValidator};
 use crate::{canonical, sanitize};
-use explain::Trace;
+use trace::Trace;
 use steps::Deciding;
 
 

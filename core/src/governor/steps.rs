@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::explain::Trace;
+use super::trace::Trace;
 use super::{concat, condition, expired, store_down, ArgsDigest, CallVars, Consume, Governor, Refusal, Stop, ToolPlan, ToolRuntime};
 use crate::call::{ApprovalRequest, CallContext, RefusalCode, Step, Transport};
 use crate::harness::{Effect, TrifectaMode};
