@@ -53,34 +53,47 @@ fn non_finite() -> Error {
 /// compute (no formatting, no allocation); stops counting past `limit`.
 /// Lets callers skip serialising values that certainly fit.
 pub fn len_upper_bound(value: &Value, limit: usize) -> usize {
-    fn walk(v: &Value, total: &mut usize, limit: usize) {
-        if *total > limit {
-            return;
-        }
+    /// A scalar's bound; `None` for a list or a mapping.
+    #[inline]
+    fn scalar(v: &Value) -> Option<usize> {
         match v {
-            Value::Null | Value::Bool(_) => *total += 5,
+            Value::Null | Value::Bool(_) => Some(5),
             // Python's repr of an f64 is at most 24 bytes (`-2.2250738585072014e-308`).
-            Value::Number(_) => *total += 24,
+            Value::Number(_) => Some(24),
             // An escape is at most 6 bytes per UTF-8 byte (`\u0001`; `\ud83d\ude00` is 12 for 4).
-            Value::String(s) => *total += 6 * s.len() + 2,
-            Value::Array(items) => {
-                *total += 2 + items.len();
-                for item in items {
-                    walk(item, total, limit);
-                }
-            }
-            Value::Object(map) => {
-                *total += 2 + 2 * map.len();
-                for (k, item) in map {
-                    *total += 6 * k.len() + 2;
-                    walk(item, total, limit);
-                }
-            }
+            Value::String(s) => Some(6 * s.len() + 2),
+            Value::Array(_) | Value::Object(_) => None,
         }
     }
-    let mut total = 0;
-    walk(value, &mut total, limit);
-    total
+    // Scalars are counted in the loop rather than by a call per item: this
+    // runs on every allowed call's output.
+    fn walk(v: &Value, mut total: usize, limit: usize) -> usize {
+        match v {
+            Value::Array(items) => {
+                total += 2 + items.len();
+                for item in items {
+                    if total > limit {
+                        break;
+                    }
+                    total = scalar(item).map_or_else(|| walk(item, total, limit), |n| total + n);
+                }
+                total
+            }
+            Value::Object(map) => {
+                total += 2 + 2 * map.len();
+                for (k, item) in map {
+                    if total > limit {
+                        break;
+                    }
+                    total += 6 * k.len() + 2;
+                    total = scalar(item).map_or_else(|| walk(item, total, limit), |n| total + n);
+                }
+                total
+            }
+            scalar_value => total + scalar(scalar_value).unwrap_or(0),
+        }
+    }
+    walk(value, 0, limit)
 }
 
 /// Checks that `value` has a canonical text (what [`to_string`] would refuse:

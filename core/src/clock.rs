@@ -107,12 +107,17 @@ impl IdSource {
 
 /// Appends `v` in lowercase hex, zero-padded to at least `min_width` digits.
 fn push_hex(out: &mut String, v: u64, min_width: usize) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let digits = (64 - v.leading_zeros()).div_ceil(4).max(1);
     let width = u32::try_from(min_width).unwrap_or(16).max(digits).min(16);
-    for i in (0..width).rev() {
-        let nibble = (v >> (i * 4)) & 0xf;
-        out.push(char::from_digit(u32::try_from(nibble).unwrap_or(0), 16).unwrap_or('0'));
+    // Written into a buffer and appended once: ids are made on every call.
+    let mut buf = [b'0'; 16];
+    for (slot, i) in buf.iter_mut().zip((0..width).rev()) {
+        let nibble = usize::try_from((v >> (i * 4)) & 0xf).unwrap_or(0);
+        *slot = DIGITS.get(nibble).copied().unwrap_or(b'0');
     }
+    let width = usize::try_from(width).unwrap_or(16);
+    out.push_str(std::str::from_utf8(buf.get(..width).unwrap_or_default()).unwrap_or_default());
 }
 
 #[cfg(test)]

@@ -7,34 +7,39 @@
 //! runtime: Python threads, asyncio and Node promises all invoke the same way.
 //! Every call, refused or not, writes one audit event.
 
+mod approvals;
 mod build;
+mod explain;
 mod output;
+mod steps;
+mod trace;
 
-use serde::Serialize;
 use serde_json::{Map, Value};
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
 pub use build::GovernorOptions;
-pub use crate::harness::{Effect, TrifectaMode};
-pub use output::{cut, truncate};
 pub use crate::call::{
     ApprovalRequest, CallContext, CallResult, Decision, InvokeOutcome, OutputReport, Principal, RefusalCode, Step, Ticket, Transport, WouldRefuse,
 };
+pub use crate::harness::{Effect, TrifectaMode};
+pub use explain::Explanation;
+pub use trace::StepTrace;
+pub use output::{cut, truncate};
 
 use crate::audit::{AuditEvent, AuditSink, Timings};
+use crate::backends::{Invoker, NoTransports};
+use crate::cel_lite::{Bindings, Program};
 use crate::clock::{Clock, IdSource};
 use crate::digest::sha256_tagged;
-use crate::codes::ArgumentCode;
-use crate::error::Error;
-use crate::store::{Acquire, ApprovalState, Budget, Labels, PendingApproval, Rate, RateKey, Store};
+use crate::store::{Labels, PendingApproval, Rate, Store};
 use crate::validate::{Constraints, SchemaValidator};
 use crate::{canonical, sanitize};
-use crate::cel_lite::{Bindings, Program};
-use std::cell::OnceCell;
-use crate::backends::{Invoker, NoTransports};
+use trace::Trace;
+use steps::Deciding;
 
 
 /// Evaluates a compiled cel-lite condition: `Ok(bool)`, or `Err(reason)`
@@ -191,7 +196,7 @@ pub struct Governor {
     tools: Vec<ToolRuntime>,
     /// Per tool (same index): what the steps would otherwise work out per call.
     plans: Vec<ToolPlan>,
-    index: HashMap<String, usize>,
+    index: HashMap<String, usize, NameHash>,
     rules: Vec<Rule>,
     settings: Settings,
     store: Arc<dyn Store>,
@@ -237,6 +242,33 @@ impl ToolPlan {
             principal_key: format!("rl/{tool}/principal/"),
             tenant_key: format!("rl/{tool}/tenant/"),
         }
+    }
+}
+
+/// The hasher of the tool-name index: FNV-1a, several times cheaper than
+/// SipHash on short names. The index is built once at load and never grows,
+/// so keyed hashing (against flooding by inserted keys) buys nothing there.
+type NameHash = std::hash::BuildHasherDefault<Fnv1a>;
+
+/// FNV-1a, 64-bit.
+#[derive(Debug)]
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -359,647 +391,221 @@ impl Governor {
         self.ids.next("run")
     }
 
-    /// Steps 1–7.
+
+    /// Steps 1–7: the call ends here (refused, or pending a human, and
+    /// audited) or comes back as a ticket to invoke.
     pub fn begin(&self, tool: &str, args: Value, ctx: &CallContext) -> Begin {
         let started = Instant::now();
         let ts_ms = self.clock.now_ms();
         let call_id = self.ids.next("call");
         let run_id = ctx.run_id.clone().unwrap_or_else(|| self.ids.next("run"));
-        let mut approval_used = None;
-        let mut trace = Trace::default();
         let digest = ArgsDigest::new(&args, self.audit_on);
-        let decided = self.decide(tool, &args, ctx, &run_id, &digest, ts_ms, &mut approval_used, &mut trace);
-        let args_digest = digest.into_inner();
-        let shadow = trace.shadow;
-        let mut known_labels = trace.labels;
-        let decide_us = micros(started);
+        let mut call = Deciding::new(tool, &args, ctx, &run_id, &digest, ts_ms, Trace::default());
+        let decided = self.decide(&mut call);
+        let Deciding { trace, approval_used, .. } = call;
+        let found = Decided {
+            call_id,
+            run_id,
+            args_digest: digest.into_inner(),
+            approval_id: approval_used,
+            ts_ms,
+            decide_us: self.elapsed_us(started),
+            would_refuse: trace.shadow,
+            labels: trace.labels,
+        };
         match decided {
-            Ok(index) => {
-                let Some(rt) = self.tools.get(index) else {
-                    return Begin::Done(self.end_refused(
-                        Refusal::new(RefusalCode::UnknownTool, Step::Resolve, format!("no tool named `{tool}`")),
-                        tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow, known_labels,
-                    ));
-                };
-                // S3: running a tool that reads personal data makes the run private.
-                if rt.private {
-                    match self.store.add_labels(&run_id, Labels { private: true, untrusted: false }) {
-                        Ok(labels) => known_labels = Some(labels),
-                        Err(e) => {
-                            return Begin::Done(self.end_refused(
-                                store_down(Step::Invoke, &e), tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow,
-                                known_labels,
-                            ));
-                        }
-                    }
-                }
-                let idempotency_key = ctx.idempotency_key.clone().unwrap_or_else(|| {
-                    concat("idem-", approval_used.as_deref().unwrap_or(&call_id))
-                });
-                Begin::Invoke(Ticket {
-                    call_id,
-                    run_id,
-                    tool: rt.name.clone(),
-                    args,
-                    idempotency_key,
-                    timeout_ms: rt.timeout_ms,
-                    transport: rt.transport.clone(),
-                    tool_index: index,
-                    principal: ctx.principal.id.clone(),
-                    tenant: ctx.tenant.clone(),
-                    args_digest,
-                    approval_id: approval_used,
-                    original_args_digest: ctx.original_args_digest.clone(),
-                    would_refuse: shadow,
-                    own_run: ctx.run_id.is_none(),
-                    labels: known_labels,
-                    ts_ms,
-                    started,
-                    decide_us,
-                })
-            }
+            Ok(index) => self.ticket(index, tool, args, ctx, found, started),
             Err(Stop::Refused(refusal)) => {
-                let result =
-                    self.end_refused(refusal, tool, &call_id, &run_id, ctx, args_digest, approval_used, ts_ms, decide_us, shadow, known_labels);
+                let result = self.end_refused(refusal, tool, ctx, found);
                 if ctx.run_id.is_none() {
-                    let _ = self.store.end_run(&run_id);
+                    let _ = self.store.end_run(&result.run_id);
                 }
                 Begin::Done(result)
             }
             Err(Stop::Pending(request)) => {
-                let labels = known_labels.unwrap_or_else(|| self.store.labels(&run_id).unwrap_or_default());
-                let result = CallResult {
-                    decision: Decision::Pending,
-                    code: Some(RefusalCode::ApprovalRequired),
-                    step: Some(Step::Approval),
-                    message: format!("`{tool}` needs approval by a human before it runs; approval id `{}`", request.id),
-                    tool: tool.to_string(),
-                    call_id: call_id.clone(),
-                    run_id: run_id.clone(),
-                    output: None,
-                    output_report: None,
-                    reasons: request.reasons.clone(),
-                    approval: Some(*request),
-                    retry_after_ms: None,
-                    labels,
-                    would_refuse: shadow,
-                };
-                self.audit_result(&result, ctx, args_digest, ts_ms, Timings { decide_us, ..Timings::default() });
+                let result = self.end_pending(*request, tool, ctx, found);
                 if ctx.run_id.is_none() {
-                    let _ = self.store.end_run(&run_id);
+                    let _ = self.store.end_run(&result.run_id);
                 }
                 Begin::Done(result)
             }
         }
     }
 
-    #[expect(clippy::too_many_arguments, reason = "one call's identity, threaded through once")]
-    fn end_refused(
-        &self,
-        refusal: Refusal,
-        tool: &str,
-        call_id: &str,
-        run_id: &str,
-        ctx: &CallContext,
-        args_digest: Option<String>,
-        approval_id: Option<String>,
-        ts_ms: u64,
-        decide_us: u64,
-        would_refuse: Vec<WouldRefuse>,
-        known_labels: Option<Labels>,
-    ) -> CallResult {
-        let labels = known_labels.unwrap_or_else(|| self.store.labels(run_id).unwrap_or_default());
+    /// The ticket of a call that passed steps 1–7. Running a tool that reads
+    /// personal data makes the run private (S3) before it runs.
+    fn ticket(&self, index: usize, tool: &str, args: Value, ctx: &CallContext, mut found: Decided, started: Instant) -> Begin {
+        let Some(rt) = self.tools.get(index) else {
+            let refusal = Refusal::new(RefusalCode::UnknownTool, Step::Resolve, format!("no tool named `{tool}`"));
+            return Begin::Done(self.end_refused(refusal, tool, ctx, found));
+        };
+        if rt.private {
+            match self.store.add_labels(&found.run_id, Labels { private: true, untrusted: false }) {
+                Ok(labels) => found.labels = Some(labels),
+                Err(e) => return Begin::Done(self.end_refused(store_down(Step::Invoke, &e), tool, ctx, found)),
+            }
+        }
+        let idempotency_key =
+            ctx.idempotency_key.clone().unwrap_or_else(|| concat("idem-", found.approval_id.as_deref().unwrap_or(&found.call_id)));
+        Begin::Invoke(Ticket {
+            call_id: found.call_id,
+            run_id: found.run_id,
+            tool: rt.name.clone(),
+            args,
+            idempotency_key,
+            timeout_ms: rt.timeout_ms,
+            transport: rt.transport.clone(),
+            tool_index: index,
+            // Only the audit event reads these two.
+            principal: if self.audit_on { ctx.principal.id.clone() } else { String::new() },
+            tenant: if self.audit_on { ctx.tenant.clone() } else { None },
+            args_digest: found.args_digest,
+            approval_id: found.approval_id,
+            original_args_digest: ctx.original_args_digest.clone(),
+            would_refuse: found.would_refuse,
+            own_run: ctx.run_id.is_none(),
+            labels: found.labels,
+            ts_ms: found.ts_ms,
+            started,
+            decide_us: found.decide_us,
+        })
+    }
+
+    /// The result (and audit event) of a call a step refused.
+    fn end_refused(&self, refusal: Refusal, tool: &str, ctx: &CallContext, found: Decided) -> CallResult {
+        let labels = found.labels.unwrap_or_else(|| self.store.labels(&found.run_id).unwrap_or_default());
         let result = CallResult {
             decision: Decision::Refused,
             code: Some(refusal.code),
             step: Some(refusal.step),
             message: refusal.message,
             tool: tool.to_string(),
-            call_id: call_id.to_string(),
-            run_id: run_id.to_string(),
+            call_id: found.call_id,
+            run_id: found.run_id,
             output: None,
             output_report: None,
             approval: None,
             retry_after_ms: refusal.retry_after_ms,
             reasons: refusal.reasons,
             labels,
-            would_refuse,
+            would_refuse: found.would_refuse,
         };
-        self.audit_result_with_approval(&result, ctx, args_digest, approval_id, ts_ms, Timings { decide_us, ..Timings::default() });
+        let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
+        self.audit_result_with_approval(&result, ctx, found.args_digest, found.approval_id, found.ts_ms, timings);
         result
     }
 
-    #[expect(clippy::too_many_arguments, reason = "the steps need the whole call")]
-    fn decide(
-        &self,
-        tool: &str,
-        args: &Value,
-        ctx: &CallContext,
-        run_id: &str,
-        digest: &ArgsDigest<'_>,
-        now_ms: u64,
-        approval_used: &mut Option<String>,
-        trace: &mut Trace,
-    ) -> Result<usize, Stop> {
-        // 1 resolve
-        let Some(&index) = self.index.get(tool) else {
-            if self.unmanifested.iter().any(|n| n == tool) {
-                return Err(Stop::Refused(Refusal::new(RefusalCode::NoManifest, Step::Resolve, format!("`{tool}` has no manifest and cannot run"))));
-            }
-            return Err(Stop::Refused(Refusal::new(RefusalCode::UnknownTool, Step::Resolve, format!("no tool named `{tool}`"))));
+    /// The result (and audit event) of a call that waits for a human.
+    fn end_pending(&self, request: ApprovalRequest, tool: &str, ctx: &CallContext, found: Decided) -> CallResult {
+        let labels = found.labels.unwrap_or_else(|| self.store.labels(&found.run_id).unwrap_or_default());
+        let result = CallResult {
+            decision: Decision::Pending,
+            code: Some(RefusalCode::ApprovalRequired),
+            step: Some(Step::Approval),
+            message: format!("`{tool}` needs approval by a human before it runs; approval id `{}`", request.id),
+            tool: tool.to_string(),
+            call_id: found.call_id,
+            run_id: found.run_id,
+            output: None,
+            output_report: None,
+            reasons: request.reasons.clone(),
+            approval: Some(request),
+            retry_after_ms: None,
+            labels,
+            would_refuse: found.would_refuse,
         };
-        let (Some(rt), Some(plan)) = (self.tools.get(index), self.plans.get(index)) else {
-            return Err(Stop::Refused(Refusal::new(RefusalCode::NoManifest, Step::Resolve, format!("`{tool}` has no manifest"))));
+        self.audit_result(&result, ctx, found.args_digest, found.ts_ms, Timings { decide_us: found.decide_us, ..Timings::default() });
+        result
+    }
+
+    /// Steps 8 (the outcome) and 9, then the audit event.
+    pub fn finish(&self, ticket: Ticket, outcome: InvokeOutcome) -> CallResult {
+        let invoke_us = self.elapsed_us(ticket.started).saturating_sub(ticket.decide_us);
+        let output_started = Instant::now();
+        let Some(rt) = self.tools.get(ticket.tool_index) else {
+            return self.finish_refused(ticket, Refusal::new(RefusalCode::UnknownTool, Step::Resolve, "the tool is gone"), invoke_us, 0);
         };
-        if !rt.enabled {
-            return Err(Stop::Refused(Refusal::new(RefusalCode::ToolDisabled, Step::Resolve, format!("`{tool}` is disabled"))));
+        let value = match invoke_verdict(&ticket, outcome) {
+            Ok(value) => value,
+            Err(refusal) => return self.finish_refused(ticket, refusal, invoke_us, 0),
+        };
+        match self.output(rt, &ticket, value) {
+            Ok(shaped) => self.finish_allowed(ticket, rt, shaped, invoke_us, output_started),
+            Err(refusal) => self.finish_refused(ticket, refusal, invoke_us, self.elapsed_us(output_started)),
         }
-        if !rt.tenants.is_empty() && !ctx.tenant.as_ref().is_some_and(|t| rt.tenants.iter().any(|x| x == t)) {
-            let which = ctx.tenant.as_deref().map_or_else(|| "calls without a tenant".to_string(), |t| format!("tenant `{t}`"));
-            return Err(Stop::Refused(Refusal::new(RefusalCode::TenantNotEnabled, Step::Resolve, format!("`{tool}` is not enabled for {which}"))));
-        }
+    }
 
-        trace.pass(Step::Resolve, || {
-            let tenants = if rt.tenants.is_empty() { "all tenants".to_string() } else { format!("tenants `{}`", rt.tenants.join("`, `")) };
-            vec![format!("`{tool}` has a manifest, is enabled, and is enabled for {tenants}")]
-        });
-
-        // 2 validate
-        if !digest.portable {
-            return Err(Stop::Refused(Refusal::new(RefusalCode::InvalidArgs, Step::Validate, "arguments have no portable JSON form")));
+    /// Step 9: the output constraints, the sanitizers, the cut to
+    /// `max_bytes`, and the run's label.
+    fn output(&self, rt: &ToolRuntime, ticket: &Ticket, value: Value) -> Result<Shaped, Refusal> {
+        if let Some(v) = rt.output_constraints.check(&value) {
+            let at = if v.pointer.is_empty() { "/" } else { v.pointer.as_str() };
+            let message = format!("the output of `{}` at `{at}` fails `{}`", ticket.tool, v.keyword);
+            return Err(Refusal::new(RefusalCode::InvalidOutput, Step::Output, message));
         }
-        if !args.is_object() {
-            return Err(Stop::Refused(Refusal::new(RefusalCode::InvalidArgs, Step::Validate, "arguments must be an object")));
-        }
-        if let Some(v) = rt.validator.check(args).or_else(|| rt.input_constraints.check(args)) {
-            let mut r = Refusal::new(RefusalCode::InvalidArgs, Step::Validate, v.message());
-            r.reasons.push(format!("{} {}", v.pointer, v.keyword));
-            return Err(Stop::Refused(r));
-        }
-
-        trace.pass(Step::Validate, || {
-            vec![format!(
-                "arguments match the input schema and {} payload constraint(s)",
-                rt.input_constraints.items.len()
-            )]
-        });
-
-        // 3 pin
-        if rt.pin_mismatch {
-            return Err(Stop::Refused(Refusal::new(RefusalCode::DigestMismatch,
-                Step::Pin,
-                format!("`{tool}` changed since it was pinned; it is blocked until the change is reviewed and re-pinned"),
-            )));
-        }
-        // An MCP tool is also checked against what its server serves now.
-        if matches!(rt.transport, Transport::Mcp { .. }) {
-            if let Some(why) = self.transports.live_pin_mismatch(tool) {
-                let mut r = Refusal::new(RefusalCode::DigestMismatch,
-                    Step::Pin,
-                    format!("`{tool}` as its MCP server serves it differs from its manifest; it is blocked until the change is reviewed and re-pinned"),
-                );
-                r.reasons.push(why);
-                return Err(Stop::Refused(r));
-            }
-        }
-
-        trace.pass(Step::Pin, || {
-            if rt.pinned {
-                vec![format!("definition digest `{}` matches its pin", rt.digest)]
-            } else {
-                vec![format!("definition digest `{}` is not pinned (doctor warns)", rt.digest)]
-            }
-        });
-
-        // 4 policy
-        let missing: Vec<&str> = rt.scopes.iter().filter(|s| !ctx.principal.scopes.contains(s)).map(String::as_str).collect();
-        if !missing.is_empty() {
-            let mut r = Refusal::new(RefusalCode::ScopeMissing, Step::Policy, format!("`{tool}` needs scope `{}`", missing.join("`, `")));
-            r.reasons = missing.iter().map(|s| format!("scope {s}")).collect();
-            return Err(Stop::Refused(r));
-        }
-        let uses_conditions = plan.uses_conditions;
-        // Labels decide only through a condition or the trifecta (egress);
-        // otherwise they are read later with the rate limit, in the same
-        // round trip where the store allows it.
-        let labels_decide = uses_conditions || !rt.egress.is_empty() || trace.dry;
-        let labels = if labels_decide {
-            match self.store.labels(run_id) {
-                Ok(labels) => {
-                    trace.labels = Some(labels);
-                    labels
-                }
-                Err(e) => return Err(Stop::Refused(store_down(Step::Policy, &e))),
-            }
+        // No sanitizer: the value is already what step 9 would rebuild (an
+        // object's keys come out in the same sorted order), so skip the copy.
+        let (value, redactions) = if rt.output.sanitize.is_empty() {
+            (value, Counts::new())
         } else {
-            Labels::default()
+            let (value, report) = sanitize::apply(&value, &rt.output.sanitize);
+            (value, report.counts.as_map().clone())
         };
-        let vars = CallVars::new(ctx, &rt.tool_value, args, labels);
-        let mut approval_reasons = Vec::new();
-        // Explain's notes on the policy step; a real call makes none.
-        let dry = trace.dry;
-        let mut policy_notes = Vec::new();
-        if dry && !rt.scopes.is_empty() {
-            policy_notes.push(format!("principal holds scope `{}`", rt.scopes.join("`, `")));
+        let (value, truncated) = cut(value, rt.output.max_bytes);
+        let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
+        if rt.output.untrusted {
+            // Withhold an output whose label could not be recorded: the run
+            // would forget it saw untrusted content.
+            labels = self.store.add_labels(&ticket.run_id, Labels { private: false, untrusted: true }).map_err(|e| store_down(Step::Output, &e))?;
         }
-        for (li, layer) in self.settings.layers.iter().enumerate() {
-            let named = |rule: &str| {
-                if layer.name == "harness" {
-                    format!("policy rule `{rule}`")
-                } else {
-                    format!("layer `{}`: policy rule `{rule}`", layer.name)
-                }
-            };
-            let mut allowed = false;
-            for rule in plan.rules.iter().filter_map(|&i| self.rules.get(i)).filter(|r| r.layer == li) {
-                let matched = match &rule.when {
-                    None => Ok(true),
-                    Some(program) => condition(program, &vars),
-                };
-                let label = || match &matched {
-                    Ok(_) => named(&rule.name),
-                    Err(why) => format!("{} (unevaluable: {why})", named(&rule.name)),
-                };
-                match (rule.effect, &matched) {
-                    // Fail closed: a deny whose condition cannot be evaluated denies.
-                    (Effect::Deny, Ok(true) | Err(_)) => {
-                        if rule.shadow {
-                            trace.would_refuse(RefusalCode::PolicyDenied, Step::Policy, &layer.name, Some(&rule.name));
-                            if dry {
-                                policy_notes.push(format!("{} (deny, shadow) would refuse", label()));
-                            }
-                        } else {
-                            let mut r = Refusal::new(RefusalCode::PolicyDenied, Step::Policy, format!("policy does not allow `{tool}` here"));
-                            r.reasons.push(label());
-                            return Err(Stop::Refused(r));
-                        }
-                    }
-                    (Effect::Allow, Ok(true)) => {
-                        // In a shadow layer its allow rules count toward what
-                        // the layer would do; a lone shadow allow rule in an
-                        // enforced layer allows nothing yet.
-                        if rule.shadow && !layer.shadow {
-                            if dry {
-                                policy_notes.push(format!("{} (allow, shadow) matches", label()));
-                            }
-                        } else {
-                            allowed = true;
-                            if dry {
-                                policy_notes.push(format!("{} allows", label()));
-                            }
-                        }
-                    }
-                    (Effect::Approve, Ok(true) | Err(_)) => {
-                        if rule.shadow {
-                            trace.would_refuse(RefusalCode::ApprovalRequired, Step::Approval, &layer.name, Some(&rule.name));
-                            if dry {
-                                policy_notes.push(format!("{} (approve, shadow) would ask for approval", label()));
-                            }
-                        } else {
-                            approval_reasons.push(label());
-                        }
-                    }
-                    (_, Ok(false)) | (Effect::Allow, Err(_)) => {
-                        if dry {
-                            policy_notes.push(format!("{} does not match", label()));
-                        }
-                    }
-                }
-            }
-            if !allowed && !layer.default_allow {
-                if layer.shadow {
-                    trace.would_refuse(RefusalCode::PolicyDenied, Step::Policy, &layer.name, None);
-                    if dry {
-                        policy_notes.push(format!("layer `{}` (shadow): no rule allows `{tool}`, would refuse", layer.name));
-                    }
-                } else {
-                    let mut r = Refusal::new(RefusalCode::PolicyDenied, Step::Policy, format!("no policy rule allows `{tool}`"));
-                    r.reasons.push(format!("layer `{}`: default deny", layer.name));
-                    return Err(Stop::Refused(r));
-                }
-            }
-        }
-        trace.pass(Step::Policy, || policy_notes);
+        Ok(Shaped { value, redactions, truncated, labels })
+    }
 
-        // 5 limits
-        let max_tool = self.settings.per_tool.get(tool).copied();
-        if trace.dry {
-            trace.pass(Step::Limits, || {
-                let mut notes = Vec::new();
-                if let Some(n) = self.settings.max_tool_calls {
-                    notes.push(format!("budgets.max_tool_calls {n} per run"));
-                }
-                if let Some(n) = max_tool {
-                    notes.push(format!("budgets.per_tool `{tool}` {n} per run"));
-                }
-                if let Some(r) = rt.per_principal {
-                    notes.push(format!("rate_limit.per_principal {} per {} ms", r.count, r.period_ms));
-                }
-                if let Some(r) = rt.per_tenant {
-                    notes.push(format!("rate_limit.per_tenant {} per {} ms", r.count, r.period_ms));
-                }
-                notes.push("explain counts nothing against budgets or rate limits".into());
-                notes
+    /// The result (and audit event) of a call that ran and passed step 9.
+    fn finish_allowed(&self, ticket: Ticket, rt: &ToolRuntime, shaped: Shaped, invoke_us: u64, output_started: Instant) -> CallResult {
+        let Shaped { value, redactions, truncated, labels } = shaped;
+        if self.audit_on {
+            let timings = Timings { decide_us: ticket.decide_us, invoke_us, output_us: self.elapsed_us(output_started) };
+            self.record(AuditEvent {
+                ts_ms: ticket.ts_ms,
+                call_id: ticket.call_id.clone(),
+                run_id: ticket.run_id.clone(),
+                tool: ticket.tool.clone(),
+                principal: ticket.principal,
+                tenant: ticket.tenant,
+                decision: Decision::Allowed,
+                code: None,
+                step: None,
+                args_digest: ticket.args_digest,
+                original_args_digest: ticket.original_args_digest,
+                approval_id: ticket.approval_id,
+                redactions: Some(redactions.clone()),
+                truncated: Some(truncated),
+                would_refuse: ticket.would_refuse.clone(),
+                timings,
             });
         }
-        let budget_counted = !trace.dry && (self.settings.max_tool_calls.is_some() || max_tool.is_some());
-        if budget_counted {
-            match self.store.take_budget(run_id, tool, self.settings.max_tool_calls, max_tool) {
-                Ok(Budget::Taken) => {}
-                Ok(Budget::RunExhausted { limit }) => {
-                    return Err(Stop::Refused(Refusal::new(RefusalCode::BudgetExhausted, Step::Limits, format!("this run has used its {limit} tool calls"))));
-                }
-                Ok(Budget::ToolExhausted { limit }) => {
-                    return Err(Stop::Refused(Refusal::new(RefusalCode::BudgetExhausted, Step::Limits, format!("this run has used its {limit} calls of `{tool}`"))));
-                }
-                Err(e) => return Err(Stop::Refused(store_down(Step::Limits, &e))),
-            }
-        }
-        let release = |stop: Stop| -> Stop {
-            if budget_counted {
-                let _ = self.store.release_budget(run_id, tool);
-            }
-            stop
+        let report = OutputReport { truncated, redactions, label: if rt.output.untrusted { "untrusted" } else { "trusted" }.to_string() };
+        let result = CallResult {
+            decision: Decision::Allowed,
+            code: None,
+            step: None,
+            message: String::new(),
+            tool: ticket.tool,
+            call_id: ticket.call_id,
+            run_id: ticket.run_id,
+            output: Some(value),
+            output_report: Some(report),
+            approval: None,
+            retry_after_ms: None,
+            reasons: Vec::new(),
+            labels,
+            would_refuse: ticket.would_refuse,
         };
-        let mut keys = Vec::with_capacity(2);
-        if let Some(rate) = rt.per_principal {
-            keys.push(RateKey { key: concat(&plan.principal_key, &ctx.principal.id), rate });
+        if ticket.own_run {
+            let _ = self.store.end_run(&result.run_id);
         }
-        if let (Some(rate), Some(tenant)) = (rt.per_tenant, &ctx.tenant) {
-            keys.push(RateKey { key: concat(&plan.tenant_key, tenant), rate });
-        }
-        if !keys.is_empty() && !trace.dry {
-            let acquired = self.store.acquire_with_labels(&keys, now_ms, run_id).map(|(acquire, labels)| {
-                trace.labels = trace.labels.or(labels);
-                acquire
-            });
-            match acquired {
-                Ok(Acquire::Allowed) => {}
-                Ok(Acquire::Limited { index, retry_after_ms }) => {
-                    let per = if keys.get(index).is_some_and(|k| k.key.contains("/tenant/")) { "tenant" } else { "principal" };
-                    let mut r = Refusal::new(RefusalCode::RateLimited, Step::Limits, format!("`{tool}` is rate limited per {per}"));
-                    r.retry_after_ms = Some(retry_after_ms);
-                    r.reasons.push(format!("rate_limit.per_{per}"));
-                    return Err(release(Stop::Refused(r)));
-                }
-                // The harness chose availability over the limit.
-                Err(_) if self.settings.rate_limits_fail_open => {}
-                Err(e) => return Err(release(Stop::Refused(store_down(Step::Limits, &e)))),
-            }
-        }
-
-        // 6 flow
-        trace.pass(Step::Flow, || {
-            let egress = if rt.egress.is_empty() { "no egress".to_string() } else { format!("egress to `{}`", rt.egress.join("`, `")) };
-            vec![format!("run labels: private={}, untrusted={}; the tool has {egress}", labels.private, labels.untrusted)]
-        });
-        if !rt.egress.is_empty() && labels.private && labels.untrusted {
-            match self.settings.trifecta {
-                TrifectaMode::Block => {
-                    let mut r = Refusal::new(RefusalCode::Trifecta,
-                        Step::Flow,
-                        format!("`{tool}` sends data out, and this run has read private data and seen untrusted content"),
-                    );
-                    r.reasons.push("private + untrusted + egress".into());
-                    return Err(release(Stop::Refused(r)));
-                }
-                TrifectaMode::Approve => approval_reasons.push("trifecta: private and untrusted run sending data out".into()),
-                TrifectaMode::Off => {}
-            }
-        }
-
-        // 7 approval
-        if let Some(program) = &rt.approval_when {
-            match condition(program, &vars) {
-                Ok(true) => approval_reasons.push(format!("approval.when `{}` is true", program.source())),
-                Ok(false) => {}
-                Err(why) => approval_reasons.push(format!("approval.when `{}` could not be evaluated: {why}", program.source())),
-            }
-        }
-        if self.settings.approval_by_risk.contains(&rt.risk) {
-            approval_reasons.push(format!("risk `{}` requires approval", rt.risk));
-        }
-        if approval_reasons.is_empty() {
-            trace.pass(Step::Approval, || vec!["no approval needed".into()]);
-            return Ok(index);
-        }
-        // Approvals are bound to the digest: computed here when the audit
-        // sink did not already need it.
-        let Some(args_digest) = digest.get() else {
-            return Err(release(Stop::Refused(Refusal::new(RefusalCode::InvalidArgs, Step::Validate, "arguments have no portable JSON form"))));
-        };
-        let approver_role = rt.approver_role.clone().or_else(|| self.settings.default_approver_role.clone());
-        if let Some(id) = &ctx.approval_id {
-            match self.consume_approval(id, tool, args_digest, ctx, now_ms, trace.dry) {
-                Consume::Granted => {
-                    *approval_used = Some(id.clone());
-                    trace.pass(Step::Approval, || vec![format!("approval `{id}` covers this exact call")]);
-                    return Ok(index);
-                }
-                Consume::Refuse(refusal) => return Err(release(Stop::Refused(refusal))),
-                Consume::Ask(reason) => approval_reasons.push(reason),
-            }
-        }
-        if trace.dry {
-            return Err(Stop::Pending(Box::new(ApprovalRequest {
-                id: String::new(),
-                tool: tool.to_string(),
-                args_digest: args_digest.to_string(),
-                approver_role,
-                reasons: approval_reasons,
-                expires_ms: now_ms.saturating_add(self.settings.approval_ttl_ms),
-            })));
-        }
-        let pending = PendingApproval {
-            id: self.ids.next("apr"),
-            tool: tool.to_string(),
-            args: args.clone(),
-            args_digest: args_digest.to_string(),
-            principal: ctx.principal.to_value(),
-            tenant: ctx.tenant.clone(),
-            task: ctx.task.clone(),
-            run_id: run_id.to_string(),
-            approver_role: approver_role.clone(),
-            reasons: approval_reasons.clone(),
-            created_ms: now_ms,
-            expires_ms: now_ms.saturating_add(self.settings.approval_ttl_ms),
-            state: ApprovalState::Pending,
-            decided_by: None,
-            note: None,
-            policy_version: self.policy_version.clone(),
-            original_args_digest: None,
-        };
-        if let Err(e) = self.store.put_approval(&pending) {
-            return Err(release(Stop::Refused(store_down(Step::Approval, &e))));
-        }
-        let request = ApprovalRequest {
-            id: pending.id.clone(),
-            tool: tool.to_string(),
-            args_digest: args_digest.to_string(),
-            approver_role,
-            reasons: approval_reasons,
-            expires_ms: pending.expires_ms,
-        };
-        if let Some(callback) = &self.approval_callback {
-            match callback(&request, &pending) {
-                Some(true) => {
-                    let ok = self.store.transition(&pending.id, ApprovalState::Pending, ApprovalState::Used, Some("callback"), None);
-                    if matches!(ok, Ok(true)) {
-                        *approval_used = Some(pending.id);
-                        return Ok(index);
-                    }
-                }
-                Some(false) => {
-                    let _ = self.store.transition(&pending.id, ApprovalState::Pending, ApprovalState::Denied, Some("callback"), None);
-                    let mut r = Refusal::new(RefusalCode::ApprovalDenied, Step::Approval, format!("a reviewer denied this call of `{tool}`"));
-                    r.reasons = request.reasons;
-                    return Err(release(Stop::Refused(r)));
-                }
-                None => {}
-            }
-        }
-        // The call does not run now; it will be counted when it runs.
-        Err(release(Stop::Pending(Box::new(request))))
-    }
-
-    /// Consumes an approval for this exact call (in a dry run, only checks it).
-    fn consume_approval(&self, id: &str, tool: &str, args_digest: &str, ctx: &CallContext, now_ms: u64, dry: bool) -> Consume {
-        let approval = match self.store.approval(id) {
-            Ok(Some(a)) => a,
-            Ok(None) => return Consume::Ask(format!("approval `{id}` does not exist")),
-            Err(e) => return Consume::Refuse(store_down(Step::Approval, &e)),
-        };
-        let same_call = approval.tool == tool
-            && approval.args_digest == args_digest
-            && approval.principal.get("id").and_then(Value::as_str) == Some(ctx.principal.id.as_str())
-            && approval.tenant == ctx.tenant;
-        if !same_call {
-            return Consume::Ask(format!("approval `{id}` does not cover this exact call"));
-        }
-        match approval.state {
-            ApprovalState::Denied => {
-                let mut r = Refusal::new(RefusalCode::ApprovalDenied, Step::Approval, format!("a reviewer denied this call of `{tool}`"));
-                r.reasons.extend(approval.note.map(|n| format!("note: {n}")));
-                Consume::Refuse(r)
-            }
-            ApprovalState::Used => Consume::Ask(format!("approval `{id}` does not cover this exact call")),
-            ApprovalState::Pending if now_ms >= approval.expires_ms => Consume::Refuse(expired(id, tool)),
-            ApprovalState::Pending => {
-                Consume::Refuse(Refusal::new(RefusalCode::ApprovalRequired, Step::Approval, format!("approval `{id}` has not been granted yet")))
-            }
-            // A change of harness or manifests since the grant voids it.
-            ApprovalState::Approved if approval.policy_version != self.policy_version => {
-                Consume::Ask(format!("approval `{id}` was granted under another policy version"))
-            }
-            // Approvals time out to deny.
-            ApprovalState::Approved if now_ms >= approval.expires_ms => {
-                if !dry {
-                    let _ = self.store.transition(id, ApprovalState::Approved, ApprovalState::Denied, None, Some("expired"));
-                }
-                Consume::Refuse(expired(id, tool))
-            }
-            ApprovalState::Approved if dry => Consume::Granted,
-            ApprovalState::Approved => match self.store.transition(id, ApprovalState::Approved, ApprovalState::Used, None, None) {
-                Ok(true) => Consume::Granted,
-                Ok(false) => Consume::Ask(format!("approval `{id}` does not cover this exact call")),
-                Err(e) => Consume::Refuse(store_down(Step::Approval, &e)),
-            },
-        }
-    }
-
-    /// Grants a pending approval. The approver must hold the approver role;
-    /// an expired or already decided approval cannot be granted. Returns the
-    /// approval, whose `tool`, `args` and context re-issue the call.
-    pub fn approve(&self, id: &str, approver: &Principal) -> Result<PendingApproval, Error> {
-        self.approve_edited(id, approver, None)
-    }
-
-    /// Grants a pending approval, optionally with arguments the approver
-    /// edited. An edited grant becomes a new approval bound to the edited
-    /// arguments (the original is used up); the call it re-issues is checked
-    /// again from the start, and its audit event carries both digests.
-    pub fn approve_edited(&self, id: &str, approver: &Principal, edited_args: Option<Value>) -> Result<PendingApproval, Error> {
-        let approval = self.open_approval(id)?;
-        if let Some(role) = &approval.approver_role {
-            if !approver.has_role(role) {
-                return Err(Error::InvalidArgument { code: ArgumentCode::ApproverNotAllowed.as_str(),
-                    message: format!("approving `{}` needs role `{role}`", approval.tool),
-                });
-            }
-        }
-        let store_err = |e: crate::store::StoreError| Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message };
-        let Some(args) = edited_args else {
-            return match self.store.transition(id, ApprovalState::Pending, ApprovalState::Approved, Some(&approver.id), None) {
-                Ok(true) => Ok(PendingApproval { state: ApprovalState::Approved, decided_by: Some(approver.id.clone()), ..approval }),
-                Ok(false) => Err(not_pending(id)),
-                Err(e) => Err(store_err(e)),
-            };
-        };
-        let text = canonical::to_string(&args)
-            .map_err(|e| Error::InvalidArgument { code: ArgumentCode::InvalidArgs.as_str(), message: format!("edited arguments: {e}") })?;
-        let edited = PendingApproval {
-            id: self.ids.next("apr"),
-            args_digest: sha256_tagged(text.as_bytes()),
-            args,
-            state: ApprovalState::Approved,
-            decided_by: Some(approver.id.clone()),
-            note: Some(format!("arguments edited by the approver of `{id}`")),
-            original_args_digest: Some(approval.args_digest.clone()),
-            ..approval
-        };
-        let replaced = format!("replaced by `{}` with edited arguments", edited.id);
-        match self.store.transition(id, ApprovalState::Pending, ApprovalState::Used, Some(&approver.id), Some(&replaced)) {
-            Ok(true) => {}
-            Ok(false) => return Err(not_pending(id)),
-            Err(e) => return Err(store_err(e)),
-        }
-        self.store.put_approval(&edited).map_err(store_err)?;
-        Ok(edited)
-    }
-
-    /// Runs steps 1–9 without invoking anything and without counting,
-    /// labelling, asking or consuming: each step's verdict and the rule, field
-    /// or expression behind it.
-    pub fn explain(&self, tool: &str, args: Value, ctx: &CallContext) -> Explanation {
-        let now_ms = self.clock.now_ms();
-        let run_id = ctx.run_id.clone().unwrap_or_default();
-        let digest = ArgsDigest::new(&args, false);
-        let mut trace = Trace { dry: true, ..Trace::default() };
-        let mut used = None;
-        let decided = self.decide(tool, &args, ctx, &run_id, &digest, now_ms, &mut used, &mut trace);
-        let (decision, code, step, message, reasons) = match decided {
-            Ok(index) => {
-                trace.steps.push(StepTrace { step: Step::Invoke, verdict: "skip", code: None, details: vec!["explain does not invoke the tool".into()] });
-                if let Some(rt) = self.tools.get(index) {
-                    let sanitize: Vec<&str> = rt.output.sanitize.iter().map(|s| s.as_str()).collect();
-                    let label = if rt.output.untrusted { "untrusted" } else { "trusted" };
-                    trace.steps.push(StepTrace {
-                        step: Step::Output,
-                        verdict: "pass",
-                        code: None,
-                        details: vec![format!("sanitize [{}], max_bytes {}, label {label}", sanitize.join(", "), rt.output.max_bytes)],
-                    });
-                }
-                (Decision::Allowed, None, None, format!("`{tool}` would run"), Vec::new())
-            }
-            Err(Stop::Refused(r)) => {
-                let mut details = vec![r.message.clone()];
-                details.extend(r.reasons.iter().cloned());
-                trace.steps.push(StepTrace { step: r.step, verdict: "refuse", code: Some(r.code), details });
-                (Decision::Refused, Some(r.code), Some(r.step), r.message, r.reasons)
-            }
-            Err(Stop::Pending(request)) => {
-                trace.steps.push(StepTrace {
-                    step: Step::Approval,
-                    verdict: "pending",
-                    code: Some(RefusalCode::ApprovalRequired),
-                    details: request.reasons.clone(),
-                });
-                let message = format!("`{tool}` would wait for approval by a human");
-                (Decision::Pending, Some(RefusalCode::ApprovalRequired), Some(Step::Approval), message, request.reasons)
-            }
-        };
-        Explanation { tool: tool.to_string(), decision, code, step, message, reasons, steps: trace.steps, would_refuse: trace.shadow }
+        result
     }
 
     /// Whether `principal` in `tenant` could ever call `tool`: it exists, is
@@ -1030,141 +636,6 @@ impl Governor {
         true
     }
 
-    /// Denies a pending approval with a reason for the record.
-    pub fn deny(&self, id: &str, by: &str, reason: &str) -> Result<PendingApproval, Error> {
-        let approval = self.open_approval(id)?;
-        match self.store.transition(id, ApprovalState::Pending, ApprovalState::Denied, Some(by), Some(reason)) {
-            Ok(true) => Ok(PendingApproval { state: ApprovalState::Denied, decided_by: Some(by.to_string()), note: Some(reason.to_string()), ..approval }),
-            Ok(false) => Err(not_pending(id)),
-            Err(e) => Err(Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message }),
-        }
-    }
-
-    fn open_approval(&self, id: &str) -> Result<PendingApproval, Error> {
-        let approval = self
-            .store
-            .approval(id)
-            .map_err(|e| Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message })?
-            .ok_or_else(|| Error::InvalidArgument { code: ArgumentCode::UnknownApproval.as_str(), message: format!("no approval `{id}`") })?;
-        if approval.state != ApprovalState::Pending {
-            return Err(not_pending(id));
-        }
-        if self.clock.now_ms() >= approval.expires_ms {
-            return Err(Error::InvalidArgument { code: ArgumentCode::ApprovalExpired.as_str(), message: format!("approval `{id}` has expired") });
-        }
-        Ok(approval)
-    }
-
-    /// Approvals waiting for a human or granted and not yet used.
-    pub fn open_approvals(&self) -> Result<Vec<PendingApproval>, Error> {
-        self.store.open_approvals().map_err(|e| Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message })
-    }
-
-    /// Steps 8 (the outcome) and 9, then the audit event.
-    pub fn finish(&self, ticket: Ticket, outcome: InvokeOutcome) -> CallResult {
-        let invoke_us = micros(ticket.started).saturating_sub(ticket.decide_us);
-        let output_started = Instant::now();
-        let Some(rt) = self.tools.get(ticket.tool_index) else {
-            return self.finish_refused(ticket, Refusal::new(RefusalCode::UnknownTool, Step::Resolve, "the tool is gone"), invoke_us, 0);
-        };
-        let value = match outcome {
-            InvokeOutcome::Returned(value) => value,
-            InvokeOutcome::Failed { kind } => {
-                let r = Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{}` failed ({kind})", ticket.tool));
-                return self.finish_refused(ticket, r, invoke_us, 0);
-            }
-            InvokeOutcome::TimedOut => {
-                let r = Refusal::new(RefusalCode::Timeout, Step::Invoke, format!("`{}` took longer than {} ms and was abandoned", ticket.tool, ticket.timeout_ms));
-                return self.finish_refused(ticket, r, invoke_us, 0);
-            }
-            InvokeOutcome::NotJson { reason } => {
-                // The host's reason varies by language; it goes to the host's
-                // log, never into the result, so every language agrees.
-                eprintln!("harnessweaver: `{}` returned a value with no JSON form: {reason}", ticket.tool);
-                let r = Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{}` returned a value with no JSON form", ticket.tool));
-                return self.finish_refused(ticket, r, invoke_us, 0);
-            }
-            InvokeOutcome::TransportRefused { reason } => {
-                let r = Refusal::new(RefusalCode::TransportRefused, Step::Invoke, reason);
-                return self.finish_refused(ticket, r, invoke_us, 0);
-            }
-            InvokeOutcome::SandboxError { message } => {
-                let r = Refusal::new(RefusalCode::SandboxError, Step::Invoke, message);
-                return self.finish_refused(ticket, r, invoke_us, 0);
-            }
-        };
-        if let Some(v) = rt.output_constraints.check(&value) {
-            let at = if v.pointer.is_empty() { "/" } else { v.pointer.as_str() };
-            let r = Refusal::new(RefusalCode::InvalidOutput, Step::Output, format!("the output of `{}` at `{at}` fails `{}`", ticket.tool, v.keyword));
-            return self.finish_refused(ticket, r, invoke_us, micros(output_started));
-        }
-        // No sanitizer: the value is already what step 9 would rebuild (an
-        // object's keys come out in the same sorted order), so skip the copy.
-        let (value, redactions) = if rt.output.sanitize.is_empty() {
-            (value, Counts::new())
-        } else {
-            let (value, report) = sanitize::apply(&value, &rt.output.sanitize);
-            (value, report.counts.as_map().clone())
-        };
-        let (value, truncated) = cut(value, rt.output.max_bytes);
-        let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
-        if rt.output.untrusted {
-            match self.store.add_labels(&ticket.run_id, Labels { private: false, untrusted: true }) {
-                Ok(l) => labels = l,
-                Err(e) => {
-                    // Withhold an output whose label could not be recorded:
-                    // the run would forget it saw untrusted content.
-                    return self.finish_refused(ticket, store_down(Step::Output, &e), invoke_us, micros(output_started));
-                }
-            }
-        }
-        if self.audit_on {
-            let timings = Timings { decide_us: ticket.decide_us, invoke_us, output_us: micros(output_started) };
-            self.record(AuditEvent {
-                ts_ms: ticket.ts_ms,
-                call_id: ticket.call_id.clone(),
-                run_id: ticket.run_id.clone(),
-                tool: ticket.tool.clone(),
-                principal: ticket.principal,
-                tenant: ticket.tenant,
-                decision: Decision::Allowed,
-                code: None,
-                step: None,
-                args_digest: ticket.args_digest,
-                original_args_digest: ticket.original_args_digest,
-                approval_id: ticket.approval_id,
-                redactions: Some(redactions.clone()),
-                truncated: Some(truncated),
-                would_refuse: ticket.would_refuse.clone(),
-                timings,
-            });
-        }
-        let report = OutputReport {
-            truncated,
-            redactions,
-            label: if rt.output.untrusted { "untrusted" } else { "trusted" }.to_string(),
-        };
-        let result = CallResult {
-            decision: Decision::Allowed,
-            code: None,
-            step: None,
-            message: String::new(),
-            tool: ticket.tool,
-            call_id: ticket.call_id,
-            run_id: ticket.run_id,
-            output: Some(value),
-            output_report: Some(report),
-            approval: None,
-            retry_after_ms: None,
-            reasons: Vec::new(),
-            labels,
-            would_refuse: ticket.would_refuse,
-        };
-        if ticket.own_run {
-            let _ = self.store.end_run(&result.run_id);
-        }
-        result
-    }
 
     fn finish_refused(&self, ticket: Ticket, refusal: Refusal, invoke_us: u64, output_us: u64) -> CallResult {
         let labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
@@ -1192,7 +663,7 @@ impl Governor {
             principal: ticket.principal,
             tenant: ticket.tenant,
             decision: Decision::Refused,
-            code: result.code.clone(),
+            code: result.code,
             step: result.step,
             args_digest: ticket.args_digest,
             original_args_digest: ticket.original_args_digest,
@@ -1230,7 +701,7 @@ impl Governor {
             principal: ctx.principal.id.clone(),
             tenant: ctx.tenant.clone(),
             decision: result.decision,
-            code: result.code.clone(),
+            code: result.code,
             step: result.step,
             args_digest,
             original_args_digest: ctx.original_args_digest.clone(),
@@ -1240,6 +711,16 @@ impl Governor {
             would_refuse: result.would_refuse.clone(),
             timings,
         });
+    }
+
+    /// Microseconds since `since`, for the audit event's timings; 0 when no
+    /// event is recorded (reading the clock is a cost on every call).
+    fn elapsed_us(&self, since: Instant) -> u64 {
+        if self.audit_on {
+            micros(since)
+        } else {
+            0
+        }
     }
 
     fn record(&self, event: AuditEvent) {
@@ -1374,97 +855,48 @@ fn expired(id: &str, tool: &str) -> Refusal {
     Refusal::new(RefusalCode::ApprovalExpired, Step::Approval, format!("approval `{id}` for `{tool}` expired before the call ran"))
 }
 
-/// What one step found, as `explain` reports it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StepTrace {
-    /// The step.
-    pub step: Step,
-    /// `pass`, `refuse`, `pending` or `skip`.
-    pub verdict: &'static str,
-    /// The code of a refusal or pending approval.
-    pub code: Option<RefusalCode>,
-    /// The rules, fields and expressions behind the verdict.
-    pub details: Vec<String>,
+
+/// Step 8's verdict on what the invocation gave: the value, or the refusal.
+fn invoke_verdict(ticket: &Ticket, outcome: InvokeOutcome) -> Result<Value, Refusal> {
+    let tool = &ticket.tool;
+    match outcome {
+        InvokeOutcome::Returned(value) => Ok(value),
+        InvokeOutcome::Failed { kind } => Err(Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{tool}` failed ({kind})"))),
+        InvokeOutcome::TimedOut => Err(Refusal::new(
+            RefusalCode::Timeout,
+            Step::Invoke,
+            format!("`{tool}` took longer than {} ms and was abandoned", ticket.timeout_ms),
+        )),
+        InvokeOutcome::NotJson { reason } => {
+            // The host's reason varies by language; it goes to the host's
+            // log, never into the result, so every language agrees.
+            eprintln!("harnessweaver: `{tool}` returned a value with no JSON form: {reason}");
+            Err(Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{tool}` returned a value with no JSON form")))
+        }
+        InvokeOutcome::TransportRefused { reason } => Err(Refusal::new(RefusalCode::TransportRefused, Step::Invoke, reason)),
+        InvokeOutcome::SandboxError { message } => Err(Refusal::new(RefusalCode::SandboxError, Step::Invoke, message)),
+    }
 }
 
-/// Collects explain's per-step verdicts and shadow-mode would-refusals.
-#[derive(Debug, Default)]
-struct Trace {
-    dry: bool,
-    steps: Vec<StepTrace>,
-    shadow: Vec<WouldRefuse>,
-    /// The run's labels once read (at the policy step, or with the rate
-    /// limit in the same round trip); results reuse them instead of asking
-    /// the store again.
+/// A decided call's identity and what its steps found, for its ticket,
+/// result and audit event.
+struct Decided {
+    call_id: String,
+    run_id: String,
+    args_digest: Option<String>,
+    approval_id: Option<String>,
+    ts_ms: u64,
+    decide_us: u64,
+    would_refuse: Vec<WouldRefuse>,
     labels: Option<Labels>,
 }
 
-impl Trace {
-    fn pass(&mut self, step: Step, details: impl FnOnce() -> Vec<String>) {
-        if self.dry {
-            self.steps.push(StepTrace { step, verdict: "pass", code: None, details: details() });
-        }
-    }
-
-    fn would_refuse(&mut self, code: RefusalCode, step: Step, layer: &str, rule: Option<&str>) {
-        self.shadow.push(WouldRefuse { code, step, layer: layer.to_string(), rule: rule.map(str::to_string) });
-    }
-}
-
-/// What `explain` found: each step's verdict and the decision a call would get.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Explanation {
-    /// The tool.
-    pub tool: String,
-    /// What the call would get.
-    pub decision: Decision,
-    /// The code of a refusal or pending approval.
-    pub code: Option<RefusalCode>,
-    /// The step that would decide.
-    pub step: Option<Step>,
-    /// The message the call would carry.
-    pub message: String,
-    /// Why.
-    pub reasons: Vec<String>,
-    /// Each step in order, up to the one that decides.
-    pub steps: Vec<StepTrace>,
-    /// What shadow-mode rules would refuse.
-    pub would_refuse: Vec<WouldRefuse>,
-}
-
-impl Explanation {
-    /// The explanation as one JSON object.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
-    }
-
-    /// A readable text, one line per step.
-    pub fn to_text(&self) -> String {
-        let mut out = format!("explain `{}`: {}", self.tool, self.decision.as_str());
-        if let (Some(code), Some(step)) = (&self.code, self.step) {
-            out.push_str(&format!(" ({code} at step {} {})", step.number(), step.as_str()));
-        }
-        out.push('\n');
-        for s in &self.steps {
-            out.push_str(&format!("  {}. {:<9} {}", s.step.number(), s.step.as_str(), s.verdict));
-            if let Some(code) = &s.code {
-                out.push_str(&format!(" [{code}]"));
-            }
-            out.push('\n');
-            for d in &s.details {
-                out.push_str(&format!("       - {d}\n"));
-            }
-        }
-        for w in &self.would_refuse {
-            let rule = w.rule.as_deref().map_or_else(|| "default deny".to_string(), |r| format!("rule `{r}`"));
-            out.push_str(&format!("  shadow: layer `{}` {rule} would refuse with {}\n", w.layer, w.code));
-        }
-        out
-    }
-}
-
-fn not_pending(id: &str) -> Error {
-    Error::InvalidArgument { code: ArgumentCode::ApprovalNotPending.as_str(), message: format!("approval `{id}` is not pending (already decided or used)") }
+/// What step 9 made of an output.
+struct Shaped {
+    value: Value,
+    redactions: Counts,
+    truncated: bool,
+    labels: Labels,
 }
 
 fn micros(since: Instant) -> u64 {

@@ -45,15 +45,41 @@ impl Store for MemoryStore {
     fn acquire(&self, keys: &[RateKey], now_ms: u64) -> Result<Acquire, StoreError> {
         let mut state = self.lock()?;
         let now_ns = u128::from(now_ms) * 1_000_000;
-        let mut next = Vec::with_capacity(keys.len());
-        for (index, key) in keys.iter().enumerate() {
-            match gcra(state.tat.get(&key.key).copied(), now_ns, key.rate) {
-                Ok(tat) => next.push(tat),
-                Err(wait) => return Ok(Acquire::Limited { index, retry_after_ms: ns_to_ms_ceil(wait) }),
-            }
+        // One lookup per key (this runs on every governed call): each key's
+        // new time is written as it is found, and a later key that is limited
+        // puts the earlier ones back, so a limited call takes nothing. The
+        // governor passes at most two keys (per principal, per tenant).
+        let mut previous: [Option<u128>; 4] = [None; 4];
+        if keys.len() > previous.len() {
+            return Ok(acquire_all_or_nothing(&mut state, keys, now_ns));
         }
-        for (key, tat) in keys.iter().zip(next) {
-            state.tat.insert(key.key.clone(), tat);
+        for (index, key) in keys.iter().enumerate() {
+            let slot = state.tat.get_mut(&key.key);
+            let old = slot.as_deref().copied();
+            match gcra(old, now_ns, key.rate) {
+                Ok(tat) => {
+                    if let Some(p) = previous.get_mut(index) {
+                        *p = old;
+                    }
+                    match slot {
+                        Some(slot) => *slot = tat,
+                        None => {
+                            state.tat.insert(key.key.clone(), tat);
+                        }
+                    }
+                }
+                Err(wait) => {
+                    for (earlier, old) in keys.iter().zip(previous).take(index) {
+                        match (old, state.tat.get_mut(&earlier.key)) {
+                            (Some(old), Some(slot)) => *slot = old,
+                            _ => {
+                                state.tat.remove(&earlier.key);
+                            }
+                        }
+                    }
+                    return Ok(Acquire::Limited { index, retry_after_ms: ns_to_ms_ceil(wait) });
+                }
+            }
         }
         Ok(Acquire::Allowed)
     }
@@ -90,9 +116,12 @@ impl Store for MemoryStore {
 
     fn add_labels(&self, run_id: &str, labels: Labels) -> Result<Labels, StoreError> {
         let mut state = self.lock()?;
-        let merged = state.labels.get(run_id).copied().unwrap_or_default().union(labels);
-        state.labels.insert(run_id.to_string(), merged);
-        Ok(merged)
+        if let Some(known) = state.labels.get_mut(run_id) {
+            *known = known.union(labels);
+            return Ok(*known);
+        }
+        state.labels.insert(run_id.to_string(), labels);
+        Ok(labels)
     }
 
     fn put_approval(&self, approval: &PendingApproval) -> Result<(), StoreError> {
@@ -134,6 +163,21 @@ impl Store for MemoryStore {
     }
 }
 
+/// [`Store::acquire`] for many keys: every key is checked before any is taken.
+fn acquire_all_or_nothing(state: &mut State, keys: &[RateKey], now_ns: u128) -> Acquire {
+    let mut next = Vec::with_capacity(keys.len());
+    for (index, key) in keys.iter().enumerate() {
+        match gcra(state.tat.get(&key.key).copied(), now_ns, key.rate) {
+            Ok(tat) => next.push(tat),
+            Err(wait) => return Acquire::Limited { index, retry_after_ms: ns_to_ms_ceil(wait) },
+        }
+    }
+    for (key, tat) in keys.iter().zip(next) {
+        state.tat.insert(key.key.clone(), tat);
+    }
+    Acquire::Allowed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,3 +209,4 @@ mod tests {
         assert!(matches!(store.acquire(&[a], 0).unwrap(), Acquire::Limited { .. }));
     }
 }
+

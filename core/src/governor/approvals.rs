@@ -1,0 +1,105 @@
+//! Deciding approvals outside a call: grant (as asked, or with arguments
+//! the approver edited), deny, and list the open ones. Consuming an approval
+//! inside a call is step 7 (`steps.rs`).
+
+use serde_json::Value;
+
+use super::Governor;
+use crate::call::Principal;
+use crate::canonical;
+use crate::codes::ArgumentCode;
+use crate::digest::sha256_tagged;
+use crate::error::Error;
+use crate::store::{ApprovalState, PendingApproval, StoreError};
+
+impl Governor {
+    /// Grants a pending approval. The approver must hold the approver role;
+    /// an expired or already decided approval cannot be granted. Returns the
+    /// approval, whose `tool`, `args` and context re-issue the call.
+    pub fn approve(&self, id: &str, approver: &Principal) -> Result<PendingApproval, Error> {
+        self.approve_edited(id, approver, None)
+    }
+
+    /// Grants a pending approval, optionally with arguments the approver
+    /// edited. An edited grant becomes a new approval bound to the edited
+    /// arguments (the original is used up); the call it re-issues is checked
+    /// again from the start, and its audit event carries both digests.
+    pub fn approve_edited(&self, id: &str, approver: &Principal, edited_args: Option<Value>) -> Result<PendingApproval, Error> {
+        let approval = self.open_approval(id)?;
+        if let Some(role) = &approval.approver_role {
+            if !approver.has_role(role) {
+                return Err(Error::InvalidArgument { code: ArgumentCode::ApproverNotAllowed.as_str(),
+                    message: format!("approving `{}` needs role `{role}`", approval.tool),
+                });
+            }
+        }
+        let Some(args) = edited_args else {
+            return match self.store.transition(id, ApprovalState::Pending, ApprovalState::Approved, Some(&approver.id), None) {
+                Ok(true) => Ok(PendingApproval { state: ApprovalState::Approved, decided_by: Some(approver.id.clone()), ..approval }),
+                Ok(false) => Err(not_pending(id)),
+                Err(e) => Err(store_error(e)),
+            };
+        };
+        let text = canonical::to_string(&args)
+            .map_err(|e| Error::InvalidArgument { code: ArgumentCode::InvalidArgs.as_str(), message: format!("edited arguments: {e}") })?;
+        let edited = PendingApproval {
+            id: self.ids.next("apr"),
+            args_digest: sha256_tagged(text.as_bytes()),
+            args,
+            state: ApprovalState::Approved,
+            decided_by: Some(approver.id.clone()),
+            note: Some(format!("arguments edited by the approver of `{id}`")),
+            original_args_digest: Some(approval.args_digest.clone()),
+            ..approval
+        };
+        let replaced = format!("replaced by `{}` with edited arguments", edited.id);
+        match self.store.transition(id, ApprovalState::Pending, ApprovalState::Used, Some(&approver.id), Some(&replaced)) {
+            Ok(true) => {}
+            Ok(false) => return Err(not_pending(id)),
+            Err(e) => return Err(store_error(e)),
+        }
+        self.store.put_approval(&edited).map_err(store_error)?;
+        Ok(edited)
+    }
+
+
+    /// Denies a pending approval with a reason for the record.
+    pub fn deny(&self, id: &str, by: &str, reason: &str) -> Result<PendingApproval, Error> {
+        let approval = self.open_approval(id)?;
+        match self.store.transition(id, ApprovalState::Pending, ApprovalState::Denied, Some(by), Some(reason)) {
+            Ok(true) => Ok(PendingApproval { state: ApprovalState::Denied, decided_by: Some(by.to_string()), note: Some(reason.to_string()), ..approval }),
+            Ok(false) => Err(not_pending(id)),
+            Err(e) => Err(store_error(e)),
+        }
+    }
+
+    fn open_approval(&self, id: &str) -> Result<PendingApproval, Error> {
+        let approval = self
+            .store
+            .approval(id)
+            .map_err(store_error)?
+            .ok_or_else(|| Error::InvalidArgument { code: ArgumentCode::UnknownApproval.as_str(), message: format!("no approval `{id}`") })?;
+        if approval.state != ApprovalState::Pending {
+            return Err(not_pending(id));
+        }
+        if self.clock.now_ms() >= approval.expires_ms {
+            return Err(Error::InvalidArgument { code: ArgumentCode::ApprovalExpired.as_str(), message: format!("approval `{id}` has expired") });
+        }
+        Ok(approval)
+    }
+
+    /// Approvals waiting for a human or granted and not yet used.
+    pub fn open_approvals(&self) -> Result<Vec<PendingApproval>, Error> {
+        self.store.open_approvals().map_err(store_error)
+    }
+
+}
+
+fn not_pending(id: &str) -> Error {
+    Error::InvalidArgument { code: ArgumentCode::ApprovalNotPending.as_str(), message: format!("approval `{id}` is not pending (already decided or used)") }
+}
+
+
+fn store_error(e: StoreError) -> Error {
+    Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message }
+}
