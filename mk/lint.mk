@@ -21,7 +21,10 @@ $(LINT_PY_STAMP): $(VENV)/.hw-requirements.stamp tools/lint/requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r tools/lint/requirements.txt
 	touch $@
 
-lint: lint-rust lint-python lint-node ## run every linter and format check (clippy, rustfmt, ruff, mypy + stubtest, tsc)
+lint: lint-layers lint-rust lint-python lint-node ## run every linter and format check (layers, clippy, rustfmt, ruff, mypy + stubtest, tsc)
+
+lint-layers: ## the core has no world-facing or FFI dependency, and bindings call only harnessweaver_core::host
+	bash tools/lint/layers.sh
 
 # After build-python, so clippy finds maturin's pyo3 config (see CLIPPY_ENV).
 lint-rust: build-python ## clippy -D warnings over the workspace (every target, the bindings too) and cargo fmt --check
@@ -39,4 +42,4 @@ lint-python: $(LINT_PY_STAMP) build-python ## ruff check and format --check, myp
 lint-node: bindings-node/node_modules/.hw-npm.stamp ## tsc --strict --noEmit over index.d.ts, native.d.ts and adapters/*.d.ts
 	cd $(NODE_DIR) && npx tsc --strict --noEmit -p tsconfig.json
 
-.PHONY: lint lint-rust lint-python lint-node
+.PHONY: lint lint-layers lint-rust lint-python lint-node
