@@ -13,7 +13,7 @@ use crate::error::{Error, Problem};
 use crate::harness::{self, EnforceMode, ExampleExpect, Harness};
 use crate::manifest::{self, PinState, Tool, TrustLabel};
 use crate::store::{MemoryStore, Rate, Store};
-use crate::validate::{Constraints, SchemaValidator};
+use crate::validate::Constraints;
 
 /// What a host may choose when it builds a governor.
 #[derive(Default)]
@@ -71,18 +71,11 @@ fn tool_value(d: &Value) -> Value {
     })
 }
 
-fn runtime(tool: &Tool, described: &Value, problems: &mut Vec<Problem>) -> Option<ToolRuntime> {
+fn runtime(tool: &Tool, described: &Value, problems: &mut Vec<Problem>) -> ToolRuntime {
     let m = tool.manifest();
-    let validator = match SchemaValidator::compile(&m.input_schema) {
-        Ok(v) => v,
-        Err(message) => {
-            let mut p = Problem::new("invalid_schema", message);
-            p.file = tool.file().map(str::to_string);
-            p.path = "spec.input_schema".into();
-            problems.push(p);
-            return None;
-        }
-    };
+    // The schema compiled when the manifest was loaded (shared, not
+    // compiled again or looked up by its text).
+    let validator = tool.validator().clone();
     let (input_constraints, output_constraints) = match &m.payload_constraints {
         Some(pc) => (Constraints::new(&pc.input), Constraints::new(&pc.output)),
         None => (Constraints::default(), Constraints::default()),
@@ -94,7 +87,7 @@ fn runtime(tool: &Tool, described: &Value, problems: &mut Vec<Problem>) -> Optio
         manifest::Transport::Mcp => Transport::Mcp { server: m.server.clone().unwrap_or_default() },
     };
     let sanitize = m.output.sanitize.clone();
-    Some(ToolRuntime {
+    ToolRuntime {
         name: m.name.clone(),
         enabled: m.enabled,
         tenants: m.tenants.clone(),
@@ -120,7 +113,7 @@ fn runtime(tool: &Tool, described: &Value, problems: &mut Vec<Problem>) -> Optio
         },
         transport,
         tool_value: tool_value(described),
-    })
+    }
 }
 
 /// The hosts a call may send data to: `egress`, plus the host of an http
@@ -175,9 +168,7 @@ impl Governor {
                 continue;
             }
             problems.append(&mut own);
-            if let Some(rt) = rt {
-                tools.push(rt);
-            }
+            tools.push(rt);
         }
         let rules = spec
             .rules
