@@ -19,9 +19,9 @@ use std::ffi::CString;
 use std::ptr;
 use std::sync::Arc;
 
-use harnessweaver_core::canonical::MAX_DEPTH;
-use harnessweaver_core::cel_lite::{self as core_cel, Need, Outcome, NAMES};
-use harnessweaver_core::Error as CoreError;
+use harnessweaver_core::host::canonical::MAX_DEPTH;
+use harnessweaver_core::host::cel::{self as core_cel, CelOutcome as Outcome, Need, Var, Vars};
+use harnessweaver_core::host::Error as CoreError;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
@@ -54,11 +54,6 @@ fn throw_with(env: &Env, code: &str, kind: &str, message: &str, extra: &[(&std::
     }
 }
 
-fn invalid_vars(env: &Env, message: String) -> Error {
-    throw(env, &CoreError::InvalidArgument { code: "invalid_vars", message })
-}
-
-const NAMES_TEXT: &str = "`principal`, `tenant`, `task`, `tool`, `args`, `labels`";
 
 /// A compiled cel-lite expression (native side); `cel_lite.js` wraps it.
 #[napi]
@@ -107,7 +102,7 @@ fn need_json(plan: &Plan) -> Value {
 /// The variables of one evaluation, converted, by slot.
 struct Converted<'p> {
     names: &'p [String],
-    values: [Option<Value>; NAMES.len()],
+    values: [Option<Value>; Var::ALL.len()],
 }
 
 impl core_cel::Bindings for Converted<'_> {
@@ -235,13 +230,13 @@ impl Compiled {
         match vars.get_type()? {
             ValueType::Undefined | ValueType::Null => return Ok(converted),
             ValueType::Object => {}
-            _ => return Err(invalid_vars(env, "`vars` must be an object of variables".to_string())),
+            other => return Err(throw(env, &Vars::not_a_mapping(&format!("{other:?}").to_lowercase()))),
         }
         let obj = vars.value().value;
         let mut is_array = false;
         napi_check(unsafe { sys::napi_is_array(raw, obj, &mut is_array) }, "array")?;
         if is_array {
-            return Err(invalid_vars(env, "`vars` must be an object of variables, not an array".to_string()));
+            return Err(throw(env, &Vars::not_a_mapping("array")));
         }
         unsafe { check_names(env, obj) }?;
         let reader = Reader { env: raw, object_prototype: Cell::new(ptr::null_mut()) };
@@ -291,11 +286,10 @@ unsafe fn check_names(env: &Env, obj: sys::napi_value) -> Result<()> {
             unsafe { sys::napi_get_value_string_utf8(raw, key, buf.as_mut_ptr().cast(), buf.len(), &mut written) },
             "key",
         )?;
-        let known = buf.get(..written).is_some_and(|k| NAMES.iter().any(|n| n.as_bytes() == k));
+        let known = buf.get(..written).and_then(|k| std::str::from_utf8(k).ok()).and_then(Var::parse).is_some();
         if !known {
             let key = unsafe { string(raw, key) }.map_err(|e| throw(env, &e))?;
-            let shown: String = key.chars().take(40).collect();
-            return Err(invalid_vars(env, format!("unknown variable `{shown}`; expressions can use {NAMES_TEXT}")));
+            Vars::check_key(&key).map_err(|e| throw(env, &e))?;
         }
     }
     Ok(())
