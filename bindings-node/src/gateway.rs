@@ -48,10 +48,15 @@ pub fn serve_mcp(env: Env, host: &NativeHost, http: Option<String>, who: Option<
     let bad = |code, message: String| throw(&env, &CoreError::InvalidArgument { code, message });
     let who = who.filter(|p| !matches!(p.get_type(), Ok(ValueType::Undefined | ValueType::Null))).map(|p| principal(&env, &p)).transpose()?;
     let http = match http {
-        Some(text) => Some(text.parse::<SocketAddr>().map_err(|_| bad("invalid_argument", format!("http `{text}` is not an address like 127.0.0.1:8080")))?),
+        Some(text) => {
+            Some(text.parse::<SocketAddr>().map_err(|_| bad("invalid_argument", format!("http `{text}` is not an address like 127.0.0.1:8080")))?)
+        }
         None => None,
     };
-    let runtime = host.inner.runtime().ok_or_else(|| bad("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()".into()))?;
+    let runtime = host
+        .inner
+        .runtime()
+        .ok_or_else(|| bad("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()".into()))?;
     let (tx, rx) = channel::<Handover>();
     let tx = Mutex::new(tx);
     let executor: CallExecutor = Arc::new(move |ctx, tool, args| {

@@ -204,7 +204,9 @@ impl NativeHost {
     }
 
     /// Steps 1–7: a ticket to run, or the finished (refused or pending) result.
-    #[napi(ts_args_type = "tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null")]
+    #[napi(
+        ts_args_type = "tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null"
+    )]
     #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
     pub fn begin(
         &self,

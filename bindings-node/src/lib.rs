@@ -128,10 +128,7 @@ fn bigint(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<Val
     let mut sign: c_int = 0;
     let mut count: usize = 2;
     let mut words = [0u64; 2];
-    check(
-        unsafe { sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, words.as_mut_ptr()) },
-        "bigint",
-    )?;
+    check(unsafe { sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, words.as_mut_ptr()) }, "bigint")?;
     let low = if count == 0 { 0 } else { words.first().copied().unwrap_or(0) };
     let high = if count > 1 { words.get(1).copied().unwrap_or(0) } else { 0 };
     if count > 2 || high >> 63 != 0 {
@@ -151,10 +148,7 @@ unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> std::result::Res
     // means the whole string was; anything longer is read again in full.
     let mut small = [0u8; 64];
     let mut written = 0usize;
-    check(
-        unsafe { sys::napi_get_value_string_utf8(env, value, small.as_mut_ptr().cast(), small.len(), &mut written) },
-        "string",
-    )?;
+    check(unsafe { sys::napi_get_value_string_utf8(env, value, small.as_mut_ptr().cast(), small.len(), &mut written) }, "string")?;
     if written + 5 < small.len() {
         let bytes = small.get(..written).unwrap_or_default();
         return std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| value_error("invalid_string", "string is not valid Unicode"));
@@ -163,10 +157,7 @@ unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> std::result::Res
     check(unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) }, "string")?;
     let mut buf = vec![0u8; len + 1];
     let mut written = 0usize;
-    check(
-        unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), &mut written) },
-        "string",
-    )?;
+    check(unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), &mut written) }, "string")?;
     buf.truncate(written);
     // N-API hands out UTF-8 (lone surrogates become U+FFFD), so this does not fail.
     String::from_utf8(buf).map_err(|_| value_error("invalid_string", "string is not valid Unicode"))
@@ -280,17 +271,12 @@ unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
                     getter: None,
                     setter: None,
                     value: unsafe { to_js(env, v)? },
-                    attributes: sys::PropertyAttributes::writable
-                        | sys::PropertyAttributes::enumerable
-                        | sys::PropertyAttributes::configurable,
+                    attributes: sys::PropertyAttributes::writable | sys::PropertyAttributes::enumerable | sys::PropertyAttributes::configurable,
                     data: ptr::null_mut(),
                 });
             }
             if !props.is_empty() {
-                napi_check(
-                    unsafe { sys::napi_define_properties(env, out, props.len(), props.as_ptr()) },
-                    "object properties",
-                )?;
+                napi_check(unsafe { sys::napi_define_properties(env, out, props.len(), props.as_ptr()) }, "object properties")?;
             }
         }
     }

@@ -90,10 +90,8 @@ impl From<CoreError> for HarnessweaverError {
 }
 
 fn parse_json(text: &str) -> Result<Value, HarnessweaverError> {
-    serde_json::from_str(text).map_err(|e| HarnessweaverError::InvalidValue {
-        code: "invalid_json".to_string(),
-        detail: format!("not valid JSON: {e}"),
-    })
+    serde_json::from_str(text)
+        .map_err(|e| HarnessweaverError::InvalidValue { code: "invalid_json".to_string(), detail: format!("not valid JSON: {e}") })
 }
 
 fn json_text(value: &Value) -> String {
