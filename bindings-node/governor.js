@@ -20,7 +20,7 @@ function isThenable(v) {
 }
 
 /** The governed side of a loaded harness (mixed into `Harness` by index.js). */
-function governed(Harness, classes, rethrow, invalid) {
+function governed(Harness, classes, guard, invalid) {
   function deliver(result, raiseOnRefusal) {
     if (raiseOnRefusal !== false && !result.allowed) throw new classes[result.refusalClass](result)
     return result
@@ -66,14 +66,6 @@ function governed(Harness, classes, rethrow, invalid) {
   // A begun call to its end: a CallResult, or a promise of one.
   function settle(h, begun) {
     return begun instanceof NativeTicket ? run(h, begun) : begun
-  }
-
-  function guard(fn) {
-    try {
-      return fn()
-    } catch (err) {
-      return rethrow(err)
-    }
   }
 
   const runId = (run) => (run && typeof run === 'object' ? run.id : run)

@@ -123,7 +123,7 @@ class Harness {
   }
 }
 
-const gateway = governor.governed(Harness, classes, rethrow, invalid)
+const gateway = governor.governed(Harness, classes, guard, invalid)
 
 /**
  * Loads `harness.yaml` and every manifest it names, ready for calls. Every

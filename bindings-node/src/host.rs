@@ -144,7 +144,6 @@ fn begun(env: &Env, begun: std::result::Result<Begun, CoreError>) -> Result<Eith
 #[napi(
     ts_args_type = "path: string, handlers: string[], asyncHandlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null"
 )]
-#[expect(clippy::too_many_arguments, reason = "load's options, flattened")]
 pub fn load_host(
     env: Env,
     path: String,
@@ -205,9 +204,9 @@ impl NativeHost {
 
     /// Steps 1–7: a ticket to run, or the finished (refused or pending) result.
     #[napi(
-        ts_args_type = "tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null"
+        ts_args_type = "tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null",
+        ts_return_type = "NativeTicket | CallResult"
     )]
-    #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
     pub fn begin(
         &self,
         env: Env,
@@ -287,7 +286,6 @@ impl NativeHost {
         ts_args_type = "tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null",
         ts_return_type = "Record<string, unknown>"
     )]
-    #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
     pub fn explain(
         &self,
         env: Env,
