@@ -58,7 +58,7 @@ export declare class NativeHost {
   /** Every tool's description, in load order (manifests, then tools registered in code). */
   describeTools(): Array<Record<string, unknown>>
   /** Steps 1–7: a ticket to run, or the finished (refused or pending) result. */
-  begin(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): Either2
+  begin(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): NativeTicket | CallResult
   /** Ends a call whose handler returned `value` (no JSON form: `handler_error`). */
   finish(ticket: NativeTicket, value: unknown): CallResult
   /** Ends a call whose handler threw `kind` (the error's `name`); `null`: abandoned at its deadline. */

@@ -54,7 +54,6 @@ fn throw_with(env: &Env, code: &str, kind: &str, message: &str, extra: &[(&std::
     }
 }
 
-
 /// A compiled cel-lite expression (native side); `cel_lite.js` wraps it.
 #[napi]
 pub struct CelProgram {
@@ -93,9 +92,7 @@ impl Plan {
 fn need_json(plan: &Plan) -> Value {
     match plan {
         Plan::Whole => Value::Null,
-        Plan::Fields(fields) => Value::Array(
-            fields.iter().flat_map(|(_, name, plan)| [Value::String(name.clone()), need_json(plan)]).collect(),
-        ),
+        Plan::Fields(fields) => Value::Array(fields.iter().flat_map(|(_, name, plan)| [Value::String(name.clone()), need_json(plan)]).collect()),
     }
 }
 
@@ -133,10 +130,7 @@ impl Reader {
             return unsafe { to_value(self.env, value, depth) };
         }
         if depth >= MAX_DEPTH {
-            return Err(CoreError::Value {
-                code: "nesting_too_deep",
-                message: format!("value nests deeper than {MAX_DEPTH} levels"),
-            });
+            return Err(CoreError::Value { code: "nesting_too_deep", message: format!("value nests deeper than {MAX_DEPTH} levels") });
         }
         let keys = unsafe { self.own_keys(value)? };
         let mut map = Map::new();
@@ -282,10 +276,7 @@ unsafe fn check_names(env: &Env, obj: sys::napi_value) -> Result<()> {
         // Every name is short: a key that does not fit the buffer is none of them.
         let mut buf = [0u8; 16];
         let mut written = 0usize;
-        napi_check(
-            unsafe { sys::napi_get_value_string_utf8(raw, key, buf.as_mut_ptr().cast(), buf.len(), &mut written) },
-            "key",
-        )?;
+        napi_check(unsafe { sys::napi_get_value_string_utf8(raw, key, buf.as_mut_ptr().cast(), buf.len(), &mut written) }, "key")?;
         let known = buf.get(..written).and_then(|k| std::str::from_utf8(k).ok()).and_then(Var::parse).is_some();
         if !known {
             let key = unsafe { string(raw, key) }.map_err(|e| throw(env, &e))?;
@@ -311,13 +302,9 @@ impl Compiled {
         match want {
             Want::Value => match self.inner.evaluate_with(vars) {
                 Outcome::Value(v) => unsafe { to_js(raw, &v) },
-                Outcome::Unevaluable { reason } => Err(throw_with(
-                    env,
-                    "unevaluable",
-                    "unevaluable",
-                    &reason,
-                    &[(c"reason", Value::String(reason.clone()))],
-                )),
+                Outcome::Unevaluable { reason } => {
+                    Err(throw_with(env, "unevaluable", "unevaluable", &reason, &[(c"reason", Value::String(reason.clone()))]))
+                }
             },
             Want::Approval => {
                 let verdict = self.inner.approval_required_with(vars);
@@ -381,9 +368,7 @@ impl CelProgram {
     pub fn plan(&self) -> Json {
         let names = self.shared.inner.names().iter();
         let plans = self.shared.plan.iter();
-        Json(Value::Array(
-            names.zip(plans).flat_map(|(name, (_, plan))| [Value::String(name.clone()), need_json(plan)]).collect(),
-        ))
+        Json(Value::Array(names.zip(plans).flat_map(|(name, (_, plan))| [Value::String(name.clone()), need_json(plan)]).collect()))
     }
 
     /// The handle the parts functions take (an external).
@@ -421,11 +406,7 @@ impl CelProgram {
 pub fn cel_lite_compile(env: Env, text: String) -> Result<CelProgram> {
     match core_cel::compile(&text) {
         Ok(inner) => {
-            let plan = inner
-                .names()
-                .iter()
-                .zip(inner.needs())
-                .map(|(name, need)| Some((CString::new(name.as_str()).ok()?, Plan::of(need)?)));
+            let plan = inner.names().iter().zip(inner.needs()).map(|(name, need)| Some((CString::new(name.as_str()).ok()?, Plan::of(need)?)));
             match plan.collect::<Option<Vec<_>>>() {
                 Some(plan) => Ok(CelProgram { shared: Arc::new(Compiled { inner, plan }) }),
                 None => Err(Error::from_reason("a name of the expression holds a NUL")),
@@ -436,11 +417,7 @@ pub fn cel_lite_compile(env: Env, text: String) -> Result<CelProgram> {
             e.code(),
             "cel_compile",
             &e.render(),
-            &[
-                (c"line", Value::from(e.line())),
-                (c"column", Value::from(e.column())),
-                (c"reason", Value::String(e.message().to_string())),
-            ],
+            &[(c"line", Value::from(e.line())), (c"column", Value::from(e.column())), (c"reason", Value::String(e.message().to_string()))],
         )),
     }
 }
@@ -476,10 +453,7 @@ impl Parts<'_> {
                     return Ok(None);
                 }
                 if depth >= MAX_DEPTH {
-                    return Err(CoreError::Value {
-                        code: "nesting_too_deep",
-                        message: format!("value nests deeper than {MAX_DEPTH} levels"),
-                    });
+                    return Err(CoreError::Value { code: "nesting_too_deep", message: format!("value nests deeper than {MAX_DEPTH} levels") });
                 }
                 let mut map = Map::new();
                 for (_, name, plan) in fields {
@@ -507,10 +481,7 @@ unsafe fn parts_call(env: sys::napi_env, info: sys::napi_callback_info, want: Wa
     let result = (|| -> Result<sys::napi_value> {
         let mut argv = [ptr::null_mut(); MAX_PARTS_ARGS];
         let mut argc = MAX_PARTS_ARGS;
-        napi_check(
-            unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) },
-            "arguments",
-        )?;
+        napi_check(unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) }, "arguments")?;
         let args = argv.get(..argc).ok_or_else(|| Error::from_reason("too many parts"))?;
         let (handle, rest) = args.split_first().ok_or_else(|| Error::from_reason("no handle"))?;
         let (bits, parts) = rest.split_first().ok_or_else(|| Error::from_reason("no presence bits"))?;
@@ -563,7 +534,9 @@ unsafe extern "C" fn approval_parts(env: sys::napi_env, info: sys::napi_callback
 /// The raw parts functions, `[evaluateParts, approvalParts]`, which take
 /// `(handle, bits, ...parts)`: napi-rs's generated functions convert
 /// arguments one by one, these read them all at once.
-#[napi(ts_return_type = "[(handle: unknown, bits: number, ...parts: unknown[]) => unknown, (handle: unknown, bits: number, ...parts: unknown[]) => boolean | string]")]
+#[napi(
+    ts_return_type = "[(handle: unknown, bits: number, ...parts: unknown[]) => unknown, (handle: unknown, bits: number, ...parts: unknown[]) => boolean | string]"
+)]
 pub fn cel_lite_parts_functions(env: Env) -> Result<Raw> {
     let raw = env.raw();
     let mut out = ptr::null_mut();
@@ -576,10 +549,7 @@ pub fn cel_lite_parts_functions(env: Env) -> Result<Raw> {
     .enumerate()
     {
         let mut f = ptr::null_mut();
-        napi_check(
-            unsafe { sys::napi_create_function(raw, name.as_ptr(), NAPI_AUTO_LENGTH, Some(cb), ptr::null_mut(), &mut f) },
-            "function",
-        )?;
+        napi_check(unsafe { sys::napi_create_function(raw, name.as_ptr(), NAPI_AUTO_LENGTH, Some(cb), ptr::null_mut(), &mut f) }, "function")?;
         let i = u32::try_from(i).map_err(|_| Error::from_reason("index"))?;
         napi_check(unsafe { sys::napi_set_element(raw, out, i, f) }, "element")?;
     }
