@@ -14,8 +14,9 @@
  * @param {object} native the addon (native.js)
  * @param {Function} HarnessweaverError the package's base error class
  * @param {Function} rethrow the package's mapping of other addon errors (bad vars, values with no JSON form)
+ * @param {string[]} names the variable names expressions may use (the core's)
  */
-module.exports = function makeCelLite(native, HarnessweaverError, rethrow) {
+module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names) {
   /** A cel-lite expression did not compile; `message` shows the line with a caret. */
   class CompileError extends HarnessweaverError {
     constructor(message, code, line, column, reason) {
@@ -49,7 +50,7 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow) {
   const [evaluateParts, approvalParts] = native.celLitePartsFunctions()
   const PLAN = Symbol('plan')
   const HANDLE = Symbol('handle')
-  const NAME_SET = new Set(['principal', 'tenant', 'task', 'tool', 'args', 'labels'])
+  const NAME_SET = new Set(names)
   const isEnumerable = Object.prototype.propertyIsEnumerable
   // The most arguments of a parts call (the addon reads at most 64), and presence bits (integers below 2^53).
   const MAX_ARGS = 64
@@ -181,7 +182,7 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow) {
   }
 
   /** The variable names an expression may use. */
-  const NAMES = Object.freeze(['principal', 'tenant', 'task', 'tool', 'args', 'labels'])
+  const NAMES = Object.freeze(names)
 
   return Object.freeze({ compile, Program, CompileError, Unevaluable, NAMES })
 }

@@ -1,9 +1,11 @@
 'use strict'
 // harnessweaver for Node: the Rust core decides; this file only shapes the API
-// and turns the addon's errors into HarnessweaverError / LoadError.
+// and turns the addon's errors into HarnessweaverError and its families.
 
 const native = require('./native.js')
 const governor = require('./governor.js')
+
+const TABLES = native.tables()
 
 /** Base class of every harnessweaver error; `code` is its stable snake_case code. */
 class HarnessweaverError extends Error {
@@ -28,11 +30,58 @@ const KINDS = { load: LoadError, value: InvalidValueError, invalid_argument: Inv
 
 function rethrow(err) {
   if (err && typeof err === 'object' && typeof err.kind === 'string' && typeof err.code === 'string') {
-    const Cls = KINDS[err.kind] || HarnessweaverError
-    const wrapped = new Cls(err.message, err.code, err.problems)
-    throw wrapped
+    throw new (KINDS[err.kind] || HarnessweaverError)(err.message, err.code, err.problems)
   }
   throw err
+}
+
+/** Runs `fn`, mapping the addon's errors. */
+function guard(fn) {
+  try {
+    return fn()
+  } catch (err) {
+    return rethrow(err)
+  }
+}
+
+function invalid(message, code) {
+  return new InvalidArgumentError(message, code, [])
+}
+
+// The refusal classes, from the core's table (base first): a refused or
+// pending call raises the class its result names.
+const classes = {}
+for (const c of TABLES.refusalClasses) {
+  const Cls = c.parent === null
+    ? class extends HarnessweaverError {
+      constructor(result) {
+        super(result.message, result.code, [])
+        this.step = result.step
+        this.result = result
+      }
+
+      /** The text to hand back to the model. */
+      toModel() {
+        return this.result.toModel()
+      }
+    }
+    : class extends classes[c.parent] {}
+  Object.defineProperty(Cls, 'name', { value: c.name })
+  for (const x of c.extras) {
+    Object.defineProperty(Cls.prototype, x.replace(/_(.)/g, (_, l) => l.toUpperCase()), { get() { return this.result[x] } })
+  }
+  classes[c.name] = Cls
+}
+// Named one by one (not spread into module.exports) so that Node's ESM loader
+// sees them: `import { ApprovalRequired } from 'harnessweaver'` works.
+const { ToolBlocked, ToolNotFound, InvalidArguments, DigestMismatch, PolicyDenied, LimitExceeded, FlowBlocked, ApprovalRequired,
+  ApprovalDenied, ToolFailed, OutputRejected } = classes
+
+/** The value every call returns; the fields are the core's (snake_case, as in every language). */
+const { CallResult } = native
+for (const k of ['decision', 'code', 'step', 'message', 'tool', 'call_id', 'run_id', 'output', 'output_report', 'approval',
+  'retry_after_ms', 'reasons', 'labels', 'would_refuse']) {
+  Object.defineProperty(CallResult.prototype, k, { get() { return this.field(k) }, enumerable: true })
 }
 
 /** One tool as loaded from its manifest; every field of `describe()` is a property. */
@@ -49,20 +98,16 @@ class ToolDescription {
    * result can be registered in code: `load(path, { codeTools: [[tool, fn]] })`.
    */
   static fromManifest(manifest, origin) {
-    let fields
-    try {
-      fields = native.describeManifest(manifest, origin)
-    } catch (err) {
-      return rethrow(err)
-    }
-    return new ToolDescription(fields, [manifest, origin ?? '<code>'])
+    return new ToolDescription(guard(() => native.describeManifest(manifest, origin)), [manifest, origin ?? '<code>'])
   }
 }
 
 /** A loaded harness: its tools in the order their manifests were found. */
 class Harness {
-  constructor(inner, path) {
-    this._inner = inner
+  constructor(inner, path, tools, handlers) {
+    this._rt = inner
+    this._handlers = handlers
+    this._names = Object.keys(tools || {}).sort()
     this.path = path
     this.tools = inner.describeTools().map((d) => new ToolDescription(d))
   }
@@ -74,28 +119,11 @@ class Harness {
 
   /** The names of the native handlers given to `load`, sorted. */
   get handlerNames() {
-    return this._inner.handlerNames()
+    return this._names
   }
 }
 
-const errors = governor.makeErrors(HarnessweaverError)
-// Named one by one (not spread into module.exports) so that Node's ESM loader
-// sees them: `import { ApprovalRequired } from 'harnessweaver'` works.
-const {
-  ToolBlocked,
-  ToolNotFound,
-  InvalidArguments,
-  DigestMismatch,
-  PolicyDenied,
-  LimitExceeded,
-  FlowBlocked,
-  ApprovalRequired,
-  ApprovalDenied,
-  ToolFailed,
-  OutputRejected,
-} = errors
-const { CallResult } = governor
-const gateway = governor.governed(Harness, errors, rethrow, InvalidArgumentError)
+const gateway = governor.governed(Harness, classes, guard, invalid)
 
 /**
  * Loads `harness.yaml` and every manifest it names, ready for calls. Every
@@ -110,57 +138,44 @@ function load(path, options) {
 
 function loadWith(path, options, testing) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
-    throw new InvalidArgumentError('`options` must be an object like `{ tools }`', 'invalid_options', [])
+    throw invalid('`options` must be an object like `{ tools }`', 'invalid_options')
   }
   const o = options || {}
   const tools = o.tools
   if (tools !== undefined && (tools === null || typeof tools !== 'object' || Array.isArray(tools))) {
-    throw new InvalidArgumentError('`tools` must be an object mapping tool names to functions', 'invalid_tools', [])
+    throw invalid('`tools` must be an object mapping tool names to functions', 'invalid_tools')
   }
   const codeTools = o.codeTools ?? []
-  if (!Array.isArray(codeTools)) {
-    throw new InvalidArgumentError('`codeTools` must be an array of [ToolDescription, function] pairs', 'invalid_tools', [])
-  }
+  if (!Array.isArray(codeTools)) throw invalid('`codeTools` must be an array of [ToolDescription, function] pairs', 'invalid_tools')
   for (const key of ['audit', 'onApproval']) {
-    if (o[key] != null && typeof o[key] !== 'function') {
-      throw new InvalidArgumentError(`\`${key}\` must be a function`, 'invalid_options', [])
-    }
+    if (o[key] != null && typeof o[key] !== 'function') throw invalid(`\`${key}\` must be a function`, 'invalid_options')
   }
-  let harness
-  try {
-    harness = new Harness(native.loadHarness(String(path), tools), String(path))
-  } catch (err) {
-    return rethrow(err)
+  const handlers = new Map()
+  for (const [name, fn] of Object.entries(tools || {})) {
+    if (typeof fn !== 'function') throw invalid(`\`tools.${name}\` must be a function`, 'invalid_tools')
+    handlers.set(name, fn)
   }
-  const handlers = new Map(Object.entries(tools || {}))
   const sources = []
   for (const pair of codeTools) {
     const [tool, fn] = Array.isArray(pair) ? pair : [pair, undefined]
     if (!(tool instanceof ToolDescription) || !tool._source) {
-      throw new InvalidArgumentError('`codeTools` takes [ToolDescription.fromManifest(...), function] pairs', 'invalid_tools', [])
+      throw invalid('`codeTools` takes [ToolDescription.fromManifest(...), function] pairs', 'invalid_tools')
     }
-    if (fn !== undefined && typeof fn !== 'function') {
-      throw new InvalidArgumentError(`the handler of \`${tool.name}\` must be a function`, 'invalid_tools', [])
-    }
+    if (fn !== undefined && typeof fn !== 'function') throw invalid(`the handler of \`${tool.name}\` must be a function`, 'invalid_tools')
     sources.push(tool._source)
     if (fn) handlers.set(tool.name, fn)
   }
-  try {
-    harness._rt = governor.loadRuntime(String(path), handlers, sources, { ...o, ...testing })
-  } catch (err) {
-    return rethrow(err)
-  }
-  harness._handlers = handlers
-  return harness
+  const names = [...handlers.keys()]
+  const isAsync = (n) => handlers.get(n).constructor.name === 'AsyncFunction'
+  const t = testing
+  const inner = guard(() => native.loadHost(String(path), names.filter((n) => !isAsync(n)), names.filter(isAsync), sources,
+    o.audit ?? null, o.onApproval ?? null, t.clockMs ?? null, t.sequentialIds ?? null, t.sandboxWorker ?? null))
+  return new Harness(inner, String(path), tools, handlers)
 }
 
 /** Loads `harness.yaml` and its manifests only to read them; the harness cannot take calls. */
 function inspect(path) {
-  try {
-    return new Harness(native.loadHarness(String(path)), String(path))
-  } catch (err) {
-    return rethrow(err)
-  }
+  return new Harness(guard(() => native.inspectHost(String(path))), String(path), {}, new Map())
 }
 
 /** Test-only hooks (internal, not API): a manual clock and deterministic ids. */
@@ -169,7 +184,7 @@ const _testing = {
     return loadWith(path, options, { clockMs, sequentialIds, sandboxWorker })
   },
   advanceMs(harness, ms) {
-    harness._rt.advanceMs(ms)
+    guard(() => harness._rt.advanceMs(ms))
   },
 }
 
@@ -221,33 +236,25 @@ function jsonText(value) {
 }
 
 function definitionDigest(name, description, inputSchema) {
-  try {
+  return guard(() => {
     const text = jsonText(inputSchema)
     // null: the text holds what the core cannot take from text (a lone surrogate): walk.
     const digest = text === undefined ? null : native.definitionDigestText(name, description, text)
     return digest ?? native.definitionDigest(name, description, inputSchema)
-  } catch (err) {
-    return rethrow(err)
-  }
+  })
 }
 
 function canonicalJson(value) {
-  try {
+  return guard(() => {
     const text = jsonText(value)
     const canonical = text === undefined ? null : native.canonicalJsonText(text)
     return canonical ?? native.canonicalJson(value)
-  } catch (err) {
-    return rethrow(err)
-  }
+  })
 }
 
 /** Runs the output sanitizers on a value; returns `{ value, counts }`. */
 function sanitize(value, sanitizers) {
-  try {
-    return native.sanitize(value, Array.from(sanitizers, String))
-  } catch (err) {
-    return rethrow(err)
-  }
+  return guard(() => native.sanitize(value, Array.from(sanitizers, String)))
 }
 
 /**
@@ -268,34 +275,10 @@ function cliRun(args) {
   return native.cliRun(args.map(String))
 }
 
-const celLite = require('./cel_lite.js')(native, HarnessweaverError, rethrow)
+const celLite = require('./cel_lite.js')(native, HarnessweaverError, rethrow, TABLES.celNames)
 
 module.exports = {
-  load,
-  inspect,
-  _testing,
-  CallResult,
-  ToolBlocked,
-  ToolNotFound,
-  InvalidArguments,
-  DigestMismatch,
-  PolicyDenied,
-  LimitExceeded,
-  FlowBlocked,
-  ApprovalRequired,
-  ApprovalDenied,
-  ToolFailed,
-  OutputRejected,
-  definitionDigest,
-  canonicalJson,
-  sanitize,
-  cliRun,
-  serveMcp,
-  celLite,
-  Harness,
-  ToolDescription,
-  HarnessweaverError,
-  LoadError,
-  InvalidValueError,
-  InvalidArgumentError,
+  load, inspect, _testing, CallResult, ToolBlocked, ToolNotFound, InvalidArguments, DigestMismatch, PolicyDenied, LimitExceeded,
+  FlowBlocked, ApprovalRequired, ApprovalDenied, ToolFailed, OutputRejected, definitionDigest, canonicalJson, sanitize, cliRun,
+  serveMcp, celLite, Harness, ToolDescription, HarnessweaverError, LoadError, InvalidValueError, InvalidArgumentError,
 }

@@ -9,6 +9,20 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** What a call ended with; every field is the core's, read when asked. */
+export declare class CallResult {
+  /** Whether the call ran. */
+  get allowed(): boolean
+  /** The name of the refusal class for this result (none when allowed). */
+  get refusalClass(): string | null
+  /** One field of the result's JSON form (index.js makes them properties). */
+  field(name: string): unknown
+  /** The text to hand back to the model. */
+  toModel(): string
+  /** The core's JSON form (what `JSON.stringify` prints). */
+  toJSON(): Record<string, unknown>
+}
+
 /** A compiled cel-lite expression (native side); `cel_lite.js` wraps it. */
 export declare class CelProgram {
   /** The source text the program was compiled from. */
@@ -31,64 +45,66 @@ export declare class CelProgram {
 /** A running gateway (native side); `serveMcp` in `governor.js` drives it. */
 export declare class NativeGateway {
   /**
-   * The next call to run, as JSON text (`{id, tool, args, principal,
-   * tenant, runId, approvalId}`), or null once the gateway has stopped.
+   * The next call to run (`{id, tool, args, principal, tenant, task, runId,
+   * approvalId}`), or null once the gateway has stopped.
    */
-  next(): Promise<string | null>
-  /** Hands back call `id`'s finished result (the `R…` text of `begin`/`finish*`). */
-  reply(id: number, text: string): void
+  next(): Promise<Record<string, any> | null>
+  /** Hands back call `id`'s result; none (the host failed to run it) ends it `handler_error`. */
+  reply(id: number, result?: CallResult | null): void
 }
 
-/** A loaded harness (native side); `index.js` wraps it. */
-export declare class NativeHarness {
-  /** Every tool's description (`Tool::describe()`), in load order. */
+/** A harness loaded by the core for calls (or only read, by `inspectHost`). */
+export declare class NativeHost {
+  /** Every tool's description, in load order (manifests, then tools registered in code). */
   describeTools(): Array<Record<string, unknown>>
-  /** The names of the native handlers given to `load`, sorted. */
-  handlerNames(): Array<string>
-}
-
-/** A loaded harness with its governor (native side); `governor.js` wraps it. */
-export declare class NativeRuntime {
-  /** Steps 1–7: the call's result (refused or pending) or a ticket to invoke (see [`ended`]). */
-  begin(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): string
-  /** Step 9 for a handler that returned `value` (a value with no JSON form ends `handler_error`). */
-  finishReturned(ticket: number, value: unknown): string
+  /** Steps 1–7: a ticket to run, or the finished (refused or pending) result. */
+  begin(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): NativeTicket | CallResult
+  /** Ends a call whose handler returned `value` (no JSON form: `handler_error`). */
+  finish(ticket: NativeTicket, value: unknown): CallResult
+  /** Ends a call whose handler threw `kind` (the error's `name`); `null`: abandoned at its deadline. */
+  finishFailed(ticket: NativeTicket, kind?: string | undefined | null): CallResult
   /**
-   * Steps 8 and 9 for a tool whose transport the core owns (http, code,
-   * mcp): the blocking invoke runs on libuv's thread pool, never on the
-   * event loop; step 9 and the audit event follow on the JavaScript thread.
+   * Steps 8 and 9 for a tool on the core's transports (http, code, mcp):
+   * the transport runs on libuv's pool, step 9 back on the JavaScript thread.
    */
-  finishTransport(ticket: number): Promise<string>
-  /** Ends a call whose handler threw `kind` (the error's `name`). */
-  finishFailed(ticket: number, kind: string): string
-  /** Ends a call whose handler overran its timeout and was abandoned. */
-  finishTimedOut(ticket: number): string
+  runTransport(ticket: NativeTicket): Promise<CallResult>
   /**
-   * `principal` converted once, as a handle every call of a run passes
-   * instead of the object (refused as `invalid_principal` like any call's).
+   * Grants approval `id` as `approver` (with the approver's edited args, if
+   * any) and begins the approved call from step 1.
    */
+  approveAndResume(id: string, approver: unknown, args?: unknown): NativeTicket | CallResult
+  /** Grants approval `id` without running the call; returns the approval. */
+  grant(id: string, approver: unknown): Record<string, unknown>
+  /** Denies approval `id`; returns the approval. */
+  deny(id: string, by: unknown, reason: string): Record<string, unknown>
+  /** Approvals pending, or granted and not yet used. */
+  approvals(): Array<Record<string, unknown>>
+  /** Each step's verdict for a call without running it; `text` is the readable form. */
+  explain(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null): Record<string, unknown>
+  /** The tools as a model API takes them (`openai`, `anthropic`, `mcp`). */
+  toolSpecs(format: string, principal?: unknown, tenant?: string | null): Array<Record<string, unknown>>
+  /** `principal` converted once: a handle a run's calls pass instead of the object. */
   principalHandle(principal: unknown): unknown
   /** A new run id. */
   newRun(): string
   /** The labels of run `runId`: `{private, untrusted}`. */
   labels(runId: string): { private: boolean, untrusted: boolean }
-  /**
-   * Grants approval `id` as `approver` (with the arguments the approver
-   * edited, if any) and begins the approved call.
-   */
-  approveAndBegin(id: string, approver: unknown, args?: unknown): string
-  /** Grants approval `id` without running the call; returns the approval. */
-  grant(id: string, approver: unknown): Record<string, unknown>
-  /** Each step's verdict for a call without running it: `[explanation, text]`. */
-  explain(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null): [Record<string, unknown>, string]
-  /** Denies approval `id`; returns the approval. */
-  deny(id: string, by: unknown, reason: string): Record<string, unknown>
-  /** Approvals pending, or granted and not yet used. */
-  approvals(): Array<Record<string, unknown>>
-  /** The tools as a model API takes them (`openai`, `anthropic`, `mcp`). */
-  toolSpecs(format: string, principal?: unknown, tenant?: string | null): Array<Record<string, unknown>>
-  /** Moves a test clock forward (only for runtimes loaded with `clockMs`). */
+  /** Moves the test clock forward (`no_test_clock` without one). */
   advanceMs(ms: number): void
+}
+
+/** A call allowed to run: its handler runs, then `finish*` ends it once. */
+export declare class NativeTicket {
+  /** The tool. */
+  get tool(): string | null
+  /** The validated arguments. */
+  get args(): unknown
+  /** The call's idempotency key. */
+  get idempotencyKey(): string | null
+  /** The time left before the deadline, in ms (what a timer waits). */
+  get remainingMs(): number
+  /** Whether the core's transports run it (`runTransport`), not a JavaScript function. */
+  get transport(): boolean
 }
 
 /** The canonical JSON text of a value. */
@@ -125,17 +141,15 @@ export declare function definitionDigestText(name: string, description: string, 
 /** Parses one manifest (an object, or YAML/JSON text) and returns its description. */
 export declare function describeManifest(manifest: unknown, origin?: string): Record<string, unknown>
 
-/** Loads `harness.yaml` and its manifests; `tools` maps tool names to native handlers. */
-export declare function loadHarness(path: string, tools?: Record<string, (...args: any[]) => unknown>): NativeHarness
+/** Reads `harness.yaml` and its manifests only: calls fail `not_loaded_for_calls`. */
+export declare function inspectHost(path: string): NativeHost
 
 /**
- * Loads a harness for calls. `handlers` names the native tools whose
- * functions JavaScript holds; `codeTools` are `[manifest, origin]` pairs of
- * tools registered in code; `audit(event)` receives each audit event;
- * `onApproval(request, approval)` may answer approvals inline (a boolean).
- * `clockMs` and `sequentialIds` are for tests.
+ * Loads `harness.yaml`, reading it once: `handlers` and `asyncHandlers` name
+ * the native tools whose functions JavaScript holds; `codeTools` are
+ * `[manifest, origin]` pairs; `clockMs`/`sequentialIds` are for tests.
  */
-export declare function loadRuntime(path: string, handlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeRuntime
+export declare function loadHost(path: string, handlers: string[], asyncHandlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeHost
 
 /**
  * Runs the named sanitizers, in order, on every string value and object key;
@@ -144,9 +158,15 @@ export declare function loadRuntime(path: string, handlers: string[], codeTools:
 export declare function sanitize(value: unknown, sanitizers: string[]): { value: unknown; counts: Record<string, number> }
 
 /**
- * Starts serving `runtime`'s harness over MCP on a thread of its own: stdio
+ * Starts serving `host`'s harness over MCP on a thread of its own: stdio
  * (as `principal`/`tenant`, else `spec.gateway.stdio`) or, with
- * `http: "127.0.0.1:PORT"`, streamable HTTP checked against
- * `spec.gateway.http`. `governor.js` then takes calls with `next()`.
+ * `http: "127.0.0.1:PORT"`, streamable HTTP checked against `spec.gateway.http`.
  */
-export declare function serveMcp(runtime: NativeRuntime, http?: string | null, principal?: unknown, tenant?: string | null): NativeGateway
+export declare function serveMcp(host: NativeHost, http?: string | null, principal?: unknown, tenant?: string | null): NativeGateway
+
+/**
+ * The core's tables the JavaScript side is built from: the refusal classes
+ * (`RefusalClass::ALL`, base first), the manifest risks and side effects
+ * (for `add tool`) and the variable names cel-lite expressions may use.
+ */
+export declare function tables(): { refusalClasses: Array<{ name: string, parent: string | null, step: string | null, doc: string, extras: string[] }>, risks: string[], sideEffects: string[], celNames: string[] }

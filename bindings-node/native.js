@@ -835,10 +835,11 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.CallResult = nativeBinding.CallResult
 module.exports.CelProgram = nativeBinding.CelProgram
 module.exports.NativeGateway = nativeBinding.NativeGateway
-module.exports.NativeHarness = nativeBinding.NativeHarness
-module.exports.NativeRuntime = nativeBinding.NativeRuntime
+module.exports.NativeHost = nativeBinding.NativeHost
+module.exports.NativeTicket = nativeBinding.NativeTicket
 module.exports.canonicalJson = nativeBinding.canonicalJson
 module.exports.canonicalJsonText = nativeBinding.canonicalJsonText
 module.exports.celLiteCompile = nativeBinding.celLiteCompile
@@ -847,7 +848,8 @@ module.exports.cliRun = nativeBinding.cliRun
 module.exports.definitionDigest = nativeBinding.definitionDigest
 module.exports.definitionDigestText = nativeBinding.definitionDigestText
 module.exports.describeManifest = nativeBinding.describeManifest
-module.exports.loadHarness = nativeBinding.loadHarness
-module.exports.loadRuntime = nativeBinding.loadRuntime
+module.exports.inspectHost = nativeBinding.inspectHost
+module.exports.loadHost = nativeBinding.loadHost
 module.exports.sanitize = nativeBinding.sanitize
 module.exports.serveMcp = nativeBinding.serveMcp
+module.exports.tables = nativeBinding.tables

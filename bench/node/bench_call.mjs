@@ -48,8 +48,8 @@ try {
   const governed = await perCallUs(() => h.call('lookup_order', args, { principal }))
   const rt = h._rt
   const core = perCallUsSync(() => {
-    const ticket = JSON.parse(rt.begin('lookup_order', args, principal, null, null, null, null).slice(1))
-    return JSON.parse(rt.finishReturned(ticket.ticket, lookupOrder(ticket.args)).split('\n', 1)[0].slice(1))
+    const ticket = rt.begin('lookup_order', args, principal, null, null, null, null)
+    return rt.finish(ticket, lookupOrder(ticket.args)).allowed
   })
 
   const f = (x) => x.toFixed(2).padStart(8)

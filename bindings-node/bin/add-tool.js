@@ -11,8 +11,8 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { parseArgs } = require('node:util')
 
-const RISKS = ['low', 'medium', 'high', 'critical']
-const SIDE_EFFECTS = ['none', 'read', 'write_internal', 'write_external', 'destructive']
+// The manifest's values, from the core.
+const { risks: RISKS, sideEffects: SIDE_EFFECTS } = require('../native.js').tables()
 const EXIT_OK = 0
 const EXIT_PROBLEMS = 1
 const EXIT_USAGE = 2

@@ -19,9 +19,9 @@ use std::ffi::CString;
 use std::ptr;
 use std::sync::Arc;
 
-use harnessweaver_core::canonical::MAX_DEPTH;
-use harnessweaver_core::cel_lite::{self as core_cel, Need, Outcome, NAMES};
-use harnessweaver_core::Error as CoreError;
+use harnessweaver_core::host::canonical::MAX_DEPTH;
+use harnessweaver_core::host::cel::{self as core_cel, CelOutcome as Outcome, Need, Var, Vars};
+use harnessweaver_core::host::Error as CoreError;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
@@ -53,12 +53,6 @@ fn throw_with(env: &Env, code: &str, kind: &str, message: &str, extra: &[(&std::
         Err(e) => e,
     }
 }
-
-fn invalid_vars(env: &Env, message: String) -> Error {
-    throw(env, &CoreError::InvalidArgument { code: "invalid_vars", message })
-}
-
-const NAMES_TEXT: &str = "`principal`, `tenant`, `task`, `tool`, `args`, `labels`";
 
 /// A compiled cel-lite expression (native side); `cel_lite.js` wraps it.
 #[napi]
@@ -98,16 +92,14 @@ impl Plan {
 fn need_json(plan: &Plan) -> Value {
     match plan {
         Plan::Whole => Value::Null,
-        Plan::Fields(fields) => Value::Array(
-            fields.iter().flat_map(|(_, name, plan)| [Value::String(name.clone()), need_json(plan)]).collect(),
-        ),
+        Plan::Fields(fields) => Value::Array(fields.iter().flat_map(|(_, name, plan)| [Value::String(name.clone()), need_json(plan)]).collect()),
     }
 }
 
 /// The variables of one evaluation, converted, by slot.
 struct Converted<'p> {
     names: &'p [String],
-    values: [Option<Value>; NAMES.len()],
+    values: [Option<Value>; Var::ALL.len()],
 }
 
 impl core_cel::Bindings for Converted<'_> {
@@ -138,10 +130,7 @@ impl Reader {
             return unsafe { to_value(self.env, value, depth) };
         }
         if depth >= MAX_DEPTH {
-            return Err(CoreError::Value {
-                code: "nesting_too_deep",
-                message: format!("value nests deeper than {MAX_DEPTH} levels"),
-            });
+            return Err(CoreError::Value { code: "nesting_too_deep", message: format!("value nests deeper than {MAX_DEPTH} levels") });
         }
         let keys = unsafe { self.own_keys(value)? };
         let mut map = Map::new();
@@ -235,13 +224,13 @@ impl Compiled {
         match vars.get_type()? {
             ValueType::Undefined | ValueType::Null => return Ok(converted),
             ValueType::Object => {}
-            _ => return Err(invalid_vars(env, "`vars` must be an object of variables".to_string())),
+            other => return Err(throw(env, &Vars::not_a_mapping(&format!("{other:?}").to_lowercase()))),
         }
         let obj = vars.value().value;
         let mut is_array = false;
         napi_check(unsafe { sys::napi_is_array(raw, obj, &mut is_array) }, "array")?;
         if is_array {
-            return Err(invalid_vars(env, "`vars` must be an object of variables, not an array".to_string()));
+            return Err(throw(env, &Vars::not_a_mapping("array")));
         }
         unsafe { check_names(env, obj) }?;
         let reader = Reader { env: raw, object_prototype: Cell::new(ptr::null_mut()) };
@@ -287,15 +276,11 @@ unsafe fn check_names(env: &Env, obj: sys::napi_value) -> Result<()> {
         // Every name is short: a key that does not fit the buffer is none of them.
         let mut buf = [0u8; 16];
         let mut written = 0usize;
-        napi_check(
-            unsafe { sys::napi_get_value_string_utf8(raw, key, buf.as_mut_ptr().cast(), buf.len(), &mut written) },
-            "key",
-        )?;
-        let known = buf.get(..written).is_some_and(|k| NAMES.iter().any(|n| n.as_bytes() == k));
+        napi_check(unsafe { sys::napi_get_value_string_utf8(raw, key, buf.as_mut_ptr().cast(), buf.len(), &mut written) }, "key")?;
+        let known = buf.get(..written).and_then(|k| std::str::from_utf8(k).ok()).and_then(Var::parse).is_some();
         if !known {
             let key = unsafe { string(raw, key) }.map_err(|e| throw(env, &e))?;
-            let shown: String = key.chars().take(40).collect();
-            return Err(invalid_vars(env, format!("unknown variable `{shown}`; expressions can use {NAMES_TEXT}")));
+            Vars::check_key(&key).map_err(|e| throw(env, &e))?;
         }
     }
     Ok(())
@@ -317,13 +302,9 @@ impl Compiled {
         match want {
             Want::Value => match self.inner.evaluate_with(vars) {
                 Outcome::Value(v) => unsafe { to_js(raw, &v) },
-                Outcome::Unevaluable { reason } => Err(throw_with(
-                    env,
-                    "unevaluable",
-                    "unevaluable",
-                    &reason,
-                    &[(c"reason", Value::String(reason.clone()))],
-                )),
+                Outcome::Unevaluable { reason } => {
+                    Err(throw_with(env, "unevaluable", "unevaluable", &reason, &[(c"reason", Value::String(reason.clone()))]))
+                }
             },
             Want::Approval => {
                 let verdict = self.inner.approval_required_with(vars);
@@ -387,9 +368,7 @@ impl CelProgram {
     pub fn plan(&self) -> Json {
         let names = self.shared.inner.names().iter();
         let plans = self.shared.plan.iter();
-        Json(Value::Array(
-            names.zip(plans).flat_map(|(name, (_, plan))| [Value::String(name.clone()), need_json(plan)]).collect(),
-        ))
+        Json(Value::Array(names.zip(plans).flat_map(|(name, (_, plan))| [Value::String(name.clone()), need_json(plan)]).collect()))
     }
 
     /// The handle the parts functions take (an external).
@@ -427,11 +406,7 @@ impl CelProgram {
 pub fn cel_lite_compile(env: Env, text: String) -> Result<CelProgram> {
     match core_cel::compile(&text) {
         Ok(inner) => {
-            let plan = inner
-                .names()
-                .iter()
-                .zip(inner.needs())
-                .map(|(name, need)| Some((CString::new(name.as_str()).ok()?, Plan::of(need)?)));
+            let plan = inner.names().iter().zip(inner.needs()).map(|(name, need)| Some((CString::new(name.as_str()).ok()?, Plan::of(need)?)));
             match plan.collect::<Option<Vec<_>>>() {
                 Some(plan) => Ok(CelProgram { shared: Arc::new(Compiled { inner, plan }) }),
                 None => Err(Error::from_reason("a name of the expression holds a NUL")),
@@ -442,11 +417,7 @@ pub fn cel_lite_compile(env: Env, text: String) -> Result<CelProgram> {
             e.code(),
             "cel_compile",
             &e.render(),
-            &[
-                (c"line", Value::from(e.line())),
-                (c"column", Value::from(e.column())),
-                (c"reason", Value::String(e.message().to_string())),
-            ],
+            &[(c"line", Value::from(e.line())), (c"column", Value::from(e.column())), (c"reason", Value::String(e.message().to_string()))],
         )),
     }
 }
@@ -482,10 +453,7 @@ impl Parts<'_> {
                     return Ok(None);
                 }
                 if depth >= MAX_DEPTH {
-                    return Err(CoreError::Value {
-                        code: "nesting_too_deep",
-                        message: format!("value nests deeper than {MAX_DEPTH} levels"),
-                    });
+                    return Err(CoreError::Value { code: "nesting_too_deep", message: format!("value nests deeper than {MAX_DEPTH} levels") });
                 }
                 let mut map = Map::new();
                 for (_, name, plan) in fields {
@@ -513,10 +481,7 @@ unsafe fn parts_call(env: sys::napi_env, info: sys::napi_callback_info, want: Wa
     let result = (|| -> Result<sys::napi_value> {
         let mut argv = [ptr::null_mut(); MAX_PARTS_ARGS];
         let mut argc = MAX_PARTS_ARGS;
-        napi_check(
-            unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) },
-            "arguments",
-        )?;
+        napi_check(unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) }, "arguments")?;
         let args = argv.get(..argc).ok_or_else(|| Error::from_reason("too many parts"))?;
         let (handle, rest) = args.split_first().ok_or_else(|| Error::from_reason("no handle"))?;
         let (bits, parts) = rest.split_first().ok_or_else(|| Error::from_reason("no presence bits"))?;
@@ -569,7 +534,9 @@ unsafe extern "C" fn approval_parts(env: sys::napi_env, info: sys::napi_callback
 /// The raw parts functions, `[evaluateParts, approvalParts]`, which take
 /// `(handle, bits, ...parts)`: napi-rs's generated functions convert
 /// arguments one by one, these read them all at once.
-#[napi(ts_return_type = "[(handle: unknown, bits: number, ...parts: unknown[]) => unknown, (handle: unknown, bits: number, ...parts: unknown[]) => boolean | string]")]
+#[napi(
+    ts_return_type = "[(handle: unknown, bits: number, ...parts: unknown[]) => unknown, (handle: unknown, bits: number, ...parts: unknown[]) => boolean | string]"
+)]
 pub fn cel_lite_parts_functions(env: Env) -> Result<Raw> {
     let raw = env.raw();
     let mut out = ptr::null_mut();
@@ -582,10 +549,7 @@ pub fn cel_lite_parts_functions(env: Env) -> Result<Raw> {
     .enumerate()
     {
         let mut f = ptr::null_mut();
-        napi_check(
-            unsafe { sys::napi_create_function(raw, name.as_ptr(), NAPI_AUTO_LENGTH, Some(cb), ptr::null_mut(), &mut f) },
-            "function",
-        )?;
+        napi_check(unsafe { sys::napi_create_function(raw, name.as_ptr(), NAPI_AUTO_LENGTH, Some(cb), ptr::null_mut(), &mut f) }, "function")?;
         let i = u32::try_from(i).map_err(|_| Error::from_reason("index"))?;
         napi_check(unsafe { sys::napi_set_element(raw, out, i, f) }, "element")?;
     }

@@ -13,21 +13,18 @@
 //! plain objects and arrays, never a Map, Date or class instance).
 
 mod cel_lite;
-mod sanitize;
+mod gateway;
+mod host;
 
-use std::collections::HashMap;
 use std::ffi::c_int;
 use std::ptr;
 
-use harnessweaver_core::canonical::{self, MAX_DEPTH, MAX_SAFE_INTEGER};
-use harnessweaver_core::Error as CoreError;
+use harnessweaver_core::host::canonical::{self, MAX_DEPTH, MAX_SAFE_INTEGER};
+use harnessweaver_core::host::{self as core, Error as CoreError, ManifestSource, RefusalClass};
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
-use serde_json::{Map, Value};
-
-mod gateway;
-mod governor;
+use serde_json::{json, Map, Value};
 
 /// A value error raised while converting a JavaScript value.
 fn value_error(code: &'static str, message: impl Into<String>) -> CoreError {
@@ -131,10 +128,7 @@ fn bigint(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<Val
     let mut sign: c_int = 0;
     let mut count: usize = 2;
     let mut words = [0u64; 2];
-    check(
-        unsafe { sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, words.as_mut_ptr()) },
-        "bigint",
-    )?;
+    check(unsafe { sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, words.as_mut_ptr()) }, "bigint")?;
     let low = if count == 0 { 0 } else { words.first().copied().unwrap_or(0) };
     let high = if count > 1 { words.get(1).copied().unwrap_or(0) } else { 0 };
     if count > 2 || high >> 63 != 0 {
@@ -154,10 +148,7 @@ unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> std::result::Res
     // means the whole string was; anything longer is read again in full.
     let mut small = [0u8; 64];
     let mut written = 0usize;
-    check(
-        unsafe { sys::napi_get_value_string_utf8(env, value, small.as_mut_ptr().cast(), small.len(), &mut written) },
-        "string",
-    )?;
+    check(unsafe { sys::napi_get_value_string_utf8(env, value, small.as_mut_ptr().cast(), small.len(), &mut written) }, "string")?;
     if written + 5 < small.len() {
         let bytes = small.get(..written).unwrap_or_default();
         return std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| value_error("invalid_string", "string is not valid Unicode"));
@@ -166,10 +157,7 @@ unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> std::result::Res
     check(unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) }, "string")?;
     let mut buf = vec![0u8; len + 1];
     let mut written = 0usize;
-    check(
-        unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), &mut written) },
-        "string",
-    )?;
+    check(unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), &mut written) }, "string")?;
     buf.truncate(written);
     // N-API hands out UTF-8 (lone surrogates become U+FFFD), so this does not fail.
     String::from_utf8(buf).map_err(|_| value_error("invalid_string", "string is not valid Unicode"))
@@ -283,17 +271,12 @@ unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
                     getter: None,
                     setter: None,
                     value: unsafe { to_js(env, v)? },
-                    attributes: sys::PropertyAttributes::writable
-                        | sys::PropertyAttributes::enumerable
-                        | sys::PropertyAttributes::configurable,
+                    attributes: sys::PropertyAttributes::writable | sys::PropertyAttributes::enumerable | sys::PropertyAttributes::configurable,
                     data: ptr::null_mut(),
                 });
             }
             if !props.is_empty() {
-                napi_check(
-                    unsafe { sys::napi_define_properties(env, out, props.len(), props.as_ptr()) },
-                    "object properties",
-                )?;
+                napi_check(unsafe { sys::napi_define_properties(env, out, props.len(), props.as_ptr()) }, "object properties")?;
             }
         }
     }
@@ -344,69 +327,28 @@ fn convert(env: &Env, value: &Unknown<'_>) -> Result<Value> {
     unsafe { to_value(env.raw(), value.value().value, 0) }.map_err(|e| throw(env, &e))
 }
 
-/// A loaded harness (native side); `index.js` wraps it.
-#[napi]
-pub struct NativeHarness {
-    inner: harnessweaver_core::Harness,
-    /// Native tool handlers by name, kept for the governor (a later issue).
-    handlers: HashMap<String, FunctionRef<Unknown<'static>, Unknown<'static>>>,
-}
-
-#[napi]
-impl NativeHarness {
-    /// Every tool's description (`Tool::describe()`), in load order.
-    #[napi(ts_return_type = "Array<Record<string, unknown>>")]
-    pub fn describe_tools(&self) -> Vec<Json> {
-        self.inner.tools().iter().map(|t| Json(t.describe())).collect()
-    }
-
-    /// The names of the native handlers given to `load`, sorted.
-    #[napi]
-    pub fn handler_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.handlers.keys().cloned().collect();
-        names.sort();
-        names
-    }
-}
-
-/// Loads `harness.yaml` and its manifests; `tools` maps tool names to native handlers.
-#[napi(ts_args_type = "path: string, tools?: Record<string, (...args: any[]) => unknown>")]
-pub fn load_harness(env: Env, path: String, tools: Option<Unknown<'_>>) -> Result<NativeHarness> {
-    let mut handlers = HashMap::new();
-    if let Some(tools) = tools {
-        let ty = tools.get_type()?;
-        if !matches!(ty, ValueType::Undefined | ValueType::Null) {
-            if ty != ValueType::Object {
-                let err = CoreError::InvalidArgument {
-                    code: "invalid_tools",
-                    message: "`tools` must be an object mapping tool names to functions".to_string(),
-                };
-                return Err(throw(&env, &err));
-            }
-            let obj: Object<'_> = unsafe { tools.cast()? };
-            for name in Object::keys(&obj)? {
-                let handler: Unknown<'_> = obj.get_named_property(&name)?;
-                if handler.get_type()? != ValueType::Function {
-                    let err = CoreError::InvalidArgument {
-                        code: "invalid_tools",
-                        message: format!("`tools.{name}` must be a function"),
-                    };
-                    return Err(throw(&env, &err));
-                }
-                let f: Function<'_, Unknown<'static>, Unknown<'static>> = unsafe { handler.cast()? };
-                handlers.insert(name, f.create_ref()?);
-            }
-        }
-    }
-    let inner = harnessweaver_core::Harness::load(&path).map_err(|e| throw(&env, &e))?;
-    Ok(NativeHarness { inner, handlers })
+/// The core's tables the JavaScript side is built from: the refusal classes
+/// (`RefusalClass::ALL`, base first), the manifest risks and side effects
+/// (for `add tool`) and the variable names cel-lite expressions may use.
+#[napi(
+    ts_return_type = "{ refusalClasses: Array<{ name: string, parent: string | null, step: string | null, doc: string, extras: string[] }>, risks: string[], sideEffects: string[], celNames: string[] }"
+)]
+pub fn tables() -> Json {
+    let classes: Vec<Value> = RefusalClass::ALL
+        .iter()
+        .map(|c| {
+            let extras: Vec<&str> = c.extras().iter().map(|x| x.as_str()).collect();
+            json!({"name": c.name(), "parent": c.parent().map(RefusalClass::name), "step": c.step(), "doc": c.doc(), "extras": extras})
+        })
+        .collect();
+    Json(json!({"refusalClasses": classes, "risks": core::RISKS, "sideEffects": core::SIDE_EFFECTS, "celNames": core::cel::VAR_NAMES}))
 }
 
 /// The definition digest (`sha256:…`) of a tool's name, description and input schema.
 #[napi(ts_args_type = "name: string, description: string, inputSchema: unknown")]
 pub fn definition_digest(env: Env, name: String, description: String, input_schema: Unknown<'_>) -> Result<String> {
     let schema = convert(&env, &input_schema)?;
-    harnessweaver_core::definition_digest(&name, &description, &schema).map_err(|e| throw(&env, &e))
+    core::definition_digest(&name, &description, &schema).map_err(|e| throw(&env, &e))
 }
 
 /// A value from `JSON.stringify` text (which `index.js` sends only for values
@@ -453,20 +395,27 @@ pub fn canonical_json_text(env: Env, text: String) -> Result<Option<String>> {
 #[napi(ts_args_type = "value: unknown")]
 pub fn canonical_json(env: Env, value: Unknown<'_>) -> Result<String> {
     let value = convert(&env, &value)?;
-    harnessweaver_core::canonical::to_string(&value).map_err(|e| throw(&env, &e))
+    core::canonical::to_string(&value).map_err(|e| throw(&env, &e))
 }
 
 /// Parses one manifest (an object, or YAML/JSON text) and returns its description.
 #[napi(ts_args_type = "manifest: unknown, origin?: string", ts_return_type = "Record<string, unknown>")]
 pub fn describe_manifest(env: Env, manifest: Unknown<'_>, origin: Option<String>) -> Result<Json> {
-    let tool = if manifest.get_type()? == ValueType::String {
-        let text: String = unsafe { manifest.cast()? };
-        harnessweaver_core::Tool::from_manifest_text(&text, origin.as_deref().unwrap_or("<text>"))
-    } else {
-        let value = convert(&env, &manifest)?;
-        harnessweaver_core::Tool::from_manifest_value(&value, origin.as_deref().unwrap_or("<value>"))
+    let origin = origin.unwrap_or_else(|| ManifestSource::DEFAULT_ORIGIN.into());
+    let source = match convert(&env, &manifest)? {
+        Value::String(text) => ManifestSource::Text { text, origin },
+        value => ManifestSource::Value { value, origin },
     };
-    tool.map(|t| Json(t.describe())).map_err(|e| throw(&env, &e))
+    core::describe_manifest(&source).map(Json).map_err(|e| throw(&env, &CoreError::Load(e.problems)))
+}
+
+/// Runs the named sanitizers, in order, on every string value and object key;
+/// returns `{ value, counts }` (replacements per kind, never what was replaced).
+#[napi(ts_args_type = "value: unknown, sanitizers: string[]", ts_return_type = "{ value: unknown; counts: Record<string, number> }")]
+pub fn sanitize(env: Env, value: Unknown<'_>, sanitizers: Vec<String>) -> Result<Json> {
+    let value = convert(&env, &value)?;
+    let (value, counts) = core::sanitize(&value, &sanitizers).map_err(|e| throw(&env, &e))?;
+    Ok(Json(json!({"value": value, "counts": counts})))
 }
 
 /// Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code.

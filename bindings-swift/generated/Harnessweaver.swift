@@ -734,7 +734,7 @@ public func FfiConverterTypeCelProgram_lower(_ value: CelProgram) -> UInt64 {
 
 
 /**
- * A loaded harness.
+ * A loaded harness (read only: Swift takes no calls; the core's own backends).
  */
 public protocol HarnessProtocol: AnyObject, Sendable {
     
@@ -750,7 +750,7 @@ public protocol HarnessProtocol: AnyObject, Sendable {
     
 }
 /**
- * A loaded harness.
+ * A loaded harness (read only: Swift takes no calls; the core's own backends).
  */
 open class Harness: HarnessProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64

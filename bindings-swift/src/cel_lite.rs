@@ -10,8 +10,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use harnessweaver_core::cel_lite::{self as core_cel, Outcome, NAMES};
-use serde_json::{Map, Value};
+use harnessweaver_core::host::cel::{self as core_cel, CelOutcome as Outcome, Vars};
+use harnessweaver_core::host::Error as CoreError;
 
 /// A cel-lite error: the expression did not compile, or the variables are not a JSON object of the six names.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Error)]
@@ -57,23 +57,9 @@ pub struct CelProgram {
     inner: core_cel::Program,
 }
 
-fn invalid_vars(code: &str, detail: String) -> CelLiteError {
-    CelLiteError::InvalidVars { code: code.to_string(), detail }
-}
-
-fn vars_from_json(text: &str) -> Result<Map<String, Value>, CelLiteError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| invalid_vars("invalid_json", format!("not valid JSON: {e}")))?;
-    let Value::Object(map) = value else {
-        return Err(invalid_vars("invalid_vars", "`vars` must be a JSON object of variables".to_string()));
-    };
-    if let Some(key) = map.keys().find(|k| !NAMES.contains(&k.as_str())) {
-        let shown: String = key.chars().take(40).collect();
-        return Err(invalid_vars(
-            "invalid_vars",
-            format!("unknown variable `{shown}`; expressions can use `principal`, `tenant`, `task`, `tool`, `args`, `labels`"),
-        ));
-    }
-    Ok(map)
+/// The variables from JSON text; the check and its words are the core's.
+fn vars_from_json(text: &str) -> Result<Vars, CelLiteError> {
+    Vars::from_json_text(text).map_err(|e: CoreError| CelLiteError::InvalidVars { code: e.code().to_string(), detail: e.to_string() })
 }
 
 #[uniffi::export]
@@ -91,7 +77,7 @@ impl CelProgram {
     /// Evaluates against `vars_json` (a JSON object); the outcome is a value or unevaluable.
     pub fn evaluate(&self, vars_json: String) -> Result<CelOutcome, CelLiteError> {
         let vars = vars_from_json(&vars_json)?;
-        Ok(match self.inner.evaluate(&vars) {
+        Ok(match vars.evaluate(&self.inner) {
             // Serialising a `Value` cannot fail (its keys are strings).
             Outcome::Value(v) => CelOutcome::Value { json: serde_json::to_string(&v).unwrap_or_default() },
             Outcome::Unevaluable { reason } => CelOutcome::Unevaluable { reason },
@@ -101,7 +87,7 @@ impl CelProgram {
     /// The approval rule against `vars_json` (a JSON object).
     pub fn approval_required(&self, vars_json: String) -> Result<CelApprovalVerdict, CelLiteError> {
         let vars = vars_from_json(&vars_json)?;
-        let verdict = self.inner.approval_required(&vars);
+        let verdict = vars.approval_required(&self.inner);
         Ok(CelApprovalVerdict { required: verdict.required, reason: verdict.reason })
     }
 }

@@ -14,7 +14,7 @@ mod cel_lite;
 use std::fmt;
 use std::sync::Arc;
 
-use harnessweaver_core::Error as CoreError;
+use harnessweaver_core::host::{self as core, Error as CoreError, Host, ManifestSource};
 use serde_json::Value;
 
 uniffi::setup_scaffolding!();
@@ -90,10 +90,8 @@ impl From<CoreError> for HarnessweaverError {
 }
 
 fn parse_json(text: &str) -> Result<Value, HarnessweaverError> {
-    serde_json::from_str(text).map_err(|e| HarnessweaverError::InvalidValue {
-        code: "invalid_json".to_string(),
-        detail: format!("not valid JSON: {e}"),
-    })
+    serde_json::from_str(text)
+        .map_err(|e| HarnessweaverError::InvalidValue { code: "invalid_json".to_string(), detail: format!("not valid JSON: {e}") })
 }
 
 fn json_text(value: &Value) -> String {
@@ -101,48 +99,52 @@ fn json_text(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// A loaded harness.
+/// A loaded harness (read only: Swift takes no calls; the core's own backends).
 #[derive(uniffi::Object)]
 pub struct Harness {
-    inner: harnessweaver_core::Harness,
+    inner: Host,
 }
 
 #[uniffi::export]
 impl Harness {
     /// Every tool's description as a JSON object text, in load order.
     pub fn tools_json(&self) -> Vec<String> {
-        self.inner.tools().iter().map(|t| json_text(&t.describe())).collect()
+        self.inner.tools().map(|t| json_text(&t.describe())).collect()
     }
 
     /// The tool names, in load order.
     pub fn tool_names(&self) -> Vec<String> {
-        self.inner.tools().iter().map(|t| t.name().to_string()).collect()
+        self.inner.tools().map(|t| t.name().to_string()).collect()
     }
+}
+
+fn load_error(e: core::LoadErrors) -> HarnessweaverError {
+    CoreError::Load(e.problems).into()
 }
 
 /// Loads `harness.yaml` and every manifest it names.
 #[uniffi::export]
 pub fn load(path: String) -> Result<Arc<Harness>, HarnessweaverError> {
-    Ok(Arc::new(Harness { inner: harnessweaver_core::Harness::load(&path)? }))
+    Ok(Arc::new(Harness { inner: Host::inspect(path.as_ref()).map_err(load_error)? }))
 }
 
 /// The definition digest (`sha256:…`); `input_schema_json` is the schema as JSON text.
 #[uniffi::export]
 pub fn definition_digest(name: String, description: String, input_schema_json: String) -> Result<String, HarnessweaverError> {
     let schema = parse_json(&input_schema_json)?;
-    Ok(harnessweaver_core::definition_digest(&name, &description, &schema)?)
+    Ok(core::definition_digest(&name, &description, &schema)?)
 }
 
 /// The canonical JSON text of the value given as JSON text.
 #[uniffi::export]
 pub fn canonical_json(value_json: String) -> Result<String, HarnessweaverError> {
     let value = parse_json(&value_json)?;
-    Ok(harnessweaver_core::canonical::to_string(&value)?)
+    Ok(core::canonical::to_string(&value)?)
 }
 
 /// Parses one `kind: Tool` manifest (YAML or JSON text) and returns its description as JSON text.
 #[uniffi::export]
 pub fn tool_description_from_manifest(manifest: String) -> Result<String, HarnessweaverError> {
-    let tool = harnessweaver_core::Tool::from_manifest_text(&manifest, "<text>")?;
-    Ok(json_text(&tool.describe()))
+    let source = ManifestSource::Text { text: manifest, origin: ManifestSource::DEFAULT_ORIGIN.into() };
+    Ok(json_text(&core::describe_manifest(&source).map_err(load_error)?))
 }

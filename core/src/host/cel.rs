@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::cel_lite::{CompileError, NAMES};
 use crate::error::{Error, Problem};
 
-pub use crate::cel_lite::{compile, ApprovalVerdict, Outcome as CelOutcome, Program, MAX_DEPTH, MAX_LENGTH};
+pub use crate::cel_lite::{compile, ApprovalVerdict, Bindings, Need, Outcome as CelOutcome, Program, MAX_DEPTH, MAX_LENGTH};
 
 /// The names an expression may use, as text for messages.
 const NAMES_TEXT: &str = "`principal`, `tenant`, `task`, `tool`, `args`, `labels`";
