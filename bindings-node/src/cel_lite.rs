@@ -2,7 +2,7 @@
 //! against JavaScript values as often as needed.
 //!
 //! Conversion and error mapping only; parsing, evaluation and the approval
-//! rule are the core's (`harnessweaver_core::cel_lite`). Only what the
+//! rule are the core's (`harnessweaver_core::host::cel`). Only what the
 //! expression reads is converted (the core's [`Need`]s: of a map, only the
 //! fields a selection chain names), by one of two routes that give the same
 //! values: `cel_lite.js` gathers those parts in JavaScript and hands them over

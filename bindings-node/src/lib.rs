@@ -379,7 +379,7 @@ fn from_json_text(text: &str) -> Option<std::result::Result<Value, CoreError>> {
 pub fn definition_digest_text(env: Env, name: String, description: String, input_schema: String) -> Result<Option<String>> {
     let Some(schema) = from_json_text(&input_schema) else { return Ok(None) };
     let schema = schema.map_err(|e| throw(&env, &e))?;
-    harnessweaver_core::definition_digest(&name, &description, &schema).map(Some).map_err(|e| throw(&env, &e))
+    harnessweaver_core::host::definition_digest(&name, &description, &schema).map(Some).map_err(|e| throw(&env, &e))
 }
 
 /// [`canonical_json`] of a value given as its `JSON.stringify` text; null as
@@ -388,7 +388,7 @@ pub fn definition_digest_text(env: Env, name: String, description: String, input
 pub fn canonical_json_text(env: Env, text: String) -> Result<Option<String>> {
     let Some(value) = from_json_text(&text) else { return Ok(None) };
     let value = value.map_err(|e| throw(&env, &e))?;
-    harnessweaver_core::canonical::to_string(&value).map(Some).map_err(|e| throw(&env, &e))
+    harnessweaver_core::host::canonical::to_string(&value).map(Some).map_err(|e| throw(&env, &e))
 }
 
 /// The canonical JSON text of a value.
