@@ -133,6 +133,17 @@ impl Runtime {
         Ok(Runtime { harness, extra, governor, handlers: options.handlers })
     }
 
+    /// A runtime over a harness already loaded and its governor (what the
+    /// host API builds, reading the harness once).
+    pub(crate) fn from_parts(harness: Harness, extra: Vec<Tool>, governor: Governor) -> Runtime {
+        Runtime { harness, extra, governor, handlers: HashMap::new() }
+    }
+
+    /// The tools registered in code.
+    pub(crate) fn extra_tools(&self) -> &[Tool] {
+        &self.extra
+    }
+
     /// The loaded harness.
     pub fn harness(&self) -> &Harness {
         &self.harness

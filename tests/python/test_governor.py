@@ -195,11 +195,18 @@ def test_a_misbehaving_handler_is_refused_or_cut_and_the_run_goes_on(tmp_path: P
     async def ahang(**a: Any) -> None:
         await asyncio.sleep(30)
 
+    def hang(**a: Any) -> None:
+        # A sync handler runs on the calling thread: at its deadline the
+        # watchdog raises HandlerOverrun at its next bytecode (one blocked in
+        # C code, a single long time.sleep, would see it when that returns).
+        while True:
+            time.sleep(0.01)
+
     h = hw.load(
         path,
         handlers={
             "boom": boom,
-            "hang": lambda **a: time.sleep(30),
+            "hang": hang,
             "weird": lambda **a: {"when": object()},
             "huge": lambda **a: "x" * (50 * 1024 * 1024),
             "echo": lambda **a: a,
@@ -468,9 +475,12 @@ def test_inspect_reads_without_handlers_and_takes_no_calls(tmp_path: Path) -> No
 
 def test_audit_callback_sink_needs_a_function(tmp_path: Path) -> None:
     path = write_harness(tmp_path, [tool("t")], audit={"sink": "callback"})
-    with pytest.raises(hw.InvalidArgumentError) as info:
+    with pytest.raises(hw.LoadError) as info:
         hw.load(path, handlers={"t": lambda: 1})
     assert info.value.code == "audit_callback_missing"
+    # Located where the harness says so (harness.yaml, `spec.audit.sink`).
+    assert [(p.file, p.path) for p in info.value.problems] == [("harness.yaml", "spec.audit.sink")]
+    assert info.value.problems[0].line is not None
     events: List[Dict[str, Any]] = []
     h = hw.load(path, handlers={"t": lambda: 1}, audit=events.append)
     h.call("t", {}, principal=ALICE)

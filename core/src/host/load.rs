@@ -170,12 +170,14 @@ fn located(dir: &Path, file: Option<&str>, keys: &[&str], code: &str, message: S
 }
 
 /// Whether `origin` is code a manifest may name: under the harness
-/// directory or under a package root.
-fn origin_allowed(origin: &Path, dir: &Path, roots: &[PathBuf]) -> bool {
+/// directory `dir` or under a package root. A manifest must not turn any
+/// importable callable (`os:system`, the standard library, a module of the
+/// same name cached from another harness) into a tool.
+pub fn origin_allowed(origin: &Path, dir: &Path, roots: &[PathBuf]) -> bool {
     let Ok(real) = origin.canonicalize() else {
         return false;
     };
-    real.starts_with(dir) || roots.iter().filter_map(|r| r.canonicalize().ok()).any(|r| real.starts_with(r))
+    dir.canonicalize().is_ok_and(|d| real.starts_with(d)) || roots.iter().filter_map(|r| r.canonicalize().ok()).any(|r| real.starts_with(r))
 }
 
 /// Resolves the handler refs of native tools that have no handler given.
@@ -246,10 +248,13 @@ impl Host {
         }
         let mut handlers: HashMap<String, HostHandler> =
             options.handlers.iter().map(|d| (d.tool.clone(), HostHandler { mode: d.mode, takes_key: d.takes_idempotency_key })).collect();
-        let all: Vec<&Tool> = harness.tools().iter().chain(extra.iter()).collect();
+        // Only manifests in the harness name code to import: a tool registered
+        // in code comes with its function or has none.
         if let Some(resolver) = options.resolver {
-            resolve_refs(&harness, &all, &mut handlers, resolver, &mut problems);
+            let files: Vec<&Tool> = harness.tools().iter().collect();
+            resolve_refs(&harness, &files, &mut handlers, resolver, &mut problems);
         }
+        let all: Vec<&Tool> = harness.tools().iter().chain(extra.iter()).collect();
         if options.audit.is_none() && harness.spec().audit_sink == AuditSink::Callback {
             problems.push(located(
                 harness.dir(),
@@ -279,19 +284,22 @@ impl Host {
             backends: options.backends,
             ..GovernorOptions::default()
         };
+        // The tools' compiled schemas are reused, not compiled again.
+        crate::validate::remember(all.iter().map(|t| (&t.manifest().input_schema, t.validator())));
         let mut governor = Governor::from_harness(&harness, governor_options)?;
         governor.set_unmanifested(unmanifested);
         if let Some(cb) = options.on_approval {
             governor.set_approval_callback(Some(approval_hook(cb)));
         }
-        Ok(Host { harness, extra, governor: Some(governor), handlers, clock })
+        let runtime = crate::runtime::Runtime::from_parts(harness, extra, governor);
+        Ok(Host { state: super::State::Loaded(Arc::new(runtime)), handlers, clock })
     }
 
     /// Reads harness.yaml and its manifests only (no handlers, no store):
     /// calls on it fail with `not_loaded_for_calls`.
     pub fn inspect(path: &Path) -> Result<Host, LoadErrors> {
         let harness = Harness::load(path)?;
-        Ok(Host { harness, extra: Vec::new(), governor: None, handlers: HashMap::new(), clock: None })
+        Ok(Host { state: super::State::Inspected(Box::new(harness)), handlers: HashMap::new(), clock: None })
     }
 }
 

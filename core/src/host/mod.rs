@@ -30,10 +30,13 @@ pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
 pub use crate::codes::{ArgumentCode, ClassExtra, ProblemCode, RefusalClass, RefusalCode};
-pub use load::{HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions};
+pub use load::{origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions};
 
 use crate::clock::ManualClock;
 use crate::governor::{Begin, Governor, InvokeOutcome, Transport};
+use crate::harness::Harness;
+use crate::runtime::Runtime;
+use std::sync::Arc;
 
 /// The manifest values of `spec.risk`, in order.
 pub const RISKS: &[&str] = &["low", "medium", "high", "critical"];
@@ -85,19 +88,22 @@ pub(crate) struct HostHandler {
     takes_key: bool,
 }
 
+/// A harness loaded for calls, or only read ([`Host::inspect`]).
+enum State {
+    Loaded(Arc<Runtime>),
+    Inspected(Box<Harness>),
+}
+
 /// A harness loaded for a host.
 pub struct Host {
-    harness: crate::harness::Harness,
-    extra: Vec<Tool>,
-    /// `None` for [`Host::inspect`].
-    governor: Option<Governor>,
+    state: State,
     handlers: HashMap<String, HostHandler>,
     clock: Option<ManualClock>,
 }
 
 impl fmt::Debug for Host {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Host").field("tools", &(self.harness.tools().len() + self.extra.len())).finish()
+        f.debug_struct("Host").field("tools", &self.tools().count()).finish()
     }
 }
 
@@ -210,42 +216,76 @@ fn invalid(code: &'static str, message: impl Into<String>) -> Error {
 
 impl Host {
     fn gov(&self) -> Result<&Governor, Error> {
-        self.governor
-            .as_ref()
-            .ok_or_else(|| invalid("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()"))
+        self.governor().ok_or_else(|| invalid("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()"))
+    }
+
+    fn governor(&self) -> Option<&Governor> {
+        match &self.state {
+            State::Loaded(r) => Some(r.governor()),
+            State::Inspected(_) => None,
+        }
+    }
+
+    /// The harness.
+    pub fn harness(&self) -> &Harness {
+        match &self.state {
+            State::Loaded(r) => r.harness(),
+            State::Inspected(h) => h,
+        }
+    }
+
+    /// The runtime of a harness loaded for calls (the MCP gateway serves it).
+    pub fn runtime(&self) -> Option<Arc<Runtime>> {
+        match &self.state {
+            State::Loaded(r) => Some(r.clone()),
+            State::Inspected(_) => None,
+        }
     }
 
     /// Every tool: the harness's manifests, then tools registered in code.
     pub fn tools(&self) -> impl Iterator<Item = &Tool> + Clone {
-        self.harness.tools().iter().chain(self.extra.iter())
+        let extra = match &self.state {
+            State::Loaded(r) => r.extra_tools(),
+            State::Inspected(_) => &[],
+        };
+        self.harness().tools().iter().chain(extra.iter())
     }
 
     /// The directory holding harness.yaml.
     pub fn harness_dir(&self) -> &Path {
-        self.harness.dir()
+        self.harness().dir()
     }
 
     /// The harness settings, defaults filled in.
     pub fn describe(&self) -> Value {
-        self.harness.describe()
+        self.harness().describe()
     }
 
     fn begun(&self, begin: Begin) -> Begun {
         match begin {
             Begin::Done(result) if result.decision == Decision::Pending => Begun::Pending(result),
             Begin::Done(result) => Begun::Refused(result),
-            Begin::Invoke(inner) => {
-                let route = match (&inner.transport, self.handlers.get(&inner.tool)) {
-                    (Transport::Native { .. }, Some(h)) => TicketRoute::Host { mode: h.mode, takes_idempotency_key: h.takes_key },
-                    // A native tool always has a handler (checked at load);
-                    // should one be missing, the host reports it failed.
-                    (Transport::Native { .. }, None) => TicketRoute::Host { mode: HandlerMode::CallerThread, takes_idempotency_key: false },
-                    _ => TicketRoute::Transport,
-                };
-                let deadline = Instant::now() + Duration::from_millis(inner.timeout_ms);
-                Begun::Allowed(Ticket { inner, deadline, route })
-            }
+            Begin::Invoke(inner) => Begun::Allowed(self.ticket(inner)),
         }
+    }
+
+    /// A ticket the runtime crate's gateway began on its own (it runs
+    /// steps 1–7 itself and hands native tools to the host): the host's
+    /// ticket, its deadline counted from now.
+    pub fn adopt(&self, ticket: crate::governor::Ticket) -> Ticket {
+        self.ticket(ticket)
+    }
+
+    fn ticket(&self, inner: crate::governor::Ticket) -> Ticket {
+        let route = match (&inner.transport, self.handlers.get(&inner.tool)) {
+            (Transport::Native { .. }, Some(h)) => TicketRoute::Host { mode: h.mode, takes_idempotency_key: h.takes_key },
+            // A native tool always has a handler (checked at load);
+            // should one be missing, the host reports it failed.
+            (Transport::Native { .. }, None) => TicketRoute::Host { mode: HandlerMode::CallerThread, takes_idempotency_key: false },
+            _ => TicketRoute::Transport,
+        };
+        let deadline = Instant::now() + Duration::from_millis(inner.timeout_ms);
+        Ticket { inner, deadline, route }
     }
 
     /// Steps 1–7.
@@ -270,7 +310,7 @@ impl Host {
     }
 
     fn finish_inner(&self, ticket: Ticket, outcome: InvokeOutcome) -> CallResult {
-        match &self.governor {
+        match self.governor() {
             Some(g) => g.finish(ticket.inner, outcome),
             // No governor, no ticket: unreachable, and harmless.
             None => CallResult {
@@ -295,7 +335,7 @@ impl Host {
     /// Step 8 for a [`TicketRoute::Transport`] ticket: blocking, bounded by
     /// the tool's timeout; call it off the host's main thread.
     pub fn run_transport(&self, ticket: &Ticket) -> TransportOutcome {
-        match &self.governor {
+        match self.governor() {
             Some(g) => g.invoke(&ticket.inner),
             None => TransportOutcome::Failed { kind: "not loaded for calls".into() },
         }
@@ -377,10 +417,6 @@ impl Host {
         }
     }
 
-    /// The governor (the gateway serves through it).
-    pub fn governor(&self) -> Result<&Governor, Error> {
-        self.gov()
-    }
 }
 
 /// Runs the named sanitizers on every string and key of `value`;
