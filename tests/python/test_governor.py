@@ -247,8 +247,9 @@ def test_a_misbehaving_handler_is_refused_or_cut_and_the_run_goes_on(tmp_path: P
 
 
 def test_sync_calls_from_many_threads_share_the_workers_and_keep_their_results(tmp_path: Path) -> None:
-    # Each call hands its handler to a pooled worker; a worker must never give
-    # one call's result (or exception) to another.
+    # Each call runs its handler on its own thread; the watchdog's overrun
+    # must hit the overrunning call's thread only, and no call may get
+    # another's result (or exception).
     import threading
 
     path = write_harness(tmp_path, [tool("echo"), tool("boom"), tool("hang", timeout="50ms")])
@@ -256,7 +257,11 @@ def test_sync_calls_from_many_threads_share_the_workers_and_keep_their_results(t
     def boom(**a: Any) -> None:
         raise KeyError(a["i"])
 
-    h = hw.load(path, handlers={"echo": lambda **a: a, "boom": boom, "hang": lambda **a: time.sleep(30)})
+    def hang(**a: Any) -> None:
+        while True:  # cut at its deadline, at the next bytecode
+            time.sleep(0.005)
+
+    h = hw.load(path, handlers={"echo": lambda **a: a, "boom": boom, "hang": hang})
     failures: List[str] = []
 
     def caller(t: int) -> None:
