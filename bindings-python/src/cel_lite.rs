@@ -11,8 +11,18 @@ use crate::{convert, problem, to_py, to_py_err, type_name, HarnessweaverError};
 
 mod exc {
     use super::HarnessweaverError;
-    pyo3::create_exception!(harnessweaver.cel_lite, CompileError, HarnessweaverError, "A cel-lite expression did not compile: `.code`, `.message`, `.line`, `.column`; `str()` shows the line with a caret.");
-    pyo3::create_exception!(harnessweaver.cel_lite, Unevaluable, HarnessweaverError, "A cel-lite expression could not be evaluated; `.reason` says which part failed.");
+    pyo3::create_exception!(
+        harnessweaver.cel_lite,
+        CompileError,
+        HarnessweaverError,
+        "A cel-lite expression did not compile: `.code`, `.message`, `.line`, `.column`; `str()` shows the line with a caret."
+    );
+    pyo3::create_exception!(
+        harnessweaver.cel_lite,
+        Unevaluable,
+        HarnessweaverError,
+        "A cel-lite expression could not be evaluated; `.reason` says which part failed."
+    );
 }
 
 use exc::{CompileError, Unevaluable};
@@ -82,7 +92,15 @@ impl Program {
                 Some(d) => Ok(d),
                 None => {
                     let exc = Unevaluable::new_err(reason.clone());
-                    Err(set(&exc, py, &[("code", PyString::new(py, "unevaluable").into_any()), ("reason", PyString::new(py, &reason).into_any()), ("problems", PyList::empty(py).into_any())]))
+                    Err(set(
+                        &exc,
+                        py,
+                        &[
+                            ("code", PyString::new(py, "unevaluable").into_any()),
+                            ("reason", PyString::new(py, &reason).into_any()),
+                            ("problems", PyList::empty(py).into_any()),
+                        ],
+                    ))
                 }
             },
         }
@@ -118,13 +136,17 @@ fn cel_compile(py: Python<'_>, text: &str) -> PyResult<Program> {
     let inner = cel::compile(text).map_err(|e| {
         let exc = CompileError::new_err(e.render());
         let problems = PyList::new(py, [problem(&cel::to_problem(&e))]).map(Bound::into_any).unwrap_or_else(|_| PyList::empty(py).into_any());
-        set(&exc, py, &[
-            ("code", PyString::new(py, e.code()).into_any()),
-            ("message", PyString::new(py, e.message()).into_any()),
-            ("line", e.line().into_pyobject(py).map(Bound::into_any).unwrap_or_else(|_| py.None().into_bound(py))),
-            ("column", e.column().into_pyobject(py).map(Bound::into_any).unwrap_or_else(|_| py.None().into_bound(py))),
-            ("problems", problems),
-        ])
+        set(
+            &exc,
+            py,
+            &[
+                ("code", PyString::new(py, e.code()).into_any()),
+                ("message", PyString::new(py, e.message()).into_any()),
+                ("line", e.line().into_pyobject(py).map(Bound::into_any).unwrap_or_else(|_| py.None().into_bound(py))),
+                ("column", e.column().into_pyobject(py).map(Bound::into_any).unwrap_or_else(|_| py.None().into_bound(py))),
+                ("problems", problems),
+            ],
+        )
     })?;
     let used = inner.names().iter().filter_map(|n| Var::parse(n).map(|v| (v, PyString::intern(py, n).unbind()))).collect();
     let all = VAR_NAMES.iter().map(|n| PyString::intern(py, n).unbind()).collect();

@@ -23,10 +23,16 @@ fn serve_mcp(py: Python<'_>, host: Py<Host>, http: Option<String>, principal: Op
     let bad = |code: &'static str, message: String| to_py_err(py, &Error::InvalidArgument { code, message });
     let principal = principal.filter(|p| !p.is_none()).map(|p| principal_arg(py, &p)).transpose()?;
     let http = match http {
-        Some(text) => Some(text.parse::<SocketAddr>().map_err(|_| bad("invalid_argument", format!("http=`{text}` is not an address like 127.0.0.1:8080")))?),
+        Some(text) => {
+            Some(text.parse::<SocketAddr>().map_err(|_| bad("invalid_argument", format!("http=`{text}` is not an address like 127.0.0.1:8080")))?)
+        }
         None => None,
     };
-    let runtime = host.get().inner.runtime().ok_or_else(|| bad("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()".into()))?;
+    let runtime = host
+        .get()
+        .inner
+        .runtime()
+        .ok_or_else(|| bad("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()".into()))?;
     let native: NativeInvoker = Arc::new(move |ticket| {
         Python::attach(|py| {
             let host = host.get();
@@ -38,7 +44,8 @@ fn serve_mcp(py: Python<'_>, host: Py<Host>, http: Option<String>, principal: Op
         })
     });
     let gateway = Arc::new(Gateway::new(runtime, Some(native)));
-    let served = py.detach(|| serve_harness(gateway, http, principal, tenant, &mut |addr| eprintln!("harnessweaver gateway: serving MCP at http://{addr}/mcp")));
+    let served = py
+        .detach(|| serve_harness(gateway, http, principal, tenant, &mut |addr| eprintln!("harnessweaver gateway: serving MCP at http://{addr}/mcp")));
     match served {
         Ok(()) => Ok(()),
         Err(ServeError::Usage(m)) => Err(bad("invalid_argument", m)),

@@ -33,7 +33,13 @@ pub struct Principal(pub(crate) core::Principal);
 impl Principal {
     #[new]
     #[pyo3(signature = (id, roles = None, scopes = None, attrs = None))]
-    fn new(py: Python<'_>, id: Bound<'_, PyAny>, roles: Option<Bound<'_, PyAny>>, scopes: Option<Bound<'_, PyAny>>, attrs: Option<Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        id: Bound<'_, PyAny>,
+        roles: Option<Bound<'_, PyAny>>,
+        scopes: Option<Bound<'_, PyAny>>,
+        attrs: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         let d = PyDict::new(py);
         d.set_item("id", id)?;
         for (k, v) in [("roles", roles), ("scopes", scopes), ("attrs", attrs)] {
@@ -72,7 +78,8 @@ impl Principal {
 }
 
 fn principal_from(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<core::Principal> {
-    let value = to_value(obj, 0).map_err(|_| to_py_err(py, &invalid("invalid_principal", "a principal is a mapping with `id`, `roles`, `scopes` and `attrs`")))?;
+    let value = to_value(obj, 0)
+        .map_err(|_| to_py_err(py, &invalid("invalid_principal", "a principal is a mapping with `id`, `roles`, `scopes` and `attrs`")))?;
     core::Principal::from_value(&value).map_err(|e| to_py_err(py, &e))
 }
 
@@ -273,7 +280,8 @@ impl HandlerResolver for PyResolver<'_> {
     }
     fn resolve(&mut self, r: &HandlerRef<'_>) -> Result<Resolved, String> {
         let py = self.resolve.py();
-        let got = self.resolve.call1((r.module, r.attrs.to_vec(), r.base_dir)).and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, String, bool)>());
+        let got =
+            self.resolve.call1((r.module, r.attrs.to_vec(), r.base_dir)).and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, String, bool)>());
         match got {
             Ok((f, origin, mode, takes_idempotency_key)) => {
                 let (name, mode) = mode_of(&mode);
@@ -294,7 +302,14 @@ pub struct Host {
     runner: Py<PyAny>,
 }
 
-fn context(py: Python<'_>, principal: &Bound<'_, PyAny>, tenant: Option<String>, task: Option<String>, run: Option<&Bound<'_, PyAny>>, approval: Option<&Bound<'_, PyAny>>) -> PyResult<CallContext> {
+fn context(
+    py: Python<'_>,
+    principal: &Bound<'_, PyAny>,
+    tenant: Option<String>,
+    task: Option<String>,
+    run: Option<&Bound<'_, PyAny>>,
+    approval: Option<&Bound<'_, PyAny>>,
+) -> PyResult<CallContext> {
     // A `Run` or a run id; an approval id, a mapping with `id`, or an `ApprovalRequired`.
     let id = |o: Option<&Bound<'_, PyAny>>, key: &str| -> PyResult<Option<String>> {
         match o.filter(|o| !o.is_none()) {
@@ -305,7 +320,14 @@ fn context(py: Python<'_>, principal: &Bound<'_, PyAny>, tenant: Option<String>,
             Some(o) => o.getattr("id")?.extract(),
         }
     };
-    Ok(CallContext { principal: principal_arg(py, principal)?, tenant, task, run_id: id(run, "id")?, approval_id: id(approval, "id")?, ..CallContext::default() })
+    Ok(CallContext {
+        principal: principal_arg(py, principal)?,
+        tenant,
+        task,
+        run_id: id(run, "id")?,
+        approval_id: id(approval, "id")?,
+        ..CallContext::default()
+    })
 }
 
 #[pymethods]
@@ -433,7 +455,13 @@ impl Host {
     }
 
     #[pyo3(signature = (id, *, approver, args = None))]
-    fn approve_and_begin(&self, py: Python<'_>, id: &Bound<'_, PyAny>, approver: &Bound<'_, PyAny>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn approve_and_begin(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        approver: &Bound<'_, PyAny>,
+        args: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let (id, approver) = (approval_id(id)?, principal_arg(py, approver)?);
         let edited = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?;
         let begun = py.detach(|| self.inner.approve_and_resume(&id, &approver, edited)).map_err(|e| to_py_err(py, &e))?;
@@ -441,7 +469,14 @@ impl Host {
     }
 
     #[pyo3(signature = (id, *, approver, args = None, raise_on_refusal = true))]
-    fn approve(&self, py: Python<'_>, id: &Bound<'_, PyAny>, approver: &Bound<'_, PyAny>, args: Option<&Bound<'_, PyAny>>, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
+    fn approve(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        approver: &Bound<'_, PyAny>,
+        args: Option<&Bound<'_, PyAny>>,
+        raise_on_refusal: bool,
+    ) -> PyResult<Py<CallResult>> {
         let (id, approver) = (approval_id(id)?, principal_arg(py, approver)?);
         let edited = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?;
         let begun = py.detach(|| self.inner.approve_and_resume(&id, &approver, edited)).map_err(|e| to_py_err(py, &e))?;
@@ -467,14 +502,29 @@ impl Host {
 
     #[pyo3(signature = (tool, args = None, *, principal, tenant = None, task = None, run = None))]
     #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
-    fn explain<'py>(&self, py: Python<'py>, tool: &str, args: Option<&Bound<'py, PyAny>>, principal: &Bound<'py, PyAny>, tenant: Option<String>, task: Option<String>, run: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        tool: &str,
+        args: Option<&Bound<'py, PyAny>>,
+        principal: &Bound<'py, PyAny>,
+        tenant: Option<String>,
+        task: Option<String>,
+        run: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let ctx = context(py, principal, tenant, task, run, None)?;
         let args = args_value(py, args)?;
         to_py(py, &py.detach(|| self.inner.explain(tool, args, &ctx)).map_err(|e| to_py_err(py, &e))?)
     }
 
     #[pyo3(signature = (format = "openai", principal = None, tenant = None))]
-    fn tool_specs<'py>(&self, py: Python<'py>, format: &str, principal: Option<&Bound<'py, PyAny>>, tenant: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+    fn tool_specs<'py>(
+        &self,
+        py: Python<'py>,
+        format: &str,
+        principal: Option<&Bound<'py, PyAny>>,
+        tenant: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let format = SpecFormat::parse(format).map_err(|e| to_py_err(py, &e))?;
         to_py(py, &self.inner.tool_specs(format, opt_principal(py, principal)?.as_ref(), tenant).map_err(|e| to_py_err(py, &e))?)
     }

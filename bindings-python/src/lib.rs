@@ -10,7 +10,7 @@ mod gateway;
 mod host;
 mod watchdog;
 
-use harnessweaver_core::canonical::{self, MAX_DEPTH};
+use harnessweaver_core::host::canonical::{self, MAX_DEPTH};
 use harnessweaver_core::host::{self as core, Error, LoadErrors, ManifestSource, Problem as CoreProblem, RefusalClass};
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::prelude::*;
@@ -21,7 +21,12 @@ use serde_json::{Map, Value};
 
 create_exception!(harnessweaver, HarnessweaverError, PyException, "Base class of every harnessweaver error; `.code` is its stable snake_case code.");
 create_exception!(harnessweaver, LoadError, HarnessweaverError, "A harness or manifest failed to load; `.problems` lists every problem found.");
-create_exception!(harnessweaver, InvalidValueError, HarnessweaverError, "A value with no portable JSON form (NaN, a huge integer, nesting too deep, a non-string key).");
+create_exception!(
+    harnessweaver,
+    InvalidValueError,
+    HarnessweaverError,
+    "A value with no portable JSON form (NaN, a huge integer, nesting too deep, a non-string key)."
+);
 create_exception!(harnessweaver, InvalidArgumentError, HarnessweaverError, "A bad argument from the caller.");
 create_exception!(harnessweaver, HandlerOverrun, PyBaseException, "Raised inside a sync handler that overran its timeout; the call ends `timeout`.");
 
@@ -40,21 +45,40 @@ struct Problem {
 #[pymethods]
 impl Problem {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &serde_json::json!({"code": self.code, "message": self.message, "file": self.file, "line": self.line, "column": self.column, "path": self.path}))
+        to_py(
+            py,
+            &serde_json::json!({"code": self.code, "message": self.message, "file": self.file, "line": self.line, "column": self.column, "path": self.path}),
+        )
     }
     fn __repr__(&self) -> String {
-        format!("Problem(code={:?}, message={:?}, file={:?}, line={:?}, column={:?}, path={:?})", self.code, self.message, self.file, self.line, self.column, self.path)
+        format!(
+            "Problem(code={:?}, message={:?}, file={:?}, line={:?}, column={:?}, path={:?})",
+            self.code, self.message, self.file, self.line, self.column, self.path
+        )
     }
     fn __str__(&self) -> String {
         // Made from a core problem, so its code always parses.
         let Some(code) = harnessweaver_core::host::ProblemCode::parse(&self.code) else { return format!("{} [{}]", self.message, self.code) };
-        let p = CoreProblem { file: self.file.clone(), line: self.line, column: self.column, path: self.path.clone(), ..CoreProblem::new(code, self.message.clone()) };
+        let p = CoreProblem {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+            path: self.path.clone(),
+            ..CoreProblem::new(code, self.message.clone())
+        };
         p.to_string()
     }
 }
 
 fn problem(p: &CoreProblem) -> Problem {
-    Problem { code: p.code.as_str().to_string(), message: p.message.clone(), file: p.file.clone(), line: p.line, column: p.column, path: p.path.clone() }
+    Problem {
+        code: p.code.as_str().to_string(),
+        message: p.message.clone(),
+        file: p.file.clone(),
+        line: p.line,
+        column: p.column,
+        path: p.path.clone(),
+    }
 }
 
 /// An exception of `cls` with `message`, `.code` and `.problems`.
@@ -106,12 +130,18 @@ fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Error> {
         return canonical::float_value(f.value());
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return s.to_cow().map(|s| Value::String(s.into_owned())).map_err(|_| value_error("invalid_string", "string is not valid Unicode (lone surrogate)".into()));
+        return s
+            .to_cow()
+            .map(|s| Value::String(s.into_owned()))
+            .map_err(|_| value_error("invalid_string", "string is not valid Unicode (lone surrogate)".into()));
     }
     if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
         let depth = enter(depth)?;
         let iter = obj.try_iter().map_err(|e| value_error("invalid_value", e.to_string()))?;
-        return iter.map(|item| to_value(&item.map_err(|e| value_error("invalid_value", e.to_string()))?, depth)).collect::<Result<_, _>>().map(Value::Array);
+        return iter
+            .map(|item| to_value(&item.map_err(|e| value_error("invalid_value", e.to_string()))?, depth))
+            .collect::<Result<_, _>>()
+            .map(Value::Array);
     }
     if let Ok(dict) = obj.cast::<PyDict>() {
         let depth = enter(depth)?;
@@ -195,27 +225,34 @@ fn refusal_classes(py: Python<'_>) -> PyResult<&Vec<(RefusalClass, Py<PyType>)>>
             ns.set_item("__doc__", class.doc())?;
             ns.set_item("__module__", "harnessweaver")?;
             if class.parent().is_none() {
-                let init = PyCFunction::new_closure(py, None, None, |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
-                    let (this, result): (Bound<'_, PyAny>, Bound<'_, PyAny>) = args.extract()?;
-                    let py = this.py();
-                    py.get_type::<PyException>().getattr("__init__")?.call1((&this, result.getattr(intern!(py, "message"))?))?;
-                    this.setattr("result", &result)?;
-                    this.setattr("code", result.getattr("code")?)?;
-                    this.setattr("step", result.getattr("step")?)?;
-                    this.setattr("problems", PyList::empty(py))?;
-                    Ok(py.None())
-                })?;
-                let to_model = PyCFunction::new_closure(py, None, None, |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
-                    Ok(args.get_item(0)?.getattr("result")?.call_method0("to_model")?.unbind())
-                })?;
+                let init =
+                    PyCFunction::new_closure(py, None, None, |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
+                        let (this, result): (Bound<'_, PyAny>, Bound<'_, PyAny>) = args.extract()?;
+                        let py = this.py();
+                        py.get_type::<PyException>().getattr("__init__")?.call1((&this, result.getattr(intern!(py, "message"))?))?;
+                        this.setattr("result", &result)?;
+                        this.setattr("code", result.getattr("code")?)?;
+                        this.setattr("step", result.getattr("step")?)?;
+                        this.setattr("problems", PyList::empty(py))?;
+                        Ok(py.None())
+                    })?;
+                let to_model =
+                    PyCFunction::new_closure(py, None, None, |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
+                        Ok(args.get_item(0)?.getattr("result")?.call_method0("to_model")?.unbind())
+                    })?;
                 ns.set_item("__init__", method(py, init)?)?;
                 ns.set_item("to_model", method(py, to_model)?)?;
             }
             for extra in class.extras() {
                 let name = extra.as_str();
-                let get = PyCFunction::new_closure(py, None, None, move |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
-                    Ok(args.get_item(0)?.getattr("result")?.getattr(name)?.unbind())
-                })?;
+                let get = PyCFunction::new_closure(
+                    py,
+                    None,
+                    None,
+                    move |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
+                        Ok(args.get_item(0)?.getattr("result")?.getattr(name)?.unbind())
+                    },
+                )?;
                 ns.set_item(name, py.import("builtins")?.getattr("property")?.call1((get,))?)?;
             }
             let t = py.get_type::<PyType>().call1((class.name(), (parent,), ns))?.cast_into::<PyType>()?;

@@ -103,10 +103,15 @@ class ToolDescription:
 Tool = ToolDescription
 
 
-def load(path: Union[str, "os.PathLike[str]"], handlers: Optional[Mapping[str, Callable[..., Any]]] = None,
-         audit: Optional[Callable[[Dict[str, Any]], Any]] = None,
-         on_approval: Optional[Callable[[Dict[str, Any], Dict[str, Any]], Optional[bool]]] = None, *,
-         tools: Sequence[Any] = (), **test: Any) -> Harness:
+def load(
+    path: Union[str, "os.PathLike[str]"],
+    handlers: Optional[Mapping[str, Callable[..., Any]]] = None,
+    audit: Optional[Callable[[Dict[str, Any]], Any]] = None,
+    on_approval: Optional[Callable[[Dict[str, Any], Dict[str, Any]], Optional[bool]]] = None,
+    *,
+    tools: Sequence[Any] = (),
+    **test: Any,
+) -> Harness:
     """Loads ``harness.yaml`` and every manifest it names, ready for calls; each
     native tool's ``handler`` is imported unless ``handlers`` gives a function.
     Raises :class:`LoadError` listing every problem."""

@@ -40,7 +40,7 @@ class _Inline:
 
 
 def _is_async(fn: Any) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004 - an async __call__
 
 
 def inline(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -149,7 +149,7 @@ class Run:
     @property
     def labels(self) -> Dict[str, bool]:
         """``{"private": bool, "untrusted": bool}``, as the store holds them now."""
-        return self._harness.labels(self.id)  # type: ignore[no-any-return]
+        return self._harness.labels(self.id)
 
     def call(self, tool: str, args: Optional[Mapping[str, Any]] = None, **kw: Any) -> CallResult:
         """:meth:`Harness.call` within this run."""
@@ -157,7 +157,9 @@ class Run:
 
     async def acall(self, tool: str, args: Optional[Mapping[str, Any]] = None, **kw: Any) -> CallResult:
         """:meth:`Harness.acall` within this run."""
-        return await self._harness.acall(tool, args, principal=self.principal, tenant=self.tenant, task=self.task, run=self.id, **kw)
+        return await self._harness.acall(
+            tool, args, principal=self.principal, tenant=self.tenant, task=self.task, run=self.id, **kw
+        )
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r})"
@@ -169,11 +171,30 @@ class Harness(_native.Host):
     path: str
     _tools: Optional[List[Any]]
 
-    def __new__(cls, path: str, handlers: Mapping[str, Any], tools: Sequence[Any], audit: Any, on_approval: Any,
-                inspect_only: bool = False, **test: Any) -> "Harness":
+    def __new__(
+        cls,
+        path: str,
+        handlers: Mapping[str, Any],
+        tools: Sequence[Any],
+        audit: Any,
+        on_approval: Any,
+        inspect_only: bool = False,
+        **test: Any,
+    ) -> "Harness":
         declared = {name: _declare(fn) for name, fn in handlers.items()}
-        self = super().__new__(cls, path, declared, list(tools), audit, on_approval, None if inspect_only else _resolve,
-                               _roots(), _run, inspect=inspect_only, **test)
+        self: Harness = super().__new__(  # type: ignore[assignment]
+            cls,
+            path,
+            declared,
+            list(tools),
+            audit,
+            on_approval,
+            None if inspect_only else _resolve,
+            _roots(),
+            _run,
+            inspect=inspect_only,
+            **test,
+        )
         self.path, self._tools = path, None
         return self
 
@@ -192,18 +213,25 @@ class Harness(_native.Host):
 
     def run(self, *, principal: Any, tenant: Optional[str] = None, task: Optional[str] = None) -> Run:
         """Starts a run: its calls share labels, budgets and the run id."""
-        return Run(self, self.new_run(), principal if isinstance(principal, Principal) else Principal.from_mapping(principal),
-                   tenant, task)
+        return Run(
+            self,
+            self.new_run(),
+            principal if isinstance(principal, Principal) else Principal.from_mapping(principal),
+            tenant,
+            task,
+        )
 
-    async def acall(self, tool: str, args: Optional[Mapping[str, Any]] = None, *, raise_on_refusal: bool = True,
-                    **context: Any) -> CallResult:
+    async def acall(
+        self, tool: str, args: Optional[Mapping[str, Any]] = None, *, raise_on_refusal: bool = True, **context: Any
+    ) -> CallResult:
         """:meth:`call` for asyncio: async handlers are awaited under the deadline."""
         begun = self.begin(tool, args, **context)
         result = begun if isinstance(begun, CallResult) else await self._ainvoke(begun)
         return self.deliver(result, raise_on_refusal)
 
-    async def aapprove(self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None,
-                       raise_on_refusal: bool = True) -> CallResult:
+    async def aapprove(
+        self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None, raise_on_refusal: bool = True
+    ) -> CallResult:
         """:meth:`approve` for asyncio."""
         begun = self.approve_and_begin(id, approver=approver, args=args)
         result = begun if isinstance(begun, CallResult) else await self._ainvoke(begun)
@@ -233,4 +261,3 @@ class Harness(_native.Host):
 
     def __repr__(self) -> str:
         return f"Harness(path={self.path!r}, tools={[t.name for t in self.tools]!r})"
-

@@ -1,8 +1,9 @@
 # Type stub of the native module (bindings-python/src/lib.rs). Hand-written;
 # tests/python/test_api.py fails when it names something the module lacks or misses an export,
 # and tests/docs/test_api_docs.py when a public name here has no docstring (this is the API reference).
-import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final, overload
+
+from typing_extensions import disjoint_base
 
 # The module's exports (stubtest checks them against the module's own __all__).
 __all__ = [
@@ -352,6 +353,7 @@ class CallResult:
     def to_json(self) -> str:
         """The core's JSON text of the result (what the fixtures compare across languages)."""
 
+@disjoint_base
 class Host:
     """A loaded harness (native side): :class:`harnessweaver.Harness` extends it."""
 

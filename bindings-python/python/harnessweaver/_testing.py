@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import Harness
-from . import load as _load
+from . import Harness, load as _load
 
 
 def load(path: Any, *args: Any, clock_ms: int, sequential_ids: bool = True, **kw: Any) -> Harness:

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 pub use crate::audit::AuditEvent;
 pub use crate::canonical;
+pub use crate::codes::{ArgumentCode, ClassExtra, ProblemCode, RefusalClass, RefusalCode};
 pub use crate::digest::definition_digest;
 pub use crate::error::{Error, Problem};
 pub use crate::governor::{ApprovalRequest, CallContext, CallResult, Decision, Explanation, InvokeOutcome as TransportOutcome, Principal, Step};
@@ -29,7 +30,6 @@ pub use crate::runtime::SpecFormat;
 pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
-pub use crate::codes::{ArgumentCode, ClassExtra, ProblemCode, RefusalClass, RefusalCode};
 pub use load::{origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions};
 
 use crate::clock::ManualClock;
@@ -416,7 +416,6 @@ impl Host {
             None => Err(invalid("no_test_clock", "this harness reads the system clock")),
         }
     }
-
 }
 
 /// Runs the named sanitizers on every string and key of `value`;
