@@ -1,7 +1,7 @@
 """Benchmark (not a test): the governor's added cost per call from Python.
 
 A full `h.call` of a trivial native handler (steps 1-9, the handler on the
-worker thread that enforces its timeout, the audit event) beside the same
+calling thread under the watchdog that enforces its timeout) beside the same
 handler called directly. Also shown: the core's part alone (begin + finish
 with the handler called inline), to separate the governor from the thread
 hop that the timeout needs.
@@ -77,11 +77,9 @@ def main() -> int:
         governed = per_call_us(lambda: h.call("lookup_order", args, principal=principal))
         inlined = per_call_us(lambda: hi.call("lookup_order", args, principal=principal))
 
-        rt = h._rt
-
         def core_only() -> Any:
-            ticket = rt.begin("lookup_order", args, principal)
-            return rt.finish_returned(ticket, lookup_order(**ticket.args))
+            ticket = h.begin("lookup_order", args, principal=principal)
+            return h.finish_returned(ticket, lookup_order(**ticket.args))
 
         core = per_call_us(core_only)
 
@@ -110,7 +108,7 @@ def main() -> int:
 
     print(f"python: median of {REPEATS} samples ({n} calls per async sample)")
     print(f"  handler called directly              {direct:8.2f} us/call")
-    print(f"  h.call (sync handler, worker thread) {governed:8.2f} us/call   added {governed - direct:8.2f} us")
+    print(f"  h.call (sync handler, watchdog)     {governed:8.2f} us/call   added {governed - direct:8.2f} us")
     print(f"  h.call (hw.inline sync handler)      {inlined:8.2f} us/call   added {inlined - direct:8.2f} us")
     print(f"  core only (begin + finish, inline)   {core:8.2f} us/call   added {core - direct:8.2f} us")
     print(f"  async handler awaited directly       {adirect:8.2f} us/call")
@@ -118,15 +116,15 @@ def main() -> int:
     print("  goal: under 10 us added per call")
     res = Results("decision-python")
     goal = max_goal("added", 10_000, "< 10 µs added")
-    res.row("decision path", "governed call, trivial sync handler (worker thread for its timeout), Python",
+    res.row("decision path", "governed call, trivial sync handler (calling thread, watchdog for its timeout), Python",
             value("h.call", governed * 1e3, "ns"), value("handler called directly", direct * 1e3, "ns"), goal=goal, headline=True)
     res.row("decision path", "governed call, trivial sync handler marked hw.inline (calling thread), Python",
             value("h.call", inlined * 1e3, "ns"), value("handler called directly", direct * 1e3, "ns"), goal=goal,
-            note="no thread hand-off: an overrun is refused when the handler returns, not abandoned")
+            note="the same path as the default since the watchdog: inline only changes acall")
     res.row("decision path", "governed call, trivial async handler, Python", value("await h.acall", agoverned * 1e3, "ns"),
             value("handler awaited directly", adirect * 1e3, "ns"), goal=goal, headline=True)
     res.row("decision path", "core part only (begin + finish, handler inline), Python",
-            value("_rt.begin + finish_returned", core * 1e3, "ns"), value("handler called directly", direct * 1e3, "ns"),
+            value("h.begin + finish_returned", core * 1e3, "ns"), value("handler called directly", direct * 1e3, "ns"),
             note="what the governor itself adds, without the thread hop or the event loop")
     res.write()
     return 0

@@ -1,23 +1,16 @@
-//! `harnessweaver.cel_lite` (native side): compile a cel-lite expression once,
-//! evaluate it against Python values as often as needed.
-//!
-//! Conversion and error mapping only; parsing, evaluation and the approval
-//! rule are the core's (`harnessweaver_core::cel_lite`). Only the variables an
-//! expression uses are converted, straight from Python objects to
-//! `serde_json::Value` (no JSON text in between), and evaluation runs with the
-//! GIL released, since a hostile expression may use its whole cost budget.
+//! `harnessweaver.cel_lite` (native side): compile once, evaluate against
+//! Python values. The variable check and its message are the core's
+//! (`host::cel::Vars`); only the variables an expression uses are converted,
+//! and evaluation runs without the GIL.
 
-use harnessweaver_core::cel_lite::{self as core_cel, Outcome, NAMES};
+use harnessweaver_core::host::cel::{self, CelOutcome, Var, Vars, VAR_NAMES};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
-use serde_json::Map;
+use pyo3::types::{PyDict, PyList, PyMapping, PyString, PyTuple};
 
-use crate::{convert, to_py, to_py_err, HarnessweaverError, Problem};
+use crate::{convert, problem, to_py, to_py_err, type_name, HarnessweaverError};
 
-/// The exceptions, in their own module so their Rust names do not clash with the core's.
 mod exc {
     use super::HarnessweaverError;
-
     pyo3::create_exception!(
         harnessweaver.cel_lite,
         CompileError,
@@ -28,158 +21,103 @@ mod exc {
         harnessweaver.cel_lite,
         Unevaluable,
         HarnessweaverError,
-        "A cel-lite expression could not be evaluated (a missing key, a wrong type, an overflow, a cost limit…); `.reason` says which part failed."
+        "A cel-lite expression could not be evaluated; `.reason` says which part failed."
     );
 }
 
-pub(crate) use exc::{CompileError, Unevaluable};
+use exc::{CompileError, Unevaluable};
 
-fn compile_error(py: Python<'_>, err: &core_cel::CompileError) -> PyErr {
-    let exc = CompileError::new_err(err.render());
+fn set(exc: &PyErr, py: Python<'_>, attrs: &[(&str, Bound<'_, PyAny>)]) -> PyErr {
     let value = exc.value(py);
-    let problem = Problem {
-        code: err.code().to_string(),
-        message: err.message().to_string(),
-        file: None,
-        line: Some(err.line()),
-        column: Some(err.column()),
-        path: String::new(),
-    };
-    // Setting attributes on a fresh exception instance cannot fail in practice.
-    let _ = value.setattr("code", err.code());
-    let _ = value.setattr("message", err.message());
-    let _ = value.setattr("line", err.line());
-    let _ = value.setattr("column", err.column());
-    let _ = PyList::new(py, [problem]).and_then(|list| value.setattr("problems", list));
-    exc
+    for (k, v) in attrs {
+        // Setting attributes on a fresh exception cannot fail in practice.
+        let _ = value.setattr(*k, v);
+    }
+    exc.clone_ref(py)
 }
 
-fn unevaluable(py: Python<'_>, reason: String) -> PyErr {
-    let exc = Unevaluable::new_err(reason.clone());
-    let value = exc.value(py);
-    let _ = value.setattr("code", "unevaluable");
-    let _ = value.setattr("reason", reason);
-    let _ = value.setattr("problems", PyList::empty(py));
-    exc
-}
-
-fn invalid_argument(py: Python<'_>, code: &'static str, message: String) -> PyErr {
-    to_py_err(py, &harnessweaver_core::Error::InvalidArgument { code, message })
-}
-
-/// A compiled cel-lite expression. Immutable and thread-safe; evaluate it as often as needed.
+/// A compiled cel-lite expression; immutable and thread-safe.
 #[pyclass(frozen, module = "harnessweaver.cel_lite", name = "Program")]
-pub(crate) struct Program {
-    inner: core_cel::Program,
-    /// The names the expression uses, as Python strings (looked up in `vars` on every call).
-    keys: Vec<Py<PyString>>,
-    /// The six names, interned, to check the keys of `vars` by identity first.
+struct Program {
+    inner: cel::Program,
+    /// The names the expression uses, as interned Python strings.
+    used: Vec<(Var, Py<PyString>)>,
+    /// The six names, interned: a literal key is usually checked by identity.
     all: Vec<Py<PyString>>,
 }
 
 impl Program {
-    /// The variables the expression uses, converted from `vars` (a dict or any mapping).
-    /// A key that is none of the six names is refused: no expression could use it.
-    fn variables(&self, py: Python<'_>, vars: Option<&Bound<'_, PyAny>>) -> PyResult<Map<String, serde_json::Value>> {
-        let mut map = Map::new();
-        let Some(vars) = vars.filter(|v| !v.is_none()) else {
-            return Ok(map);
-        };
-        let dict;
-        let dict = if let Ok(d) = vars.cast::<PyDict>() {
-            d
-        } else if let Ok(mapping) = vars.cast::<pyo3::types::PyMapping>() {
-            dict = PyDict::new(py);
-            for item in mapping.items()?.iter() {
-                let (k, v) = item.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?;
-                dict.set_item(k, v)?;
-            }
-            &dict
-        } else {
-            return Err(invalid_argument(
-                py,
-                "invalid_vars",
-                format!("`vars` must be a dict of variables, not `{}`", crate::type_name(vars)),
-            ));
+    fn vars(&self, py: Python<'_>, vars: Option<&Bound<'_, PyAny>>) -> PyResult<Vars> {
+        let mut out = Vars::new();
+        let Some(vars) = vars.filter(|v| !v.is_none()) else { return Ok(out) };
+        let dict = match vars.cast::<PyDict>() {
+            Ok(d) => d.clone(),
+            Err(_) => match vars.cast::<PyMapping>() {
+                Ok(m) => PyDict::from_sequence(m.items()?.as_any())?,
+                Err(_) => return Err(to_py_err(py, &Vars::not_a_mapping(&type_name(vars)))),
+            },
         };
         for key in dict.keys().iter() {
-            // Keys written as literals are interned, so identity usually decides without reading the text.
-            let known = self.all.iter().any(|n| key.is(n))
-                || key.cast::<PyString>().ok().and_then(|k| k.to_cow().ok().map(|k| NAMES.contains(&&*k))) == Some(true);
-            if !known {
-                let shown = key.repr().map_or_else(|_| "?".to_string(), |r| r.to_string());
-                return Err(invalid_argument(
-                    py,
-                    "invalid_vars",
-                    format!(
-                        "unknown variable {shown}; expressions can use `principal`, `tenant`, `task`, `tool`, `args`, `labels`"
-                    ),
-                ));
+            if self.all.iter().any(|n| key.is(n)) {
+                continue;
             }
+            let text = key.cast::<PyString>().map_err(|_| to_py_err(py, &Vars::non_string_key(&type_name(&key))))?;
+            Vars::check_key(&text.to_cow()?).map_err(|e| to_py_err(py, &e))?;
         }
-        for (name, key) in self.inner.names().iter().zip(&self.keys) {
+        for (var, key) in &self.used {
             if let Some(value) = dict.get_item(key.bind(py))? {
-                map.insert(name.clone(), convert(py, &value)?);
+                out.insert(*var, convert(py, &value)?);
             }
         }
-        Ok(map)
+        Ok(out)
     }
 }
 
 #[pymethods]
 impl Program {
-    /// Evaluates against `vars` and returns the value (dict, list, str, int, float, bool or None).
-    ///
-    /// Raises `Unevaluable` when a runtime error stops it, unless `default=` is
-    /// given: then that is returned instead.
     #[pyo3(signature = (vars = None, **kwargs))]
-    fn evaluate<'py>(
-        &self,
-        py: Python<'py>,
-        vars: Option<&Bound<'py, PyAny>>,
-        kwargs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn evaluate<'py>(&self, py: Python<'py>, vars: Option<&Bound<'py, PyAny>>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
         let mut default = None;
-        if let Some(kwargs) = kwargs {
-            for (key, value) in kwargs.iter() {
-                if key.cast::<PyString>().is_ok_and(|k| k.to_cow().is_ok_and(|k| k == "default")) {
-                    default = Some(value);
-                } else {
-                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                        "evaluate() got an unexpected keyword argument {}",
-                        key.repr()?
-                    )));
-                }
+        for (key, value) in kwargs.map(|k| k.iter().collect::<Vec<_>>()).unwrap_or_default() {
+            if key.extract::<String>().is_ok_and(|k| k == "default") {
+                default = Some(value);
+            } else {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!("evaluate() got an unexpected keyword argument {}", key.repr()?)));
             }
         }
-        let map = self.variables(py, vars)?;
-        let inner = &self.inner;
-        match py.detach(|| inner.evaluate(&map)) {
-            Outcome::Value(v) => to_py(py, &v),
-            Outcome::Unevaluable { reason } => match default {
+        let vars = self.vars(py, vars)?;
+        match py.detach(|| vars.evaluate(&self.inner)) {
+            CelOutcome::Value(v) => to_py(py, &v),
+            CelOutcome::Unevaluable { reason } => match default {
                 Some(d) => Ok(d),
-                None => Err(unevaluable(py, reason)),
+                None => {
+                    let exc = Unevaluable::new_err(reason.clone());
+                    Err(set(
+                        &exc,
+                        py,
+                        &[
+                            ("code", PyString::new(py, "unevaluable").into_any()),
+                            ("reason", PyString::new(py, &reason).into_any()),
+                            ("problems", PyList::empty(py).into_any()),
+                        ],
+                    ))
+                }
             },
         }
     }
 
-    /// The approval rule: `(required, reason)`. True, unevaluable or not a bool
-    /// means a human must approve; `reason` says why when the expression could not decide.
     #[pyo3(signature = (vars = None))]
     fn approval_required<'py>(&self, py: Python<'py>, vars: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
-        let map = self.variables(py, vars)?;
-        let inner = &self.inner;
-        let verdict = py.detach(|| inner.approval_required(&map));
+        let vars = self.vars(py, vars)?;
+        let verdict = py.detach(|| vars.approval_required(&self.inner));
         (verdict.required, verdict.reason).into_pyobject(py)
     }
 
-    /// The source text the program was compiled from.
     #[getter]
     fn source(&self) -> &str {
         self.inner.source()
     }
 
-    /// The variable names the expression uses, in order of first use.
     #[getter]
     fn names(&self) -> Vec<String> {
         self.inner.names().to_vec()
@@ -188,19 +126,31 @@ impl Program {
     fn __repr__(&self) -> String {
         let source = self.inner.source();
         let shown: String = source.chars().take(60).collect();
-        let more = if shown.len() < source.len() { "…" } else { "" };
-        format!("Program({:?}{more})", shown)
+        format!("Program({shown:?}{})", if shown.len() < source.len() { "…" } else { "" })
     }
 }
 
 /// Compiles a cel-lite expression; raises `CompileError` (with `.code`, `.line`, `.column`).
 #[pyfunction]
-fn cel_compile(py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<Program> {
-    let text = text.to_cow()?;
-    let inner = core_cel::compile(&text).map_err(|e| compile_error(py, &e))?;
-    let keys = inner.names().iter().map(|n| PyString::intern(py, n).unbind()).collect();
-    let all = NAMES.iter().map(|n| PyString::intern(py, n).unbind()).collect();
-    Ok(Program { inner, keys, all })
+fn cel_compile(py: Python<'_>, text: &str) -> PyResult<Program> {
+    let inner = cel::compile(text).map_err(|e| {
+        let exc = CompileError::new_err(e.render());
+        let problems = PyList::new(py, [problem(&cel::to_problem(&e))]).map(Bound::into_any).unwrap_or_else(|_| PyList::empty(py).into_any());
+        set(
+            &exc,
+            py,
+            &[
+                ("code", PyString::new(py, e.code()).into_any()),
+                ("message", PyString::new(py, e.message()).into_any()),
+                ("line", e.line().into_pyobject(py).map(Bound::into_any).unwrap_or_else(|_| py.None().into_bound(py))),
+                ("column", e.column().into_pyobject(py).map(Bound::into_any).unwrap_or_else(|_| py.None().into_bound(py))),
+                ("problems", problems),
+            ],
+        )
+    })?;
+    let used = inner.names().iter().filter_map(|n| Var::parse(n).map(|v| (v, PyString::intern(py, n).unbind()))).collect();
+    let all = VAR_NAMES.iter().map(|n| PyString::intern(py, n).unbind()).collect();
+    Ok(Program { inner, used, all })
 }
 
 /// Adds the cel-lite names to the native module.
@@ -208,10 +158,9 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("CelCompileError", py.get_type::<CompileError>())?;
     m.add("CelUnevaluable", py.get_type::<Unevaluable>())?;
-    m.add("CEL_NAMES", NAMES.to_vec())?;
-    m.add("CEL_MAX_LENGTH", core_cel::MAX_LENGTH)?;
-    m.add("CEL_MAX_DEPTH", core_cel::MAX_DEPTH)?;
+    m.add("CEL_NAMES", VAR_NAMES.to_vec())?;
+    m.add("CEL_MAX_LENGTH", cel::MAX_LENGTH)?;
+    m.add("CEL_MAX_DEPTH", cel::MAX_DEPTH)?;
     m.add("CelProgram", py.get_type::<Program>())?;
-    m.add_function(wrap_pyfunction!(cel_compile, m)?)?;
-    Ok(())
+    m.add_function(wrap_pyfunction!(cel_compile, m)?)
 }

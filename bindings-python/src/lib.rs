@@ -1,108 +1,96 @@
 //! Python bindings (PyO3) for harnessweaver: the native module `harnessweaver._native`.
 //!
-//! This crate only converts values between Python and the core and maps the
-//! core's errors to Python exceptions; every decision is made in the core. The
-//! pure-Python package `harnessweaver` (in `python/`) wraps this module.
+//! This crate converts values between Python and the core's host API
+//! (`harnessweaver_core::host`) and maps its errors to exceptions; every
+//! decision is the core's. `host.rs` holds a loaded harness and its calls,
+//! `cel_lite.rs` cel-lite, `gateway.rs` the MCP gateway.
 
 mod cel_lite;
-mod sanitize;
-
-use harnessweaver_core::canonical::{self, MAX_DEPTH};
-use harnessweaver_core::{Error, Problem as CoreProblem};
-use pyo3::create_exception;
-use pyo3::exceptions::PyException;
-use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use serde_json::{Map, Value};
-
 mod gateway;
-mod governor;
+mod host;
+mod watchdog;
+
+use harnessweaver_core::host::canonical::{self, MAX_DEPTH};
+use harnessweaver_core::host::{self as core, Error, LoadErrors, ManifestSource, Problem as CoreProblem, RefusalClass};
+use pyo3::exceptions::{PyBaseException, PyException};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::{create_exception, intern};
+use serde_json::{Map, Value};
 
 create_exception!(harnessweaver, HarnessweaverError, PyException, "Base class of every harnessweaver error; `.code` is its stable snake_case code.");
 create_exception!(harnessweaver, LoadError, HarnessweaverError, "A harness or manifest failed to load; `.problems` lists every problem found.");
-create_exception!(harnessweaver, InvalidValueError, HarnessweaverError, "A value with no portable JSON form (NaN, a huge integer, nesting too deep, a non-string key).");
+create_exception!(
+    harnessweaver,
+    InvalidValueError,
+    HarnessweaverError,
+    "A value with no portable JSON form (NaN, a huge integer, nesting too deep, a non-string key)."
+);
 create_exception!(harnessweaver, InvalidArgumentError, HarnessweaverError, "A bad argument from the caller.");
+create_exception!(harnessweaver, HandlerOverrun, PyBaseException, "Raised inside a sync handler that overran its timeout; the call ends `timeout`.");
 
 /// One load problem: its code, message and where it is.
-#[pyclass(frozen, get_all, module = "harnessweaver", name = "Problem")]
-#[derive(Clone)]
+#[pyclass(frozen, get_all, eq, module = "harnessweaver", name = "Problem")]
+#[derive(Clone, PartialEq)]
 struct Problem {
-    /// Stable snake_case code.
     code: String,
-    /// What is wrong, safe to show a model.
     message: String,
-    /// The file the problem is in, when there is one.
     file: Option<String>,
-    /// 1-based line, when known.
     line: Option<usize>,
-    /// 1-based column, when known.
     column: Option<usize>,
-    /// The field path (`spec.timeout`), empty when the problem is about a whole file.
     path: String,
 }
 
 #[pymethods]
 impl Problem {
-    /// The problem as a plain dict.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("code", &self.code)?;
-        d.set_item("message", &self.message)?;
-        d.set_item("file", &self.file)?;
-        d.set_item("line", self.line)?;
-        d.set_item("column", self.column)?;
-        d.set_item("path", &self.path)?;
-        Ok(d)
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(
+            py,
+            &serde_json::json!({"code": self.code, "message": self.message, "file": self.file, "line": self.line, "column": self.column, "path": self.path}),
+        )
     }
-
     fn __repr__(&self) -> String {
         format!(
             "Problem(code={:?}, message={:?}, file={:?}, line={:?}, column={:?}, path={:?})",
             self.code, self.message, self.file, self.line, self.column, self.path
         )
     }
-
     fn __str__(&self) -> String {
-        self.to_core().to_string()
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.extract::<PyRef<'_, Problem>>().is_ok_and(|o| {
-            o.code == self.code
-                && o.message == self.message
-                && o.file == self.file
-                && o.line == self.line
-                && o.column == self.column
-                && o.path == self.path
-        })
-    }
-}
-
-impl Problem {
-    fn from_core(p: &CoreProblem) -> Self {
-        Self {
-            code: p.code.to_string(),
-            message: p.message.clone(),
-            file: p.file.clone(),
-            line: p.line,
-            column: p.column,
-            path: p.path.clone(),
-        }
-    }
-
-    fn to_core(&self) -> CoreProblem {
-        CoreProblem {
-            code: harnessweaver_core::ProblemCode::parse(&self.code).unwrap_or(harnessweaver_core::ProblemCode::InvalidValue),
-            message: self.message.clone(),
+        // Made from a core problem, so its code always parses.
+        let Some(code) = harnessweaver_core::host::ProblemCode::parse(&self.code) else { return format!("{} [{}]", self.message, self.code) };
+        let p = CoreProblem {
             file: self.file.clone(),
             line: self.line,
             column: self.column,
             path: self.path.clone(),
-        }
+            ..CoreProblem::new(code, self.message.clone())
+        };
+        p.to_string()
     }
 }
 
-/// Maps a core error to the matching Python exception, with `.code` (and `.problems` for load errors).
+fn problem(p: &CoreProblem) -> Problem {
+    Problem {
+        code: p.code.as_str().to_string(),
+        message: p.message.clone(),
+        file: p.file.clone(),
+        line: p.line,
+        column: p.column,
+        path: p.path.clone(),
+    }
+}
+
+/// An exception of `cls` with `message`, `.code` and `.problems`.
+fn exception(py: Python<'_>, err: PyErr, code: &str, problems: &[CoreProblem]) -> PyErr {
+    let value = err.value(py);
+    // Setting attributes on a fresh exception cannot fail in practice; without them it is still the right one.
+    let _ = value.setattr("code", code);
+    let _ = PyList::new(py, problems.iter().map(problem)).and_then(|list| value.setattr("problems", list));
+    err
+}
+
+/// Maps a core error to the matching exception.
 fn to_py_err(py: Python<'_>, err: &Error) -> PyErr {
     let message = err.to_string();
     let exc = match err {
@@ -111,13 +99,11 @@ fn to_py_err(py: Python<'_>, err: &Error) -> PyErr {
         Error::InvalidArgument { .. } => InvalidArgumentError::new_err(message),
         _ => HarnessweaverError::new_err(message),
     };
-    let value = exc.value(py);
-    let problems: Vec<Problem> = err.problems().iter().map(Problem::from_core).collect();
-    // Setting attributes on a fresh exception instance cannot fail in practice;
-    // if it did, the exception without them is still the right one to raise.
-    let _ = value.setattr("code", err.code());
-    let _ = PyList::new(py, problems).and_then(|list| value.setattr("problems", list));
-    exc
+    exception(py, exc, err.code(), err.problems())
+}
+
+fn load_err(py: Python<'_>, err: &LoadErrors) -> PyErr {
+    exception(py, LoadError::new_err(err.text()), err.code(), &err.problems)
 }
 
 fn value_error(code: &'static str, message: String) -> Error {
@@ -134,56 +120,42 @@ fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Error> {
         return Ok(Value::Bool(b.is_true()));
     }
     if obj.is_instance_of::<PyInt>() {
-        // The core refuses magnitudes beyond 2^53, as every binding does.
         return match obj.extract::<i128>() {
             Ok(i) => canonical::int_value(i),
-            // Beyond i128: let the core word the refusal with the number's text.
-            Err(_) => {
-                let text = obj.str().and_then(|s| s.to_cow().map(|c| c.into_owned()));
-                canonical::int_value_from_text(&text.unwrap_or_default())
-            }
+            // Beyond i128: the core words the refusal with the number's text.
+            Err(_) => canonical::int_value_from_text(&obj.str().map(|s| s.to_string()).unwrap_or_default()),
         };
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
         return canonical::float_value(f.value());
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return s.to_cow().map(|s| Value::String(s.into_owned())).map_err(|_| {
-            value_error("invalid_string", "string is not valid Unicode (lone surrogate)".to_string())
-        });
+        return s
+            .to_cow()
+            .map(|s| Value::String(s.into_owned()))
+            .map_err(|_| value_error("invalid_string", "string is not valid Unicode (lone surrogate)".into()));
     }
     if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
         let depth = enter(depth)?;
-        let mut items = Vec::new();
         let iter = obj.try_iter().map_err(|e| value_error("invalid_value", e.to_string()))?;
-        for item in iter {
-            let item = item.map_err(|e| value_error("invalid_value", e.to_string()))?;
-            items.push(to_value(&item, depth)?);
-        }
-        return Ok(Value::Array(items));
+        return iter
+            .map(|item| to_value(&item.map_err(|e| value_error("invalid_value", e.to_string()))?, depth))
+            .collect::<Result<_, _>>()
+            .map(Value::Array);
     }
     if let Ok(dict) = obj.cast::<PyDict>() {
         let depth = enter(depth)?;
         let mut map = Map::new();
         for (key, item) in dict.iter() {
             let Ok(key) = key.cast::<PyString>() else {
-                let type_name = type_name(&key);
-                return Err(value_error(
-                    "non_string_key",
-                    format!("object keys must be strings, found a key of type `{type_name}`"),
-                ));
+                return Err(value_error("non_string_key", format!("object keys must be strings, found a key of type `{}`", type_name(&key))));
             };
-            let key = key.to_cow().map_err(|_| {
-                value_error("invalid_string", "key is not valid Unicode (lone surrogate)".to_string())
-            })?;
+            let key = key.to_cow().map_err(|_| value_error("invalid_string", "key is not valid Unicode (lone surrogate)".into()))?;
             map.insert(key.into_owned(), to_value(&item, depth)?);
         }
         return Ok(Value::Object(map));
     }
-    Err(value_error(
-        "unsupported_type",
-        format!("values of type `{}` have no JSON form", type_name(obj)),
-    ))
+    Err(value_error("unsupported_type", format!("values of type `{}` have no JSON form", type_name(obj))))
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
@@ -202,87 +174,131 @@ fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.into_pyobject(py)?.into_any()
-            } else if let Some(u) = n.as_u64() {
-                u.into_pyobject(py)?.into_any()
-            } else {
-                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
-            }
-        }
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_pyobject(py)?.into_any(),
+            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
         Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(items) => {
-            let list = PyList::empty(py);
-            for item in items {
-                list.append(to_py(py, item)?)?;
-            }
-            list.into_any()
-        }
-        Value::Object(map) => {
-            let dict = PyDict::new(py);
-            for (k, v) in map {
-                dict.set_item(k, to_py(py, v)?)?;
-            }
-            dict.into_any()
-        }
+        Value::Array(items) => PyList::new(py, items.iter().map(|v| to_py(py, v)).collect::<PyResult<Vec<_>>>()?)?.into_any(),
+        Value::Object(map) => to_dict(py, map)?.into_any(),
     })
+}
+
+fn to_dict<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (k, v) in map {
+        dict.set_item(k, to_py(py, v)?)?;
+    }
+    Ok(dict)
 }
 
 fn convert(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     to_value(obj, 0).map_err(|e| to_py_err(py, &e))
 }
 
-/// A loaded harness (native side); the Python `Harness` wraps it.
-#[pyclass(frozen, module = "harnessweaver._native", name = "Harness")]
-struct Harness {
-    inner: harnessweaver_core::Harness,
+fn json<'py, T: serde::Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &serde_json::to_value(value).unwrap_or(Value::Null))
 }
 
-#[pymethods]
-impl Harness {
-    /// Every tool's description (`Tool::describe()`), in load order.
-    fn describe_tools<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        self.inner.tools().iter().map(|t| to_py(py, &t.describe())).collect()
-    }
+/// A manifest given as text or a mapping.
+fn manifest_source(py: Python<'_>, manifest: &Bound<'_, PyAny>, origin: Option<String>) -> PyResult<ManifestSource> {
+    let origin = origin.unwrap_or_else(|| ManifestSource::DEFAULT_ORIGIN.into());
+    Ok(match manifest.cast::<PyString>() {
+        Ok(text) => ManifestSource::Text { text: text.to_cow()?.into_owned(), origin },
+        Err(_) => ManifestSource::Value { value: convert(py, manifest)?, origin },
+    })
 }
 
-/// Loads `harness.yaml` and its manifests; raises `LoadError` listing every problem.
-#[pyfunction]
-fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Harness> {
-    // Reading and checking files needs no Python objects: let other threads run.
-    py.detach(|| harnessweaver_core::Harness::load(&path))
-        .map(|inner| Harness { inner })
-        .map_err(|e| to_py_err(py, &e))
+/// The refusal classes, built from the core's table: `[(class, type)]`.
+static CLASSES: PyOnceLock<Vec<(RefusalClass, Py<PyType>)>> = PyOnceLock::new();
+
+fn refusal_classes(py: Python<'_>) -> PyResult<&Vec<(RefusalClass, Py<PyType>)>> {
+    CLASSES.get_or_try_init(py, || {
+        let mut made: Vec<(RefusalClass, Py<PyType>)> = Vec::new();
+        for &class in RefusalClass::ALL {
+            let parent = match class.parent() {
+                Some(p) => made.iter().find(|(c, _)| *c == p).map(|(_, t)| t.bind(py).clone()),
+                None => Some(py.get_type::<HarnessweaverError>()),
+            };
+            let ns = PyDict::new(py);
+            ns.set_item("__doc__", class.doc())?;
+            ns.set_item("__module__", "harnessweaver")?;
+            if class.parent().is_none() {
+                let init =
+                    PyCFunction::new_closure(py, None, None, |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
+                        let (this, result): (Bound<'_, PyAny>, Bound<'_, PyAny>) = args.extract()?;
+                        let py = this.py();
+                        py.get_type::<PyException>().getattr("__init__")?.call1((&this, result.getattr(intern!(py, "message"))?))?;
+                        this.setattr("result", &result)?;
+                        this.setattr("code", result.getattr("code")?)?;
+                        this.setattr("step", result.getattr("step")?)?;
+                        this.setattr("problems", PyList::empty(py))?;
+                        Ok(py.None())
+                    })?;
+                let to_model =
+                    PyCFunction::new_closure(py, None, None, |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
+                        Ok(args.get_item(0)?.getattr("result")?.call_method0("to_model")?.unbind())
+                    })?;
+                ns.set_item("__init__", method(py, init)?)?;
+                ns.set_item("to_model", method(py, to_model)?)?;
+            }
+            for extra in class.extras() {
+                let name = extra.as_str();
+                let get = PyCFunction::new_closure(
+                    py,
+                    None,
+                    None,
+                    move |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
+                        Ok(args.get_item(0)?.getattr("result")?.getattr(name)?.unbind())
+                    },
+                )?;
+                ns.set_item(name, py.import("builtins")?.getattr("property")?.call1((get,))?)?;
+            }
+            let t = py.get_type::<PyType>().call1((class.name(), (parent,), ns))?.cast_into::<PyType>()?;
+            made.push((class, t.unbind()));
+        }
+        Ok(made)
+    })
+}
+
+/// A builtin function usable as a method (bound to the instance on lookup).
+fn method<'py>(py: Python<'py>, f: Bound<'py, PyCFunction>) -> PyResult<Bound<'py, PyAny>> {
+    py.import("functools")?.getattr("partialmethod")?.call1((f,))
 }
 
 /// The definition digest (`sha256:…`) of a tool's name, description and input schema.
 #[pyfunction]
 fn definition_digest(py: Python<'_>, name: &str, description: &str, input_schema: &Bound<'_, PyAny>) -> PyResult<String> {
-    let schema = convert(py, input_schema)?;
-    harnessweaver_core::definition_digest(name, description, &schema).map_err(|e| to_py_err(py, &e))
+    core::definition_digest(name, description, &convert(py, input_schema)?).map_err(|e| to_py_err(py, &e))
 }
 
 /// The canonical JSON text of a value.
 #[pyfunction]
 fn canonical_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
-    let value = convert(py, value)?;
-    harnessweaver_core::canonical::to_string(&value).map_err(|e| to_py_err(py, &e))
+    canonical::to_string(&convert(py, value)?).map_err(|e| to_py_err(py, &e))
 }
 
 /// Parses one manifest (a dict, or YAML/JSON text) and returns its description.
 #[pyfunction]
 #[pyo3(signature = (manifest, origin = None))]
-fn describe_manifest<'py>(py: Python<'py>, manifest: &Bound<'py, PyAny>, origin: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
-    let tool = if let Ok(text) = manifest.cast::<PyString>() {
-        let text = text.to_cow()?;
-        harnessweaver_core::Tool::from_manifest_text(&text, origin.unwrap_or("<text>"))
-    } else {
-        let value = convert(py, manifest)?;
-        harnessweaver_core::Tool::from_manifest_value(&value, origin.unwrap_or("<value>"))
-    };
-    let tool = tool.map_err(|e| to_py_err(py, &e))?;
-    to_py(py, &tool.describe())
+fn describe_manifest<'py>(py: Python<'py>, manifest: &Bound<'py, PyAny>, origin: Option<String>) -> PyResult<Bound<'py, PyAny>> {
+    let origin = origin.or_else(|| Some(if manifest.is_instance_of::<PyString>() { "<text>" } else { "<value>" }.into()));
+    to_py(py, &core::describe_manifest(&manifest_source(py, manifest, origin)?).map_err(|e| load_err(py, &e))?)
+}
+
+/// Runs the named sanitizers on every string value and key of `value`: the value and the counts per kind.
+#[pyfunction]
+fn sanitize<'py>(py: Python<'py>, value: &Bound<'py, PyAny>, sanitizers: Vec<String>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let value = convert(py, value)?;
+    let (out, counts) = py.detach(|| core::sanitize(&value, &sanitizers)).map_err(|e| to_py_err(py, &e))?;
+    Ok((to_py(py, &out)?, json(py, counts.as_map())?))
+}
+
+/// Whether a handler's code file may be named by a manifest of the harness in `base`.
+#[pyfunction]
+fn handler_origin_allowed(origin: std::path::PathBuf, base: std::path::PathBuf, roots: Vec<std::path::PathBuf>) -> bool {
+    core::origin_allowed(&origin, &base, &roots)
 }
 
 /// Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code.
@@ -298,17 +314,21 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LoadError", py.get_type::<LoadError>())?;
     m.add("InvalidValueError", py.get_type::<InvalidValueError>())?;
     m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add("HandlerOverrun", py.get_type::<HandlerOverrun>())?;
+    for (class, t) in refusal_classes(py)? {
+        m.add(class.name(), t.bind(py))?;
+    }
     m.add("MAX_DEPTH", MAX_DEPTH)?;
+    m.add("RISKS", core::RISKS.to_vec())?;
+    m.add("SIDE_EFFECTS", core::SIDE_EFFECTS.to_vec())?;
     m.add_class::<Problem>()?;
-    m.add_class::<Harness>()?;
-    m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(definition_digest, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(describe_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(sanitize, m)?)?;
+    m.add_function(wrap_pyfunction!(handler_origin_allowed, m)?)?;
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
-    governor::register(m)?;
+    host::register(m)?;
     gateway::register(m)?;
-    cel_lite::register(m)?;
-    sanitize::register(m)?;
-    Ok(())
+    cel_lite::register(m)
 }

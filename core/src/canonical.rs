@@ -38,9 +38,7 @@ pub fn int_value(i: i128) -> Result<Value, Error> {
 pub fn int_value_from_text(text: &str) -> Result<Value, Error> {
     match text.parse::<i128>() {
         Ok(i) => int_value(i),
-        Err(_) if text.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => {
-            Err(out_of_range(text))
-        }
+        Err(_) if text.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => Err(out_of_range(text)),
         Err(_) => Err(Error::value("invalid_number", format!("`{text}` is not an integer"))),
     }
 }
@@ -167,10 +165,7 @@ pub fn write_value(out: &mut String, value: &Value, depth: usize) -> Result<(), 
 
 fn enter(depth: usize) -> Result<usize, Error> {
     if depth >= MAX_DEPTH {
-        return Err(Error::value(
-            "nesting_too_deep",
-            format!("value nests deeper than {MAX_DEPTH} levels"),
-        ));
+        return Err(Error::value("nesting_too_deep", format!("value nests deeper than {MAX_DEPTH} levels")));
     }
     Ok(depth + 1)
 }
@@ -255,10 +250,7 @@ fn write_number(out: &mut String, n: &Number) -> Result<(), Error> {
 }
 
 fn out_of_range(text: &str) -> Error {
-    Error::value(
-        "integer_out_of_range",
-        format!("integer `{text}` is beyond ±2^53 and not portable to every host"),
-    )
+    Error::value("integer_out_of_range", format!("integer `{text}` is beyond ±2^53 and not portable to every host"))
 }
 
 /// Writes a float as Python's `repr` would, after integral values within
@@ -359,10 +351,7 @@ mod tests {
     #[test]
     fn keys_sort_by_code_point_and_escape() {
         let v = json!({"\u{10000}": 1, "\u{ffff}": 2, "b": "\u{7f}\u{1}é\"\\", "a": [true, null]});
-        assert_eq!(
-            canon(v),
-            r#"{"a":[true,null],"b":"\u007f\u0001\u00e9\"\\","\uffff":2,"\ud800\udc00":1}"#
-        );
+        assert_eq!(canon(v), r#"{"a":[true,null],"b":"\u007f\u0001\u00e9\"\\","\uffff":2,"\ud800\udc00":1}"#);
     }
 
     #[test]

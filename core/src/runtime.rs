@@ -8,7 +8,9 @@ use std::path::Path;
 
 use crate::codes::ArgumentCode;
 use crate::error::{Error, Problem};
-use crate::governor::{ApprovalCallback, Begin, Explanation, CallContext, CallResult, Governor, GovernorOptions, Handler, InvokeOutcome, Principal, Ticket};
+use crate::governor::{
+    ApprovalCallback, Begin, CallContext, CallResult, Explanation, Governor, GovernorOptions, Handler, InvokeOutcome, Principal, Ticket,
+};
 use crate::harness::Harness;
 use crate::manifest::{Tool, Transport};
 use crate::store::PendingApproval;
@@ -44,7 +46,8 @@ impl SpecFormat {
             "openai" => Ok(Self::OpenAi),
             "anthropic" => Ok(Self::Anthropic),
             "mcp" => Ok(Self::Mcp),
-            other => Err(Error::InvalidArgument { code: ArgumentCode::InvalidFormat.as_str(),
+            other => Err(Error::InvalidArgument {
+                code: ArgumentCode::InvalidFormat.as_str(),
                 message: format!("unknown tool spec format `{other}` (expected openai, anthropic or mcp)"),
             }),
         }
@@ -123,11 +126,7 @@ impl Runtime {
         }
         let extra = options.governor.extra_tools.clone();
         let declared: HashSet<&str> = harness.tools().iter().chain(extra.iter()).map(Tool::name).collect();
-        let unmanifested: Vec<String> = names
-            .iter()
-            .filter(|n| !declared.contains(**n))
-            .map(|n| (*n).to_string())
-            .collect();
+        let unmanifested: Vec<String> = names.iter().filter(|n| !declared.contains(**n)).map(|n| (*n).to_string()).collect();
         let mut governor = Governor::from_harness(&harness, options.governor)?;
         governor.set_unmanifested(unmanifested);
         Ok(Runtime { harness, extra, governor, handlers: options.handlers })

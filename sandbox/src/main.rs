@@ -116,11 +116,8 @@ fn handle(request: &Value) -> Value {
     let _ = monty_alloc::set_limit(Some(max_memory), false);
     let mut stdout = String::new();
     let outcome = MontyRun::new(code.to_string(), "tool.py", names, CompileOptions::default()).and_then(|runner| {
-        let limits = ResourceLimits {
-            max_duration: Some(Duration::from_millis(timeout_ms)),
-            max_memory: Some(max_memory),
-            ..ResourceLimits::default()
-        };
+        let limits =
+            ResourceLimits { max_duration: Some(Duration::from_millis(timeout_ms)), max_memory: Some(max_memory), ..ResourceLimits::default() };
         runner.run(inputs, ResourceTracker::new(limits), PrintWriter::CollectString(&mut stdout, Some(max_output)))
     });
     // The reply is the worker's own work: lift the limit to build it.
@@ -165,9 +162,7 @@ fn to_monty(value: &Value) -> MontyObject {
         },
         Value::String(s) => MontyObject::String(s.clone()),
         Value::Array(items) => MontyObject::List(items.iter().map(to_monty).collect()),
-        Value::Object(map) => {
-            MontyObject::dict(map.iter().map(|(k, v)| (MontyObject::String(k.clone()), to_monty(v))).collect::<Vec<_>>())
-        }
+        Value::Object(map) => MontyObject::dict(map.iter().map(|(k, v)| (MontyObject::String(k.clone()), to_monty(v))).collect::<Vec<_>>()),
     }
 }
 

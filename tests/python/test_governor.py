@@ -195,11 +195,18 @@ def test_a_misbehaving_handler_is_refused_or_cut_and_the_run_goes_on(tmp_path: P
     async def ahang(**a: Any) -> None:
         await asyncio.sleep(30)
 
+    def hang(**a: Any) -> None:
+        # A sync handler runs on the calling thread: at its deadline the
+        # watchdog raises HandlerOverrun at its next bytecode (one blocked in
+        # C code, a single long time.sleep, would see it when that returns).
+        while True:
+            time.sleep(0.01)
+
     h = hw.load(
         path,
         handlers={
             "boom": boom,
-            "hang": lambda **a: time.sleep(30),
+            "hang": hang,
             "weird": lambda **a: {"when": object()},
             "huge": lambda **a: "x" * (50 * 1024 * 1024),
             "echo": lambda **a: a,
@@ -240,8 +247,9 @@ def test_a_misbehaving_handler_is_refused_or_cut_and_the_run_goes_on(tmp_path: P
 
 
 def test_sync_calls_from_many_threads_share_the_workers_and_keep_their_results(tmp_path: Path) -> None:
-    # Each call hands its handler to a pooled worker; a worker must never give
-    # one call's result (or exception) to another.
+    # Each call runs its handler on its own thread; the watchdog's overrun
+    # must hit the overrunning call's thread only, and no call may get
+    # another's result (or exception).
     import threading
 
     path = write_harness(tmp_path, [tool("echo"), tool("boom"), tool("hang", timeout="50ms")])
@@ -249,7 +257,11 @@ def test_sync_calls_from_many_threads_share_the_workers_and_keep_their_results(t
     def boom(**a: Any) -> None:
         raise KeyError(a["i"])
 
-    h = hw.load(path, handlers={"echo": lambda **a: a, "boom": boom, "hang": lambda **a: time.sleep(30)})
+    def hang(**a: Any) -> None:
+        while True:  # cut at its deadline, at the next bytecode
+            time.sleep(0.005)
+
+    h = hw.load(path, handlers={"echo": lambda **a: a, "boom": boom, "hang": hang})
     failures: List[str] = []
 
     def caller(t: int) -> None:
@@ -468,9 +480,12 @@ def test_inspect_reads_without_handlers_and_takes_no_calls(tmp_path: Path) -> No
 
 def test_audit_callback_sink_needs_a_function(tmp_path: Path) -> None:
     path = write_harness(tmp_path, [tool("t")], audit={"sink": "callback"})
-    with pytest.raises(hw.InvalidArgumentError) as info:
+    with pytest.raises(hw.LoadError) as info:
         hw.load(path, handlers={"t": lambda: 1})
     assert info.value.code == "audit_callback_missing"
+    # Located where the harness says so (harness.yaml, `spec.audit.sink`).
+    assert [(p.file, p.path) for p in info.value.problems] == [("harness.yaml", "spec.audit.sink")]
+    assert info.value.problems[0].line is not None
     events: List[Dict[str, Any]] = []
     h = hw.load(path, handlers={"t": lambda: 1}, audit=events.append)
     h.call("t", {}, principal=ALICE)

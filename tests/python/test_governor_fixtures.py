@@ -27,8 +27,8 @@ EXPECTED_FAILURES: Dict[str, str] = {}
 
 def handler_for(behaviour: Dict[str, Any]) -> Callable[..., Any]:
     def handler(idempotency_key: str = "", **args: Any) -> Any:
-        if "sleeps_ms" in behaviour:
-            time.sleep(behaviour["sleeps_ms"] / 1000.0)
+        if "sleeps_ms" in behaviour or "sleep_ms" in behaviour:
+            time.sleep(behaviour.get("sleeps_ms", behaviour.get("sleep_ms", 0)) / 1000.0)
         if "raises" in behaviour:
             raise type(behaviour["raises"], (Exception,), {})("fixture failure")
         if "unserializable" in behaviour:

@@ -1,8 +1,9 @@
 # Type stub of the native module (bindings-python/src/lib.rs). Hand-written;
 # tests/python/test_api.py fails when it names something the module lacks or misses an export,
 # and tests/docs/test_api_docs.py when a public name here has no docstring (this is the API reference).
-import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final, overload
+
+from typing_extensions import disjoint_base
 
 # The module's exports (stubtest checks them against the module's own __all__).
 __all__ = [
@@ -10,19 +11,32 @@ __all__ = [
     "LoadError",
     "InvalidValueError",
     "InvalidArgumentError",
+    "HandlerOverrun",
+    "ToolBlocked",
+    "ToolNotFound",
+    "InvalidArguments",
+    "DigestMismatch",
+    "PolicyDenied",
+    "LimitExceeded",
+    "FlowBlocked",
+    "ApprovalRequired",
+    "ApprovalDenied",
+    "ToolFailed",
+    "OutputRejected",
     "MAX_DEPTH",
+    "RISKS",
+    "SIDE_EFFECTS",
     "Problem",
-    "Harness",
-    "load",
     "definition_digest",
     "canonical_json",
     "describe_manifest",
+    "sanitize",
+    "handler_origin_allowed",
     "cli_run",
-    "make_problem",
     "Principal",
     "Ticket",
     "CallResult",
-    "Runtime",
+    "Host",
     "serve_mcp",
     "CelCompileError",
     "CelUnevaluable",
@@ -31,7 +45,6 @@ __all__ = [
     "CEL_MAX_DEPTH",
     "CelProgram",
     "cel_compile",
-    "sanitize",
 ]
 
 MAX_DEPTH: int
@@ -79,18 +92,68 @@ class Problem:
         """The problem as a plain dict (``code``, ``message``, ``file``, ``line``,
         ``column``, ``path``; unknown ones are None)."""
 
-@final
-class Harness:
-    """A loaded harness (native side); :class:`harnessweaver.Harness` wraps it."""
+class HandlerOverrun(BaseException):
+    """Raised inside a sync handler that overran its timeout (at its next
+    bytecode; a handler blocked in C code sees it when that returns). The call
+    ends ``timeout`` whether or not the handler lets it through."""
 
-    def describe_tools(self) -> List[Dict[str, Any]]:
-        """Every tool's description (the core's ``Tool::describe()``: every manifest
-        field with its default, the digest and the pin state), in load order."""
+RISKS: List[str]
+"""The values of a manifest's ``spec.risk``, in order."""
+SIDE_EFFECTS: List[str]
+"""The values of a manifest's ``spec.side_effect``, in order."""
 
-def load(path: Union[str, "os.PathLike[str]"]) -> Harness:
-    """Loads ``harness.yaml`` (or the ``harness.yaml`` in a directory) and every
-    manifest it names, without handlers. Raises :class:`LoadError` listing every
-    problem. Use :func:`harnessweaver.load` for a harness that takes calls."""
+class ToolBlocked(HarnessweaverError):
+    """A call that did not run (refused, or waiting for approval); ``code`` and
+    ``step`` are the core's, ``result`` is the whole :class:`CallResult`. The
+    classes below are built from the core's table (one per step)."""
+
+    result: "CallResult"
+    step: Optional[str]
+    def __init__(self, result: "CallResult") -> None: ...
+    def to_model(self) -> str:
+        """The text to hand back to the model."""
+
+class ToolNotFound(ToolBlocked):
+    """Step 1 (resolve): unknown tool, no manifest, disabled, tenant not enabled."""
+
+class InvalidArguments(ToolBlocked):
+    """Step 2 (validate): the arguments fail the schema or a payload constraint."""
+
+class DigestMismatch(ToolBlocked):
+    """Step 3 (pin): the tool changed since it was pinned."""
+
+class PolicyDenied(ToolBlocked):
+    """Step 4 (policy): a scope is missing or a policy rule denies."""
+
+class LimitExceeded(ToolBlocked):
+    """Step 5 (limits): a run budget is spent or a rate limit hit."""
+
+    @property
+    def retry_after_ms(self) -> Optional[int]:
+        """For ``rate_limited``: when the call may be retried, in ms; None for ``budget_exhausted``."""
+
+class FlowBlocked(ToolBlocked):
+    """Step 6 (flow): the lethal-trifecta rule."""
+
+class ApprovalRequired(ToolBlocked):
+    """Step 7: the call waits for a human; ``approval`` is the pending approval."""
+
+    @property
+    def approval(self) -> Dict[str, Any]:
+        """The pending approval ``{id, tool, args_digest, approver_role, reasons, expires_ms, …}``."""
+
+class ApprovalDenied(ToolBlocked):
+    """Step 7: the approval was denied, or is not pending."""
+
+class ToolFailed(ToolBlocked):
+    """Step 8 (invoke): the handler raised, timed out or returned no JSON."""
+
+class OutputRejected(ToolBlocked):
+    """Step 9 (output): the output fails the tool's output constraints."""
+
+def handler_origin_allowed(origin: str, base: str, roots: Sequence[str]) -> bool:
+    """Whether a handler whose code is in ``origin`` may be named by a manifest of
+    the harness in ``base`` (under it, or under one of ``roots``, the package directories)."""
 
 def definition_digest(name: str, description: str, input_schema: Any) -> str:
     """``sha256:`` + hex SHA-256 of the canonical JSON of ``{"description",
@@ -212,15 +275,23 @@ class Principal:
 
 @final
 class Ticket:
-    """A call that passed steps 1–7: the host invokes ``tool`` with ``args``, then
-    hands the outcome to one ``Runtime.finish_*`` method. A ticket finishes once."""
+    """A call that passed steps 1–7: the host runs its handler, then hands the
+    outcome to one ``Host.finish_*`` method. A ticket finishes once."""
 
     tool: str
-    idempotency_key: str
-    timeout_ms: int
+    route: str
+    """``sync``, ``inline``, ``async`` (a host handler) or ``transport`` (the core runs it)."""
     @property
     def args(self) -> Dict[str, Any]:
         """The validated arguments (a fresh dict each time)."""
+    @property
+    def idempotency_key(self) -> str:
+        """The key handlers use to recognise a retried call."""
+    @property
+    def remaining(self) -> float:
+        """Seconds left before the call's deadline."""
+    def kwargs(self) -> Dict[str, Any]:
+        """The handler's keyword arguments (with ``idempotency_key`` if it takes one)."""
 
 @final
 class CallResult:
@@ -282,101 +353,106 @@ class CallResult:
     def to_json(self) -> str:
         """The core's JSON text of the result (what the fixtures compare across languages)."""
 
-@final
-class Runtime:
-    """A loaded harness with its governor (native side). :class:`harnessweaver.Harness`
-    wraps it and invokes the handlers between :meth:`begin` and ``finish_*``;
-    use that rather than this."""
+@disjoint_base
+class Host:
+    """A loaded harness (native side): :class:`harnessweaver.Harness` extends it."""
 
     def __new__(
         cls,
-        path: Union[str, "os.PathLike[str]"],
-        handlers: Sequence[str],
-        tools: Sequence[Any] = ...,
-        audit: Optional[Any] = None,
-        on_approval: Optional[Any] = None,
+        path: str,
+        handlers: Mapping[str, Tuple[Callable[..., Any], str, bool]],
+        tools: Sequence[Tuple[Any, Optional[str]]],
+        audit: Optional[Callable[[Dict[str, Any]], Any]],
+        on_approval: Optional[Callable[[Dict[str, Any], Dict[str, Any]], Any]],
+        resolve: Optional[Callable[[str, List[str], Any], Tuple[Callable[..., Any], Optional[str], str, bool]]],
+        roots: Sequence[str],
+        runner: Callable[[Callable[..., Any], Dict[str, Any], float], Tuple[str, Any]],
         clock_ms: Optional[int] = None,
         sequential_ids: bool = False,
-        sandbox_worker: Optional[Union[str, "os.PathLike[str]"]] = None,
-    ) -> Runtime:
-        """Loads a harness for calls. ``handlers`` names the native tools whose
-        handlers the host holds; ``tools`` are manifests of tools registered in
-        code; ``audit`` receives each audit event as a dict; ``on_approval(request,
-        approval)`` may answer approvals inline; ``clock_ms`` and ``sequential_ids``
-        are for tests. Raises :class:`LoadError` (including ``handler_not_registered``
-        and ``no_manifest``)."""
-    def begin(
+        sandbox_worker: Optional[str] = None,
+        inspect: bool = False,
+    ) -> "Host": ...
+    def describe_tools(self) -> List[Dict[str, Any]]:
+        """Every tool's description (every manifest field with its default, the digest and pin), in load order."""
+    def call(
         self,
         tool: str,
-        args: Any,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
         principal: Any,
         tenant: Optional[str] = None,
         task: Optional[str] = None,
-        run_id: Optional[str] = None,
-        approval_id: Optional[str] = None,
-    ) -> Union[CallResult, Ticket]:
-        """Steps 1–7: a refused or pending :class:`CallResult`, or a :class:`Ticket`
-        to invoke. Raises :class:`InvalidArgumentError` (``invalid_principal``) and
-        :class:`InvalidValueError` for bad input."""
+        run: Any = None,
+        approval: Any = None,
+        raise_on_refusal: bool = True,
+    ) -> CallResult:
+        """Calls ``tool`` through the nine steps and returns the :class:`CallResult`. A
+        refused or pending call raises a :class:`ToolBlocked` subclass unless
+        ``raise_on_refusal=False``. A sync handler runs on the calling thread under the
+        tool's timeout (see :class:`HandlerOverrun`); an async one in its own event loop
+        on a daemon thread. ``principal`` is a :class:`Principal` or a mapping; ``run`` a
+        ``Run`` or run id; ``approval`` the id of an approval granted for this call."""
+    def begin(
+        self,
+        tool: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        principal: Any,
+        tenant: Optional[str] = None,
+        task: Optional[str] = None,
+        run: Any = None,
+        approval: Any = None,
+    ) -> Union[Ticket, CallResult]:
+        """Steps 1–7: a :class:`Ticket` to run, or the result of a refused or pending call."""
+    def handler(self, ticket: Ticket) -> Any:
+        """The function of a ticket's tool (None for a transport's)."""
     def finish_returned(self, ticket: Ticket, value: Any) -> CallResult:
-        """Step 9 for a handler that returned ``value`` (a value with no JSON form
-        ends ``handler_error``); writes the audit event."""
+        """Steps 8 and 9 for a handler that returned ``value`` (after the deadline: ``timeout``)."""
     def finish_failed(self, ticket: Ticket, kind: str) -> CallResult:
-        """Ends a call whose handler raised ``kind`` (the exception's class name): ``handler_error``."""
-    def finish_transport(self, ticket: Ticket) -> CallResult:
-        """Steps 8 and 9 for a tool whose transport the core owns (http, code, mcp):
-        blocking, bounded by the tool's timeout, without the GIL."""
+        """Ends a call whose handler raised ``kind`` (an exception class name)."""
     def finish_timed_out(self, ticket: Ticket) -> CallResult:
-        """Ends a call whose handler overran its timeout and was abandoned: ``timeout``."""
+        """Ends a call whose handler was abandoned at its deadline."""
+    def finish_transport(self, ticket: Ticket) -> CallResult:
+        """Steps 8 and 9 through the core's transports (http, code, mcp), without the GIL."""
+    @staticmethod
+    def deliver(result: CallResult, raise_on_refusal: bool = True) -> CallResult:
+        """Raises the :class:`ToolBlocked` subclass of a refused or pending ``result`` when asked."""
+    def approve(
+        self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None, raise_on_refusal: bool = True
+    ) -> CallResult:
+        """Grants approval ``id`` (``approver`` must hold the approver role) and runs the
+        approved call (with the approver's edited ``args``, checked from step 1 again).
+        Raises :class:`InvalidArgumentError` (``unknown_approval``, ``approval_not_pending``,
+        ``approval_expired``, ``approver_not_allowed``)."""
+    def approve_and_begin(self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None) -> Union[Ticket, CallResult]:
+        """Grants approval ``id`` and begins the approved call (steps 1–7)."""
+    def grant(self, id: Any, *, approver: Any) -> Dict[str, Any]:
+        """Grants approval ``id`` without running the call; returns the approval."""
+    def deny(self, id: Any, reason: str = "", *, by: Any) -> Dict[str, Any]:
+        """Denies approval ``id``; returns it."""
+    def approvals(self) -> List[Dict[str, Any]]:
+        """Approvals waiting for a human, or granted and not yet used."""
+    def explain(
+        self,
+        tool: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        principal: Any,
+        tenant: Optional[str] = None,
+        task: Optional[str] = None,
+        run: Any = None,
+    ) -> Dict[str, Any]:
+        """Each step's verdict for this call without running it or changing state; ``"text"`` is a readable form."""
+    def tool_specs(self, format: str = "openai", principal: Any = None, tenant: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The tools as model APIs take them (``openai``, ``anthropic``, ``mcp``), leaving out tools
+        ``principal`` in ``tenant`` can never call. Raises ``invalid_format``."""
     def new_run(self) -> str:
         """A new run id."""
     def labels(self, run_id: str) -> Dict[str, bool]:
         """The labels of run ``run_id``: ``{"private": bool, "untrusted": bool}``."""
-    def approve_and_begin(self, id: str, approver: Any, args: Any = None) -> Union[CallResult, Ticket]:
-        """Grants approval ``id`` as ``approver`` (with the args the approver edited,
-        if any) and begins the approved call from step 1. Raises
-        :class:`InvalidArgumentError` (``unknown_approval``, ``approval_not_pending``,
-        ``approval_expired``, ``approver_not_allowed``)."""
-    def grant(self, id: str, approver: Any) -> Dict[str, Any]:
-        """Grants approval ``id`` without running the call; returns the approval.
-        Raises as :meth:`approve_and_begin`."""
-    def explain(
-        self,
-        tool: str,
-        args: Any,
-        principal: Any,
-        tenant: Optional[str] = None,
-        task: Optional[str] = None,
-        run_id: Optional[str] = None,
-    ) -> Tuple[Dict[str, Any], str]:
-        """Each step's verdict for a call, without running anything or changing any
-        state; returns the explanation and its readable text."""
-    def deny(self, id: str, by: Any, reason: str) -> Dict[str, Any]:
-        """Denies approval ``id``; returns the approval. Raises
-        :class:`InvalidArgumentError` (``unknown_approval``, ``approval_not_pending``)."""
-    def approvals(self) -> List[Dict[str, Any]]:
-        """Approvals pending, or granted and not yet used, as dicts."""
-    def tool_specs(self, format: str, principal: Any = None, tenant: Optional[str] = None) -> List[Dict[str, Any]]:
-        """The tools as a model API takes them (``openai``, ``anthropic``, ``mcp``),
-        leaving out tools ``principal`` in ``tenant`` can never call. Raises
-        :class:`InvalidArgumentError` (``invalid_format``) for another format."""
     def advance_ms(self, ms: int) -> None:
-        """Moves a test clock forward (only for runtimes loaded with ``clock_ms``)."""
+        """Moves a test clock forward (``no_test_clock`` otherwise)."""
 
-def make_problem(
-    code: str, message: str, file: Optional[str] = None, path: str = ..., line: Optional[int] = None, column: Optional[int] = None
-) -> Problem:
-    """Builds a load problem (for problems found on the Python side, such as a
-    handler that cannot be imported)."""
-
-def serve_mcp(
-    runtime: Runtime,
-    invoke: Callable[[Ticket], CallResult],
-    http: Optional[str] = None,
-    principal: Any = None,
-    tenant: Optional[str] = None,
-) -> None:
-    """Serves ``runtime``'s harness over MCP (blocking): stdio, or streamable
-    HTTP at ``http``; ``invoke(ticket)`` runs a native tool's handler and
-    finishes the ticket. Raises :class:`InvalidArgumentError`
-    (``invalid_argument``, ``gateway_failed``)."""
+def serve_mcp(host: Host, http: Optional[str] = None, principal: Any = None, tenant: Optional[str] = None) -> None:
+    """Serves the harness over MCP (blocking): stdio, or streamable HTTP at ``http``.
+    Raises :class:`InvalidArgumentError` (``invalid_argument``, ``gateway_failed``)."""

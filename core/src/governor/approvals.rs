@@ -28,7 +28,8 @@ impl Governor {
         let approval = self.open_approval(id)?;
         if let Some(role) = &approval.approver_role {
             if !approver.has_role(role) {
-                return Err(Error::InvalidArgument { code: ArgumentCode::ApproverNotAllowed.as_str(),
+                return Err(Error::InvalidArgument {
+                    code: ArgumentCode::ApproverNotAllowed.as_str(),
                     message: format!("approving `{}` needs role `{role}`", approval.tool),
                 });
             }
@@ -62,12 +63,13 @@ impl Governor {
         Ok(edited)
     }
 
-
     /// Denies a pending approval with a reason for the record.
     pub fn deny(&self, id: &str, by: &str, reason: &str) -> Result<PendingApproval, Error> {
         let approval = self.open_approval(id)?;
         match self.store.transition(id, ApprovalState::Pending, ApprovalState::Denied, Some(by), Some(reason)) {
-            Ok(true) => Ok(PendingApproval { state: ApprovalState::Denied, decided_by: Some(by.to_string()), note: Some(reason.to_string()), ..approval }),
+            Ok(true) => {
+                Ok(PendingApproval { state: ApprovalState::Denied, decided_by: Some(by.to_string()), note: Some(reason.to_string()), ..approval })
+            }
             Ok(false) => Err(not_pending(id)),
             Err(e) => Err(store_error(e)),
         }
@@ -92,13 +94,14 @@ impl Governor {
     pub fn open_approvals(&self) -> Result<Vec<PendingApproval>, Error> {
         self.store.open_approvals().map_err(store_error)
     }
-
 }
 
 fn not_pending(id: &str) -> Error {
-    Error::InvalidArgument { code: ArgumentCode::ApprovalNotPending.as_str(), message: format!("approval `{id}` is not pending (already decided or used)") }
+    Error::InvalidArgument {
+        code: ArgumentCode::ApprovalNotPending.as_str(),
+        message: format!("approval `{id}` is not pending (already decided or used)"),
+    }
 }
-
 
 fn store_error(e: StoreError) -> Error {
     Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message }

@@ -24,7 +24,12 @@ impl Governor {
         let mut trace = call.trace;
         let (decision, code, step, message, reasons) = match decided {
             Ok(index) => {
-                trace.steps.push(StepTrace { step: Step::Invoke, verdict: "skip", code: None, details: vec!["explain does not invoke the tool".into()] });
+                trace.steps.push(StepTrace {
+                    step: Step::Invoke,
+                    verdict: "skip",
+                    code: None,
+                    details: vec!["explain does not invoke the tool".into()],
+                });
                 if let Some(rt) = self.tools.get(index) {
                     let sanitize: Vec<&str> = rt.output.sanitize.iter().map(|s| s.as_str()).collect();
                     let label = if rt.output.untrusted { "untrusted" } else { "trusted" };

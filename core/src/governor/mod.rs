@@ -21,14 +21,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use build::GovernorOptions;
 pub use crate::call::{
     ApprovalRequest, CallContext, CallResult, Decision, InvokeOutcome, OutputReport, Principal, RefusalCode, Step, Ticket, Transport, WouldRefuse,
 };
 pub use crate::harness::{Effect, TrifectaMode};
+pub use build::GovernorOptions;
 pub use explain::Explanation;
-pub use trace::StepTrace;
 pub use output::{cut, truncate};
+pub use trace::StepTrace;
 
 use crate::audit::{AuditEvent, AuditSink, Timings};
 use crate::backends::{Invoker, NoTransports};
@@ -38,9 +38,8 @@ use crate::digest::sha256_tagged;
 use crate::store::{Labels, PendingApproval, Rate, Store};
 use crate::validate::{Constraints, SchemaValidator};
 use crate::{canonical, sanitize};
-use trace::Trace;
 use steps::Deciding;
-
+use trace::Trace;
 
 /// Evaluates a compiled cel-lite condition: `Ok(bool)`, or `Err(reason)`
 /// when it is unevaluable (a runtime error, or a value that is not a bool).
@@ -391,7 +390,6 @@ impl Governor {
         self.ids.next("run")
     }
 
-
     /// Steps 1–7: the call ends here (refused, or pending a human, and
     /// audited) or comes back as a ticket to invoke.
     pub fn begin(&self, tool: &str, args: Value, ctx: &CallContext) -> Begin {
@@ -445,8 +443,7 @@ impl Governor {
                 Err(e) => return Begin::Done(self.end_refused(store_down(Step::Invoke, &e), tool, ctx, found)),
             }
         }
-        let idempotency_key =
-            ctx.idempotency_key.clone().unwrap_or_else(|| concat("idem-", found.approval_id.as_deref().unwrap_or(&found.call_id)));
+        let idempotency_key = ctx.idempotency_key.clone().unwrap_or_else(|| concat("idem-", found.approval_id.as_deref().unwrap_or(&found.call_id)));
         Begin::Invoke(Ticket {
             call_id: found.call_id,
             run_id: found.run_id,
@@ -635,7 +632,6 @@ impl Governor {
         }
         true
     }
-
 
     fn finish_refused(&self, ticket: Ticket, refusal: Refusal, invoke_us: u64, output_us: u64) -> CallResult {
         let labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
@@ -855,18 +851,15 @@ fn expired(id: &str, tool: &str) -> Refusal {
     Refusal::new(RefusalCode::ApprovalExpired, Step::Approval, format!("approval `{id}` for `{tool}` expired before the call ran"))
 }
 
-
 /// Step 8's verdict on what the invocation gave: the value, or the refusal.
 fn invoke_verdict(ticket: &Ticket, outcome: InvokeOutcome) -> Result<Value, Refusal> {
     let tool = &ticket.tool;
     match outcome {
         InvokeOutcome::Returned(value) => Ok(value),
         InvokeOutcome::Failed { kind } => Err(Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{tool}` failed ({kind})"))),
-        InvokeOutcome::TimedOut => Err(Refusal::new(
-            RefusalCode::Timeout,
-            Step::Invoke,
-            format!("`{tool}` took longer than {} ms and was abandoned", ticket.timeout_ms),
-        )),
+        InvokeOutcome::TimedOut => {
+            Err(Refusal::new(RefusalCode::Timeout, Step::Invoke, format!("`{tool}` took longer than {} ms and was abandoned", ticket.timeout_ms)))
+        }
         InvokeOutcome::NotJson { reason } => {
             // The host's reason varies by language; it goes to the host's
             // log, never into the result, so every language agrees.

@@ -126,7 +126,9 @@ impl Governor {
                 let mut r = Refusal::new(
                     RefusalCode::DigestMismatch,
                     Step::Pin,
-                    format!("`{tool}` as its MCP server serves it differs from its manifest; it is blocked until the change is reviewed and re-pinned"),
+                    format!(
+                        "`{tool}` as its MCP server serves it differs from its manifest; it is blocked until the change is reviewed and re-pinned"
+                    ),
                 );
                 r.reasons.push(why);
                 return Err(Stop::Refused(r));

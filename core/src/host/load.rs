@@ -284,6 +284,8 @@ impl Host {
             backends: options.backends,
             ..GovernorOptions::default()
         };
+        // The tools' compiled schemas are reused, not compiled again.
+        crate::validate::remember(all.iter().map(|t| (&t.manifest().input_schema, t.validator())));
         let mut governor = Governor::from_harness(&harness, governor_options)?;
         governor.set_unmanifested(unmanifested);
         if let Some(cb) = options.on_approval {

@@ -152,12 +152,8 @@ impl Store for MemoryStore {
 
     fn open_approvals(&self) -> Result<Vec<PendingApproval>, StoreError> {
         let state = self.lock()?;
-        let mut open: Vec<PendingApproval> = state
-            .approvals
-            .values()
-            .filter(|a| matches!(a.state, ApprovalState::Pending | ApprovalState::Approved))
-            .cloned()
-            .collect();
+        let mut open: Vec<PendingApproval> =
+            state.approvals.values().filter(|a| matches!(a.state, ApprovalState::Pending | ApprovalState::Approved)).cloned().collect();
         open.sort_by(|a, b| a.created_ms.cmp(&b.created_ms).then_with(|| a.id.cmp(&b.id)));
         Ok(open)
     }
@@ -209,4 +205,3 @@ mod tests {
         assert!(matches!(store.acquire(&[a], 0).unwrap(), Acquire::Limited { .. }));
     }
 }
-

@@ -33,7 +33,8 @@ import asyncio
 import contextvars
 from typing import Any, Dict, Iterable, List, Optional, cast
 
-from .._governor import ApprovalRequired, Run
+from .._governor import Run
+from .._native import ApprovalRequired
 from ._common import Spec, require, specs, stored_approval
 
 __all__ = ["ApprovalPending", "tools", "approve", "aapprove", "reject", "approve_interrupt", "reject_interrupt"]

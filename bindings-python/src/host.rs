@@ -1,0 +1,666 @@
+//! A loaded harness for Python: principals, tickets, call results and the
+//! calls themselves, over the core's host API. A sync handler runs on the
+//! calling thread under the watchdog (`watchdog.rs`); async handlers and
+//! calls from `acall` go through the Python side (`_governor.py`). No
+//! decision about a call is made here.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use harnessweaver_core::host::{
+    self as core, ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, Error, HandlerDecl, HandlerMode,
+    HandlerRef, HandlerResolver, HostOptions, Outcome, RefusalClass, Resolved, SpecFormat, TestOptions, Ticket as CoreTicket, TicketCell,
+    TicketRoute,
+};
+use harnessweaver_runtime::transport::TransportOptions;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use serde_json::Value;
+
+use crate::{convert, json, load_err, manifest_source, refusal_classes, to_dict, to_py, to_py_err, to_value, watchdog, HandlerOverrun};
+
+fn invalid(code: &'static str, message: &str) -> Error {
+    Error::InvalidArgument { code, message: message.into() }
+}
+
+/// Who makes a call: an id, roles, scopes and attributes.
+#[pyclass(frozen, eq, module = "harnessweaver", name = "Principal")]
+#[derive(PartialEq)]
+pub struct Principal(pub(crate) core::Principal);
+
+#[pymethods]
+impl Principal {
+    #[new]
+    #[pyo3(signature = (id, roles = None, scopes = None, attrs = None))]
+    fn new(
+        py: Python<'_>,
+        id: Bound<'_, PyAny>,
+        roles: Option<Bound<'_, PyAny>>,
+        scopes: Option<Bound<'_, PyAny>>,
+        attrs: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let d = PyDict::new(py);
+        d.set_item("id", id)?;
+        for (k, v) in [("roles", roles), ("scopes", scopes), ("attrs", attrs)] {
+            if let Some(v) = v {
+                d.set_item(k, v)?;
+            }
+        }
+        principal_from(py, d.as_any()).map(Principal)
+    }
+    #[staticmethod]
+    fn from_mapping(py: Python<'_>, mapping: &Bound<'_, PyAny>) -> PyResult<Self> {
+        principal_from(py, mapping).map(Principal)
+    }
+    #[getter]
+    fn id(&self) -> &str {
+        &self.0.id
+    }
+    #[getter]
+    fn roles(&self) -> Vec<String> {
+        self.0.roles.clone()
+    }
+    #[getter]
+    fn scopes(&self) -> Vec<String> {
+        self.0.scopes.clone()
+    }
+    #[getter]
+    fn attrs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(to_dict(py, &self.0.attrs)?.into_any())
+    }
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.0.to_value())
+    }
+    fn __repr__(&self) -> String {
+        format!("Principal(id={:?}, roles={:?}, scopes={:?})", self.0.id, self.0.roles, self.0.scopes)
+    }
+}
+
+fn principal_from(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<core::Principal> {
+    let value = to_value(obj, 0)
+        .map_err(|_| to_py_err(py, &invalid("invalid_principal", "a principal is a mapping with `id`, `roles`, `scopes` and `attrs`")))?;
+    core::Principal::from_value(&value).map_err(|e| to_py_err(py, &e))
+}
+
+/// A principal argument: a `Principal` or a mapping.
+pub(crate) fn principal_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<core::Principal> {
+    if let Ok(p) = obj.cast::<Principal>() {
+        return Ok(p.get().0.clone());
+    }
+    if obj.is_none() {
+        return Err(to_py_err(py, &invalid("invalid_principal", "a call needs a principal (a mapping with `id`, or hw.Principal)")));
+    }
+    principal_from(py, obj)
+}
+
+fn opt_principal(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<core::Principal>> {
+    obj.filter(|p| !p.is_none()).map(|p| principal_arg(py, p)).transpose()
+}
+
+/// A call that passed steps 1–7; it finishes once.
+#[pyclass(frozen, module = "harnessweaver._native", name = "Ticket")]
+pub struct Ticket {
+    pub(crate) cell: TicketCell,
+    #[pyo3(get)]
+    tool: String,
+    /// `sync`, `inline`, `async` (a host handler) or `transport` (the core's).
+    #[pyo3(get)]
+    route: &'static str,
+}
+
+#[pymethods]
+impl Ticket {
+    /// The handler's keyword arguments: the validated args, and `idempotency_key` if it takes one.
+    fn kwargs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.cell.peek(|t| kwargs(py, t)).unwrap_or_else(|| Ok(PyDict::new(py)))
+    }
+    /// Seconds left before the deadline.
+    #[getter]
+    fn remaining(&self) -> f64 {
+        self.cell.peek(|t| t.remaining().as_secs_f64()).unwrap_or(0.0)
+    }
+    #[getter]
+    fn idempotency_key(&self) -> String {
+        self.cell.peek(|t| t.idempotency_key().to_string()).unwrap_or_default()
+    }
+    #[getter]
+    fn args<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.cell.peek(|t| to_py(py, t.args())).unwrap_or_else(|| Ok(PyDict::new(py).into_any()))
+    }
+    fn __repr__(&self) -> String {
+        format!("Ticket(tool={:?}, route={:?})", self.tool, self.route)
+    }
+}
+
+fn kwargs<'py>(py: Python<'py>, t: &CoreTicket) -> PyResult<Bound<'py, PyDict>> {
+    let d = match t.args() {
+        Value::Object(map) => to_dict(py, map)?,
+        _ => PyDict::new(py),
+    };
+    if let TicketRoute::Host { takes_idempotency_key: true, .. } = t.route() {
+        d.set_item("idempotency_key", t.idempotency_key())?;
+    }
+    Ok(d)
+}
+
+/// The value every call returns (fields as in docs/governor.md).
+#[pyclass(frozen, module = "harnessweaver", name = "CallResult")]
+pub struct CallResult(pub(crate) core::CallResult);
+
+#[pymethods]
+impl CallResult {
+    #[getter]
+    fn decision(&self) -> &'static str {
+        self.0.decision.as_str()
+    }
+    #[getter]
+    fn allowed(&self) -> bool {
+        self.0.is_allowed()
+    }
+    #[getter]
+    fn code(&self) -> Option<&str> {
+        self.0.code.map(|c| c.as_str())
+    }
+    #[getter]
+    fn step(&self) -> Option<&'static str> {
+        self.0.step.map(|s| s.as_str())
+    }
+    #[getter]
+    fn message(&self) -> &str {
+        &self.0.message
+    }
+    #[getter]
+    fn tool(&self) -> &str {
+        &self.0.tool
+    }
+    #[getter]
+    fn call_id(&self) -> &str {
+        &self.0.call_id
+    }
+    #[getter]
+    fn run_id(&self) -> &str {
+        &self.0.run_id
+    }
+    #[getter]
+    fn output<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, self.0.output.as_ref().unwrap_or(&Value::Null))
+    }
+    #[getter]
+    fn output_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &self.0.output_report)
+    }
+    #[getter]
+    fn approval<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &self.0.approval)
+    }
+    #[getter]
+    fn retry_after_ms(&self) -> Option<u64> {
+        self.0.retry_after_ms
+    }
+    #[getter]
+    fn reasons(&self) -> Vec<String> {
+        self.0.reasons.clone()
+    }
+    #[getter]
+    fn labels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &self.0.labels)
+    }
+    #[getter]
+    fn would_refuse<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &self.0.would_refuse)
+    }
+    fn to_model(&self) -> String {
+        self.0.to_model()
+    }
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.0.to_value())
+    }
+    fn to_json(&self) -> String {
+        serde_json::to_string(&self.0.to_value()).unwrap_or_default()
+    }
+    fn __repr__(&self) -> String {
+        let (d, t) = (self.0.decision.as_str(), &self.0.tool);
+        match (self.0.code, self.0.step) {
+            (Some(code), Some(step)) => format!("CallResult(decision={d:?}, tool={t:?}, code={:?}, step={:?})", code.as_str(), step.as_str()),
+            _ => format!("CallResult(decision={d:?}, tool={t:?})"),
+        }
+    }
+}
+
+fn name_of(py: Python<'_>, e: &PyErr) -> String {
+    e.get_type(py).name().map_or_else(|_| "Exception".into(), |n| n.to_string())
+}
+
+/// Audit events to a Python callable, as dicts.
+struct PyAudit(Py<PyAny>);
+
+impl AuditCallback for PyAudit {
+    fn record(&self, event: &AuditEvent) -> Result<(), String> {
+        Python::attach(|py| {
+            let event = json(py, event).map_err(|e| name_of(py, &e))?;
+            self.0.call1(py, (event,)).map(drop).map_err(|e| name_of(py, &e))
+        })
+    }
+}
+
+/// `on_approval(request, approval)`: True approves, False denies, anything else leaves it pending.
+struct PyApproval(Py<PyAny>);
+
+impl ApprovalCallback for PyApproval {
+    fn decide(&self, view: &ApprovalView<'_>) -> ApprovalAnswer {
+        Python::attach(|py| {
+            let answer = to_py(py, &view.request()).and_then(|r| Ok((r, to_py(py, &view.approval())?))).and_then(|args| self.0.call1(py, args));
+            match answer {
+                Ok(a) => ApprovalAnswer::from_bool(a.extract::<bool>(py).ok().filter(|_| a.bind(py).is_instance_of::<pyo3::types::PyBool>())),
+                Err(e) => ApprovalAnswer::Failed { kind: name_of(py, &e) },
+            }
+        })
+    }
+}
+
+/// Handler refs imported by `resolve(module, attrs, base_dir) -> (fn, origin, mode, takes_key)`.
+struct PyResolver<'py> {
+    resolve: Bound<'py, PyAny>,
+    roots: Vec<PathBuf>,
+    found: HashMap<String, (Py<PyAny>, &'static str)>,
+}
+
+fn mode_of(mode: &str) -> (&'static str, HandlerMode) {
+    match mode {
+        "async" => ("async", HandlerMode::Async),
+        "inline" => ("inline", HandlerMode::CallerThread),
+        _ => ("sync", HandlerMode::CallerThread),
+    }
+}
+
+impl HandlerResolver for PyResolver<'_> {
+    fn package_roots(&self) -> Vec<PathBuf> {
+        self.roots.clone()
+    }
+    fn resolve(&mut self, r: &HandlerRef<'_>) -> Result<Resolved, String> {
+        let py = self.resolve.py();
+        let got =
+            self.resolve.call1((r.module, r.attrs.to_vec(), r.base_dir)).and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, String, bool)>());
+        match got {
+            Ok((f, origin, mode, takes_idempotency_key)) => {
+                let (name, mode) = mode_of(&mode);
+                self.found.insert(r.tool.to_string(), (f, name));
+                Ok(Resolved { origin, mode, takes_idempotency_key })
+            }
+            Err(e) => Err(format!("{}: {}", name_of(py, &e), e.value(py))),
+        }
+    }
+}
+
+/// A loaded harness (native side); `harnessweaver.Harness` extends it.
+#[pyclass(frozen, subclass, module = "harnessweaver._native", name = "Host")]
+pub struct Host {
+    pub(crate) inner: Arc<core::Host>,
+    fns: HashMap<String, (Py<PyAny>, &'static str)>,
+    /// `run(fn, kwargs, timeout_s) -> (kind, value)` for handlers that cannot run on the caller's thread.
+    runner: Py<PyAny>,
+}
+
+fn context(
+    py: Python<'_>,
+    principal: &Bound<'_, PyAny>,
+    tenant: Option<String>,
+    task: Option<String>,
+    run: Option<&Bound<'_, PyAny>>,
+    approval: Option<&Bound<'_, PyAny>>,
+) -> PyResult<CallContext> {
+    // A `Run` or a run id; an approval id, a mapping with `id`, or an `ApprovalRequired`.
+    let id = |o: Option<&Bound<'_, PyAny>>, key: &str| -> PyResult<Option<String>> {
+        match o.filter(|o| !o.is_none()) {
+            None => Ok(None),
+            Some(o) if o.is_instance_of::<PyString>() => Ok(Some(o.extract()?)),
+            Some(o) if o.is_instance_of::<PyDict>() => o.get_item(key)?.extract(),
+            Some(o) if o.hasattr("approval")? && key == "id" => Ok(o.getattr("approval")?.get_item("id")?.extract()?),
+            Some(o) => o.getattr("id")?.extract(),
+        }
+    };
+    Ok(CallContext {
+        principal: principal_arg(py, principal)?,
+        tenant,
+        task,
+        run_id: id(run, "id")?,
+        approval_id: id(approval, "id")?,
+        ..CallContext::default()
+    })
+}
+
+#[pymethods]
+impl Host {
+    #[new]
+    #[pyo3(signature = (path, handlers, tools, audit, on_approval, resolve, roots, runner, clock_ms = None, sequential_ids = false, sandbox_worker = None, inspect = false))]
+    #[expect(clippy::too_many_arguments, reason = "load's keyword arguments")]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        handlers: HashMap<String, (Py<PyAny>, String, bool)>,
+        tools: Vec<(Bound<'_, PyAny>, Option<String>)>,
+        audit: Option<Py<PyAny>>,
+        on_approval: Option<Py<PyAny>>,
+        resolve: Option<Bound<'_, PyAny>>,
+        roots: Vec<PathBuf>,
+        runner: Py<PyAny>,
+        clock_ms: Option<u64>,
+        sequential_ids: bool,
+        sandbox_worker: Option<PathBuf>,
+        inspect: bool,
+    ) -> PyResult<Self> {
+        if inspect {
+            let inner = py.detach(|| core::Host::inspect(&path)).map_err(|e| load_err(py, &e))?;
+            return Ok(Host { inner: Arc::new(inner), fns: HashMap::new(), runner });
+        }
+        let mut decls = Vec::new();
+        let mut fns = HashMap::new();
+        for (tool, (f, mode, takes_idempotency_key)) in handlers {
+            let (name, mode) = mode_of(&mode);
+            decls.push(HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key });
+            fns.insert(tool, (f, name));
+        }
+        let code_tools = tools.iter().map(|(m, origin)| manifest_source(py, m, origin.clone())).collect::<PyResult<_>>()?;
+        let mut resolver = resolve.map(|resolve| PyResolver { resolve, roots, found: HashMap::new() });
+        let options = HostOptions {
+            handlers: decls,
+            resolver: resolver.as_mut().map(|r| r as &mut dyn HandlerResolver),
+            code_tools,
+            audit: audit.map(|a| Arc::new(PyAudit(a)) as _),
+            on_approval: on_approval.map(|a| Arc::new(PyApproval(a)) as _),
+            test: clock_ms.map(|clock_ms| TestOptions { clock_ms, sequential_ids }),
+            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions { sandbox_worker, ..TransportOptions::default() })),
+        };
+        let inner = core::Host::load(&path, options).map_err(|e| load_err(py, &e))?;
+        fns.extend(resolver.map(|r| r.found).unwrap_or_default());
+        Ok(Host { inner: Arc::new(inner), fns, runner })
+    }
+
+    /// Every tool's description, in load order.
+    fn describe_tools<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.inner.tools().map(|t| to_py(py, &t.describe())).collect()
+    }
+
+    /// A governed call: steps 1–9, a sync handler on this thread under its deadline.
+    #[pyo3(signature = (tool, args = None, *, principal, tenant = None, task = None, run = None, approval = None, raise_on_refusal = true))]
+    #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
+    fn call(
+        &self,
+        py: Python<'_>,
+        tool: &str,
+        args: Option<&Bound<'_, PyAny>>,
+        principal: &Bound<'_, PyAny>,
+        tenant: Option<String>,
+        task: Option<String>,
+        run: Option<&Bound<'_, PyAny>>,
+        approval: Option<&Bound<'_, PyAny>>,
+        raise_on_refusal: bool,
+    ) -> PyResult<Py<CallResult>> {
+        let begun = self.begin_inner(py, tool, args, principal, tenant, task, run, approval)?;
+        let result = self.run_begun(py, begun)?;
+        deliver(py, result, raise_on_refusal)
+    }
+
+    /// Steps 1–7: a `Ticket` to invoke, or the `CallResult` of a refused or pending call.
+    #[pyo3(signature = (tool, args = None, *, principal, tenant = None, task = None, run = None, approval = None))]
+    #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
+    fn begin(
+        &self,
+        py: Python<'_>,
+        tool: &str,
+        args: Option<&Bound<'_, PyAny>>,
+        principal: &Bound<'_, PyAny>,
+        tenant: Option<String>,
+        task: Option<String>,
+        run: Option<&Bound<'_, PyAny>>,
+        approval: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let begun = self.begin_inner(py, tool, args, principal, tenant, task, run, approval)?;
+        self.begun_to_py(py, begun)
+    }
+
+    /// The handler of a ticket's tool.
+    fn handler(&self, py: Python<'_>, ticket: &Ticket) -> Option<Py<PyAny>> {
+        self.fns.get(&ticket.tool).map(|(f, _)| f.clone_ref(py))
+    }
+
+    fn finish_returned(&self, py: Python<'_>, ticket: &Ticket, value: &Bound<'_, PyAny>) -> PyResult<CallResult> {
+        let outcome = to_value(value, 0).map_or_else(|e| Outcome::NotJson { reason: e.to_string() }, Outcome::Returned);
+        self.finish(py, ticket, outcome)
+    }
+    fn finish_failed(&self, py: Python<'_>, ticket: &Ticket, kind: String) -> PyResult<CallResult> {
+        self.finish(py, ticket, Outcome::Failed { kind })
+    }
+    fn finish_timed_out(&self, py: Python<'_>, ticket: &Ticket) -> PyResult<CallResult> {
+        self.finish(py, ticket, Outcome::TimedOut)
+    }
+    /// Steps 8 and 9 through the core's transports (http, code, mcp), without the GIL.
+    fn finish_transport(&self, py: Python<'_>, ticket: &Ticket) -> PyResult<CallResult> {
+        let t = ticket.cell.take().map_err(|e| to_py_err(py, &e))?;
+        Ok(CallResult(py.detach(|| {
+            let outcome = self.inner.run_transport(&t);
+            self.inner.finish_transport(t, outcome)
+        })))
+    }
+
+    /// Raises the refusal class of a refused or pending `result` when asked; returns it otherwise.
+    #[staticmethod]
+    #[pyo3(signature = (result, raise_on_refusal = true))]
+    fn deliver(py: Python<'_>, result: Py<CallResult>, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
+        match RefusalClass::of(result.get().0.decision, result.get().0.step).filter(|_| raise_on_refusal) {
+            None => Ok(result),
+            Some(class) => Err(refusal(py, class, result)?),
+        }
+    }
+
+    #[pyo3(signature = (id, *, approver, args = None))]
+    fn approve_and_begin(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        approver: &Bound<'_, PyAny>,
+        args: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (id, approver) = (approval_id(id)?, principal_arg(py, approver)?);
+        let edited = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?;
+        let begun = py.detach(|| self.inner.approve_and_resume(&id, &approver, edited)).map_err(|e| to_py_err(py, &e))?;
+        self.begun_to_py(py, begun)
+    }
+
+    #[pyo3(signature = (id, *, approver, args = None, raise_on_refusal = true))]
+    fn approve(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        approver: &Bound<'_, PyAny>,
+        args: Option<&Bound<'_, PyAny>>,
+        raise_on_refusal: bool,
+    ) -> PyResult<Py<CallResult>> {
+        let (id, approver) = (approval_id(id)?, principal_arg(py, approver)?);
+        let edited = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?;
+        let begun = py.detach(|| self.inner.approve_and_resume(&id, &approver, edited)).map_err(|e| to_py_err(py, &e))?;
+        let result = self.run_begun(py, begun)?;
+        deliver(py, result, raise_on_refusal)
+    }
+
+    #[pyo3(signature = (id, *, approver))]
+    fn grant<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, approver: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let (id, approver) = (approval_id(id)?, principal_arg(py, approver)?);
+        json(py, &py.detach(|| self.inner.grant(&id, &approver)).map_err(|e| to_py_err(py, &e))?)
+    }
+
+    #[pyo3(signature = (id, reason = "", *, by))]
+    fn deny<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, reason: &str, by: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let (id, by) = (approval_id(id)?, principal_arg(py, by)?);
+        json(py, &py.detach(|| self.inner.deny(&id, &by, reason)).map_err(|e| to_py_err(py, &e))?)
+    }
+
+    fn approvals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &py.detach(|| self.inner.approvals()).map_err(|e| to_py_err(py, &e))?)
+    }
+
+    #[pyo3(signature = (tool, args = None, *, principal, tenant = None, task = None, run = None))]
+    #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        tool: &str,
+        args: Option<&Bound<'py, PyAny>>,
+        principal: &Bound<'py, PyAny>,
+        tenant: Option<String>,
+        task: Option<String>,
+        run: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ctx = context(py, principal, tenant, task, run, None)?;
+        let args = args_value(py, args)?;
+        to_py(py, &py.detach(|| self.inner.explain(tool, args, &ctx)).map_err(|e| to_py_err(py, &e))?)
+    }
+
+    #[pyo3(signature = (format = "openai", principal = None, tenant = None))]
+    fn tool_specs<'py>(
+        &self,
+        py: Python<'py>,
+        format: &str,
+        principal: Option<&Bound<'py, PyAny>>,
+        tenant: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let format = SpecFormat::parse(format).map_err(|e| to_py_err(py, &e))?;
+        to_py(py, &self.inner.tool_specs(format, opt_principal(py, principal)?.as_ref(), tenant).map_err(|e| to_py_err(py, &e))?)
+    }
+
+    fn new_run(&self, py: Python<'_>) -> PyResult<String> {
+        self.inner.new_run().map_err(|e| to_py_err(py, &e))
+    }
+
+    fn labels<'py>(&self, py: Python<'py>, run_id: &str) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &py.detach(|| self.inner.labels(run_id)).map_err(|e| to_py_err(py, &e))?)
+    }
+
+    fn advance_ms(&self, py: Python<'_>, ms: u64) -> PyResult<()> {
+        self.inner.advance_clock(ms).map_err(|e| to_py_err(py, &e))
+    }
+}
+
+fn approval_id(id: &Bound<'_, PyAny>) -> PyResult<String> {
+    if id.is_instance_of::<PyString>() {
+        return id.extract();
+    }
+    if id.is_instance_of::<PyDict>() {
+        return id.get_item("id")?.extract();
+    }
+    id.getattr("approval")?.get_item("id")?.extract()
+}
+
+fn args_value(py: Python<'_>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Value> {
+    match args.filter(|a| !a.is_none()) {
+        None => Ok(Value::Object(serde_json::Map::new())),
+        Some(a) => convert(py, a),
+    }
+}
+
+fn deliver(py: Python<'_>, result: core::CallResult, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
+    Host::deliver(py, Py::new(py, CallResult(result))?, raise_on_refusal)
+}
+
+fn refusal(py: Python<'_>, class: RefusalClass, result: Py<CallResult>) -> PyResult<PyErr> {
+    let t = refusal_classes(py)?.iter().find(|(c, _)| *c == class).map(|(_, t)| t.bind(py).clone());
+    let t = t.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("a refusal class is missing"))?;
+    Ok(PyErr::from_value(t.call1((result,))?))
+}
+
+impl Host {
+    #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
+    fn begin_inner(
+        &self,
+        py: Python<'_>,
+        tool: &str,
+        args: Option<&Bound<'_, PyAny>>,
+        principal: &Bound<'_, PyAny>,
+        tenant: Option<String>,
+        task: Option<String>,
+        run: Option<&Bound<'_, PyAny>>,
+        approval: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Begun> {
+        let ctx = context(py, principal, tenant, task, run, approval)?;
+        let args = args_value(py, args)?;
+        // The store may block (SQLite, Redis): let other threads run.
+        py.detach(|| self.inner.begin(tool, args, &ctx)).map_err(|e| to_py_err(py, &e))
+    }
+
+    fn begun_to_py(&self, py: Python<'_>, begun: Begun) -> PyResult<Py<PyAny>> {
+        match begun {
+            Begun::Refused(r) | Begun::Pending(r) => Ok(Py::new(py, CallResult(r))?.into_any()),
+            Begun::Allowed(t) => {
+                let route = match t.route() {
+                    TicketRoute::Transport => "transport",
+                    TicketRoute::Host { .. } => self.fns.get(t.tool()).map_or("sync", |(_, m)| *m),
+                };
+                Ok(Py::new(py, Ticket { tool: t.tool().to_string(), route, cell: TicketCell::new(t) })?.into_any())
+            }
+        }
+    }
+
+    fn finish(&self, py: Python<'_>, ticket: &Ticket, outcome: Outcome) -> PyResult<CallResult> {
+        let t = ticket.cell.take().map_err(|e| to_py_err(py, &e))?;
+        Ok(CallResult(py.detach(|| self.inner.finish(t, outcome))))
+    }
+
+    /// Runs an allowed call to its end, on this thread when it can.
+    fn run_begun(&self, py: Python<'_>, begun: Begun) -> PyResult<core::CallResult> {
+        match begun {
+            Begun::Refused(r) | Begun::Pending(r) => Ok(r),
+            Begun::Allowed(t) => match self.run_ticket(py, t) {
+                (result, None) => Ok(result),
+                (_, Some(e)) => Err(e),
+            },
+        }
+    }
+
+    /// Runs a ticket to its end: the result, and an exception to raise
+    /// after it (KeyboardInterrupt, SystemExit: recorded, then raised).
+    pub(crate) fn run_ticket(&self, py: Python<'_>, t: CoreTicket) -> (core::CallResult, Option<PyErr>) {
+        let Some((f, mode)) = self.fns.get(t.tool()).filter(|_| t.route() != TicketRoute::Transport) else {
+            let result = py.detach(|| {
+                let outcome = self.inner.run_transport(&t);
+                self.inner.finish_transport(t, outcome)
+            });
+            return (result, None);
+        };
+        let (outcome, raise) = match self.invoke(py, f, mode, &t) {
+            Ok(outcome) => (outcome, None),
+            Err(e) => (Outcome::Failed { kind: name_of(py, &e) }, Some(e)),
+        };
+        (py.detach(|| self.inner.finish(t, outcome)), raise)
+    }
+
+    fn invoke(&self, py: Python<'_>, f: &Py<PyAny>, mode: &str, t: &CoreTicket) -> PyResult<Outcome> {
+        let kw = kwargs(py, t)?;
+        let returned = |v: &Bound<'_, PyAny>| to_value(v, 0).map_or_else(|e| Outcome::NotJson { reason: e.to_string() }, Outcome::Returned);
+        if mode == "async" {
+            let (kind, value): (String, Bound<'_, PyAny>) = self.runner.bind(py).call1((f, kw, t.remaining().as_secs_f64()))?.extract()?;
+            return Ok(match kind.as_str() {
+                "returned" => returned(&value),
+                "timeout" => Outcome::TimedOut,
+                _ => Outcome::Failed { kind: value.extract()? },
+            });
+        }
+        let watch = watchdog::watch(py, t.deadline());
+        let result = f.bind(py).call((), Some(&kw));
+        let fired = watchdog::unwatch(py, watch);
+        match result {
+            Ok(v) => Ok(returned(&v)),
+            Err(e) if fired || e.is_instance_of::<HandlerOverrun>(py) => Ok(Outcome::TimedOut),
+            Err(e) if !e.is_instance_of::<pyo3::exceptions::PyException>(py) => Err(e),
+            Err(e) => Ok(Outcome::Failed { kind: name_of(py, &e) }),
+        }
+    }
+}
+
+/// Registers the host's classes.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Principal>()?;
+    m.add_class::<Ticket>()?;
+    m.add_class::<CallResult>()?;
+    m.add_class::<Host>()
+}
