@@ -6,6 +6,7 @@
 //! hands the handler's outcome back, and the core judges its deadline, runs
 //! step 9 and writes the audit event. The audit and approval functions are
 //! called by the core from inside those calls, on the JavaScript thread.
+#![allow(clippy::too_many_arguments, reason = "napi functions take their JavaScript arguments one by one")]
 
 use std::ptr;
 use std::sync::Arc;
