@@ -128,13 +128,13 @@ def main() -> int:
 
         # The GIL: the longest stall of a Python thread during governed calls whose core work (sanitizing
         # a large output) takes long, beside json.dumps of the same duration (C code that holds the GIL).
-        rt = h._rt
+        rt = h  # the native host: begin and finish without the Python wrapper
         r = h.call("summarise_ticket", args, principal=principal)
         assert r.allowed and "[EMAIL]" in json.dumps(r.output), "the sanitizers did not run"
         output = summarise("A-1001")
 
         def call() -> None:
-            rt.finish_returned(rt.begin("summarise_ticket", args, principal), output)
+            rt.finish_returned(rt.begin("summarise_ticket", args, principal=principal), output)
 
         start = time.perf_counter()
         call()

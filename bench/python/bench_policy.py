@@ -79,7 +79,7 @@ def main() -> int:
                 "spec": {"transport": "native", "handler": f"bench:{name}", "description": name, "input_schema": schema}}))
         (root / "harness.yaml").write_text(json.dumps(HARNESS))
         h = hw.load(root / "harness.yaml", handlers={n: (lambda **kw: None) for n in SCHEMAS})
-        rt = h._rt
+        rt = h  # the native host: begin and finish without the Python wrapper
         principals = {who: hw.Principal(who, roles=roles) for who, roles, *_ in REQUESTS}
         entities = [{"uid": {"__entity": {"type": "User", "id": who}}, "attrs": {"roles": roles}, "parents": []}
                     for who, roles in {(w, tuple(r)) for w, r, *_ in REQUESTS}]
@@ -87,7 +87,7 @@ def main() -> int:
         entities_json = json.dumps(entities)
 
         def ours(who: str, tool: str, args: Dict[str, Any]) -> bool:
-            begun = rt.begin(tool, args, principals[who])
+            begun = rt.begin(tool, args, principal=principals[who])
             if isinstance(begun, hw.CallResult):
                 return begun.allowed
             return rt.finish_returned(begun, None).allowed

@@ -38,14 +38,14 @@ def main() -> int:
     cases: List[Dict[str, Any]] = data["cases"]
     handlers = {c["tool"]: (lambda **kw: None) for c in cases}
     h = hw.load(data["harness"], handlers=handlers)
-    rt = h._rt
+    rt = h  # the native host: begin and finish without the Python wrapper
     principal = hw.Principal("bench")
 
     def ours_valid(tool: str, args: Any) -> Callable[[], Any]:
-        return lambda: rt.finish_returned(rt.begin(tool, args, principal), None)
+        return lambda: rt.finish_returned(rt.begin(tool, args, principal=principal), None)
 
     def ours_invalid(tool: str, args: Any) -> Callable[[], Any]:
-        return lambda: rt.begin(tool, args, principal)
+        return lambda: rt.begin(tool, args, principal=principal)
 
     per_tool: Dict[str, Dict[str, Callable[[], Any]]] = {}
     for c in cases:
