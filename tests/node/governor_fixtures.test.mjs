@@ -18,7 +18,6 @@ const SCENARIOS = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort().map
 
 // Scenarios that fail today, by name, each with the reason. Keep empty.
 const EXPECTED_FAILURES = new Map([
-  ['sync_handler_overrun', 'the Node binding judges only a promise against the timeout; a sync handler past it ends allowed until it finishes through the host API (host.finish)'],
 ])
 
 function namedError(kind) {
