@@ -15,7 +15,7 @@
 
 use criterion::{criterion_group, Criterion};
 use harnessweaver_core::definition_digest;
-use harnessweaver_core::validate::SchemaValidator;
+use harnessweaver_core::SchemaValidator;
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
 use std::hint::black_box;

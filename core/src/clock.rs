@@ -32,11 +32,6 @@ impl ManualClock {
         Self { now: Arc::new(AtomicU64::new(start_ms)) }
     }
 
-    /// Sets the time.
-    pub fn set_ms(&self, ms: u64) {
-        self.now.store(ms, Ordering::SeqCst);
-    }
-
     /// Moves the time forward.
     pub fn advance_ms(&self, ms: u64) {
         self.now.fetch_add(ms, Ordering::SeqCst);

@@ -11,13 +11,13 @@
 
 pub mod audit;
 pub mod backends;
-pub mod call;
+mod call;
 pub mod canonical;
 pub mod cel_lite;
 mod check;
-pub mod clock;
-pub mod codes;
-pub mod digest;
+mod clock;
+mod codes;
+mod digest;
 #[cfg(test)]
 mod docs_reference;
 pub mod error;
@@ -31,13 +31,16 @@ pub mod pin;
 pub mod runtime;
 pub mod sanitize;
 pub mod store;
-pub mod validate;
-pub mod yaml;
+mod validate;
+mod yaml;
 
 pub use call::{CallContext, CallResult, Decision, Principal, Step};
+pub use clock::{Clock, IdSource, SystemClock};
 pub use codes::{ArgumentCode, LoadCode, ProblemCode, RefusalClass, RefusalCode, ValueCode};
-pub use digest::definition_digest;
+pub use digest::{definition_digest, is_well_formed as digest_is_well_formed, sha256_tagged};
 pub use error::{Error, Problem};
 pub use harness::Harness;
 pub use manifest::{PinState, Tool};
 pub use runtime::{LoadOptions, Runtime};
+pub use validate::SchemaValidator;
+pub use yaml::parse_yaml;

@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use harnessweaver_core::governor::{GovernorOptions, Handler};
-use harnessweaver_core::{canonical, cel_lite, digest, sanitize, Decision, Harness, LoadOptions, Principal, Runtime, Tool};
+use harnessweaver_core::{
+    canonical, cel_lite, definition_digest, digest_is_well_formed, sanitize, Decision, Harness, LoadOptions, Principal, Runtime, Tool,
+};
 use serde_json::{json, Value};
 
 /// Splits `data` at the first NUL byte: (before, after).
@@ -39,8 +41,8 @@ pub fn canonical(data: &[u8]) {
     let back: Value = serde_json::from_str(&text).expect("canonical text parses");
     assert_eq!(canonical::to_string(&back).expect("canonical of canonical"), text, "not a fixed point");
     let name = value.get("name").and_then(Value::as_str).unwrap_or("t");
-    if let Ok(d) = digest::definition_digest(name, "d", &value) {
-        assert!(digest::is_well_formed(&d), "malformed digest {d}");
+    if let Ok(d) = definition_digest(name, "d", &value) {
+        assert!(digest_is_well_formed(&d), "malformed digest {d}");
     }
 }
 
@@ -80,7 +82,7 @@ pub fn sanitize(data: &[u8]) {
 pub fn manifest_parse(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     if let Ok(tool) = Tool::from_manifest_text(text, "fuzz.yaml") {
-        assert!(digest::is_well_formed(tool.digest()));
+        assert!(digest_is_well_formed(tool.digest()));
         let _ = tool.describe();
     }
 }
@@ -97,7 +99,7 @@ pub fn harness_load(data: &[u8]) {
     match Harness::load(dir.join("harness.yaml")) {
         Ok(h) => {
             for t in h.tools() {
-                assert!(digest::is_well_formed(t.digest()));
+                assert!(digest_is_well_formed(t.digest()));
             }
             let _ = h.describe();
         }

@@ -46,7 +46,7 @@ fn gateway_problems_carry_codes_and_places() {
 #[test]
 fn bearer_keys_and_jwts_map_to_callers() {
     let token = "t0k3n-for-alice";
-    let digest = harnessweaver_core::digest::sha256_tagged(token.as_bytes());
+    let digest = harnessweaver_core::sha256_tagged(token.as_bytes());
     std::env::set_var("HW_TEST_GATEWAY_JWT_SECRET", "a-shared-secret-of-enough-length-000");
     let dir = harness_dir(
         "good",

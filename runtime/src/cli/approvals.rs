@@ -8,8 +8,8 @@ use super::args::{Opt, Spec, JSON};
 use super::gateway::principal_arg;
 use super::ui::{harness_path, Io};
 use harnessweaver_core::audit::NullSink;
-use harnessweaver_core::clock::{IdSource, SystemClock};
 use harnessweaver_core::governor::{Governor, Principal, Settings};
+use harnessweaver_core::{IdSource, SystemClock};
 
 use crate::store::open_store;
 use harnessweaver_core::harness::{Harness, StateBackend};

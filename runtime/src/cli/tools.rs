@@ -344,7 +344,7 @@ fn add(args: &[&str], io: &mut Io<'_>) -> i32 {
     let rel_dir = relative.parent().map(|p| p.to_string_lossy().replace('\\', "/")).unwrap_or_default();
     let glob = if rel_dir.is_empty() { format!("*.{ext}") } else { format!("{rel_dir}/*.{ext}") };
     let rel_text = relative.to_string_lossy().replace('\\', "/");
-    let already = harnessweaver_core::yaml::parse_yaml(&old).ok().and_then(|root| {
+    let already = harnessweaver_core::parse_yaml(&old).ok().and_then(|root| {
         let globs = root.get("spec")?.get("tools")?.get("manifests")?.to_json().ok()?;
         let globs: Vec<String> = match globs {
             Value::String(s) => vec![s],

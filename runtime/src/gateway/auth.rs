@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 
 use super::config::{GatewaySpec, IdentitySpec, JwtSpec, KeySecret};
 use super::Identity;
-use harnessweaver_core::digest::sha256_tagged;
 use harnessweaver_core::governor::Principal;
+use harnessweaver_core::sha256_tagged;
 
 /// Checks bearer credentials.
 pub struct Authenticator {

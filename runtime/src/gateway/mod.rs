@@ -24,9 +24,9 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 use harnessweaver_core::canonical;
-use harnessweaver_core::digest::sha256_tagged;
 use harnessweaver_core::governor::{Begin, CallContext, CallResult, InvokeOutcome, Principal, Ticket, Transport};
 use harnessweaver_core::runtime::{tool_specs, Runtime, SpecFormat};
+use harnessweaver_core::sha256_tagged;
 use harnessweaver_core::store::ApprovalState;
 
 pub use config::GatewaySpec;

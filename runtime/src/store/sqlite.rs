@@ -21,9 +21,9 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use harnessweaver_core::audit::{AuditEvent, AuditSink};
-use harnessweaver_core::clock::{Clock, SystemClock};
 use harnessweaver_core::error::Error;
 use harnessweaver_core::store::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
+use harnessweaver_core::{Clock, SystemClock};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS hw_rate (key TEXT PRIMARY KEY, tat_ns INTEGER NOT NULL) WITHOUT ROWID;

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use harnessweaver_core::clock::{Clock, SystemClock};
 use harnessweaver_core::governor::{Begin, CallContext, Decision, Handler, InvokeOutcome, Principal};
 use harnessweaver_core::harness::Harness;
 use harnessweaver_core::runtime::LoadOptions;
 use harnessweaver_core::store::{Acquire, RateKey};
+use harnessweaver_core::{Clock, SystemClock};
 
 const HELP: &str =
     "usage: harnessweaver _stress-limit --harness FILE --tool T --calls N [--tenant T] [--principal ID] [--start-at-ms MS] [--store-only]

@@ -33,7 +33,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
-use harnessweaver_core::digest::definition_digest;
+use harnessweaver_core::definition_digest;
 use harnessweaver_core::error::Problem;
 use harnessweaver_core::governor::{InvokeOutcome, Ticket};
 use harnessweaver_core::harness::{McpConnect, McpServer};
