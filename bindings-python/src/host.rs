@@ -15,10 +15,10 @@ use harnessweaver_core::host::{
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBool, PyDict, PyString};
 use serde_json::Value;
 
-use crate::{convert, json, load_err, manifest_source, refusal_classes, to_dict, to_py, to_py_err, to_value, watchdog, HandlerOverrun};
+use crate::{convert, load_err, manifest_source, refusal_classes, to_py, to_py_err, to_value, watchdog, HandlerOverrun};
 
 fn invalid(code: &'static str, message: &str) -> Error {
     Error::InvalidArgument { code, message: message.into() }
@@ -67,7 +67,7 @@ impl Principal {
     }
     #[getter]
     fn attrs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(to_dict(py, &self.0.attrs)?.into_any())
+        to_py(py, &self.0.attrs)
     }
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.0.to_value())
@@ -92,10 +92,6 @@ pub(crate) fn principal_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<
         return Err(to_py_err(py, &invalid("invalid_principal", "a call needs a principal (a mapping with `id`, or hw.Principal)")));
     }
     principal_from(py, obj)
-}
-
-fn opt_principal(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<core::Principal>> {
-    obj.filter(|p| !p.is_none()).map(|p| principal_arg(py, p)).transpose()
 }
 
 /// A call that passed steps 1–7; it finishes once.
@@ -134,10 +130,7 @@ impl Ticket {
 }
 
 fn kwargs<'py>(py: Python<'py>, t: &CoreTicket) -> PyResult<Bound<'py, PyDict>> {
-    let d = match t.args() {
-        Value::Object(map) => to_dict(py, map)?,
-        _ => PyDict::new(py),
-    };
+    let d = to_py(py, t.args())?.cast_into::<PyDict>().unwrap_or_else(|_| PyDict::new(py));
     if let TicketRoute::Host { takes_idempotency_key: true, .. } = t.route() {
         d.set_item("idempotency_key", t.idempotency_key())?;
     }
@@ -184,15 +177,15 @@ impl CallResult {
     }
     #[getter]
     fn output<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, self.0.output.as_ref().unwrap_or(&Value::Null))
+        to_py(py, &self.0.output)
     }
     #[getter]
     fn output_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        json(py, &self.0.output_report)
+        to_py(py, &self.0.output_report)
     }
     #[getter]
     fn approval<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        json(py, &self.0.approval)
+        to_py(py, &self.0.approval)
     }
     #[getter]
     fn retry_after_ms(&self) -> Option<u64> {
@@ -204,11 +197,11 @@ impl CallResult {
     }
     #[getter]
     fn labels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        json(py, &self.0.labels)
+        to_py(py, &self.0.labels)
     }
     #[getter]
     fn would_refuse<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        json(py, &self.0.would_refuse)
+        to_py(py, &self.0.would_refuse)
     }
     fn to_model(&self) -> String {
         self.0.to_model()
@@ -238,7 +231,7 @@ struct PyAudit(Py<PyAny>);
 impl AuditCallback for PyAudit {
     fn record(&self, event: &AuditEvent) -> Result<(), String> {
         Python::attach(|py| {
-            let event = json(py, event).map_err(|e| name_of(py, &e))?;
+            let event = to_py(py, event).map_err(|e| name_of(py, &e))?;
             self.0.call1(py, (event,)).map(drop).map_err(|e| name_of(py, &e))
         })
     }
@@ -252,7 +245,7 @@ impl ApprovalCallback for PyApproval {
         Python::attach(|py| {
             let answer = to_py(py, &view.request()).and_then(|r| Ok((r, to_py(py, &view.approval())?))).and_then(|args| self.0.call1(py, args));
             match answer {
-                Ok(a) => ApprovalAnswer::from_bool(a.extract::<bool>(py).ok().filter(|_| a.bind(py).is_instance_of::<pyo3::types::PyBool>())),
+                Ok(a) => ApprovalAnswer::from_bool(a.bind(py).cast::<PyBool>().ok().map(|b| b.is_true())),
                 Err(e) => ApprovalAnswer::Failed { kind: name_of(py, &e) },
             }
         })
@@ -302,32 +295,39 @@ pub struct Host {
     runner: Py<PyAny>,
 }
 
-fn context(
-    py: Python<'_>,
-    principal: &Bound<'_, PyAny>,
-    tenant: Option<String>,
-    task: Option<String>,
-    run: Option<&Bound<'_, PyAny>>,
-    approval: Option<&Bound<'_, PyAny>>,
-) -> PyResult<CallContext> {
-    // A `Run` or a run id; an approval id, a mapping with `id`, or an `ApprovalRequired`.
-    let id = |o: Option<&Bound<'_, PyAny>>, key: &str| -> PyResult<Option<String>> {
-        match o.filter(|o| !o.is_none()) {
-            None => Ok(None),
-            Some(o) if o.is_instance_of::<PyString>() => Ok(Some(o.extract()?)),
-            Some(o) if o.is_instance_of::<PyDict>() => o.get_item(key)?.extract(),
-            Some(o) if o.hasattr("approval")? && key == "id" => Ok(o.getattr("approval")?.get_item("id")?.extract()?),
-            Some(o) => o.getattr("id")?.extract(),
-        }
-    };
+const CONTEXT_KEYS: [&str; 5] = ["principal", "tenant", "task", "run", "approval"];
+
+/// A call's context from the keywords of `call`, `begin` and `explain` (`principal`, `tenant`,
+/// `task`, `run`, `approval`); another keyword is a `TypeError`, as in a Python signature.
+fn context(py: Python<'_>, kw: Option<&Bound<'_, PyDict>>) -> PyResult<CallContext> {
+    let kw = kw.map_or_else(|| PyDict::new(py), |kw| kw.clone());
+    let known = |k: &Bound<'_, PyAny>| k.cast::<PyString>().is_ok_and(|k| k.to_cow().is_ok_and(|k| CONTEXT_KEYS.contains(&&*k)));
+    if let Some(k) = kw.keys().iter().find(|k| !known(k)) {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!("unexpected keyword argument '{k}'")));
+    }
+    let get = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> { Ok(kw.get_item(k)?.filter(|o| !o.is_none())) };
+    let id = |k: &str| get(k)?.map(|o| id_of(&o)).transpose();
     Ok(CallContext {
-        principal: principal_arg(py, principal)?,
-        tenant,
-        task,
-        run_id: id(run, "id")?,
-        approval_id: id(approval, "id")?,
+        principal: principal_arg(py, &kw.get_item("principal")?.unwrap_or_else(|| py.None().into_bound(py)))?,
+        tenant: get("tenant")?.map(|t| t.extract()).transpose()?,
+        task: get("task")?.map(|t| t.extract()).transpose()?,
+        run_id: id("run")?,
+        approval_id: id("approval")?,
         ..CallContext::default()
     })
+}
+
+/// The id of a run or an approval: an id, a mapping with `id`, an `ApprovalRequired` or a `Run`.
+fn id_of(o: &Bound<'_, PyAny>) -> PyResult<String> {
+    if o.is_instance_of::<PyString>() {
+        o.extract()
+    } else if o.is_instance_of::<PyDict>() {
+        o.get_item("id")?.extract()
+    } else if o.hasattr("approval")? {
+        o.getattr("approval")?.get_item("id")?.extract()
+    } else {
+        o.getattr("id")?.extract()
+    }
 }
 
 #[pymethods]
@@ -383,40 +383,23 @@ impl Host {
     }
 
     /// A governed call: steps 1–9, a sync handler on this thread under its deadline.
-    #[pyo3(signature = (tool, args = None, *, principal, tenant = None, task = None, run = None, approval = None, raise_on_refusal = true))]
-    #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
+    #[pyo3(signature = (tool, args = None, *, raise_on_refusal = true, **context))]
     fn call(
         &self,
         py: Python<'_>,
         tool: &str,
         args: Option<&Bound<'_, PyAny>>,
-        principal: &Bound<'_, PyAny>,
-        tenant: Option<String>,
-        task: Option<String>,
-        run: Option<&Bound<'_, PyAny>>,
-        approval: Option<&Bound<'_, PyAny>>,
         raise_on_refusal: bool,
+        context: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<CallResult>> {
-        let begun = self.begin_inner(py, tool, args, principal, tenant, task, run, approval)?;
-        let result = self.run_begun(py, begun)?;
-        deliver(py, result, raise_on_refusal)
+        let begun = self.begin_inner(py, tool, args, context)?;
+        deliver(py, self.run_begun(py, begun)?, raise_on_refusal)
     }
 
     /// Steps 1–7: a `Ticket` to invoke, or the `CallResult` of a refused or pending call.
-    #[pyo3(signature = (tool, args = None, *, principal, tenant = None, task = None, run = None, approval = None))]
-    #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
-    fn begin(
-        &self,
-        py: Python<'_>,
-        tool: &str,
-        args: Option<&Bound<'_, PyAny>>,
-        principal: &Bound<'_, PyAny>,
-        tenant: Option<String>,
-        task: Option<String>,
-        run: Option<&Bound<'_, PyAny>>,
-        approval: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let begun = self.begin_inner(py, tool, args, principal, tenant, task, run, approval)?;
+    #[pyo3(signature = (tool, args = None, **context))]
+    fn begin(&self, py: Python<'_>, tool: &str, args: Option<&Bound<'_, PyAny>>, context: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        let begun = self.begin_inner(py, tool, args, context)?;
         self.begun_to_py(py, begun)
     }
 
@@ -426,8 +409,7 @@ impl Host {
     }
 
     fn finish_returned(&self, py: Python<'_>, ticket: &Ticket, value: &Bound<'_, PyAny>) -> PyResult<CallResult> {
-        let outcome = to_value(value, 0).map_or_else(|e| Outcome::NotJson { reason: e.to_string() }, Outcome::Returned);
-        self.finish(py, ticket, outcome)
+        self.finish(py, ticket, returned(value))
     }
     fn finish_failed(&self, py: Python<'_>, ticket: &Ticket, kind: String) -> PyResult<CallResult> {
         self.finish(py, ticket, Outcome::Failed { kind })
@@ -438,20 +420,17 @@ impl Host {
     /// Steps 8 and 9 through the core's transports (http, code, mcp), without the GIL.
     fn finish_transport(&self, py: Python<'_>, ticket: &Ticket) -> PyResult<CallResult> {
         let t = ticket.cell.take().map_err(|e| to_py_err(py, &e))?;
-        Ok(CallResult(py.detach(|| {
-            let outcome = self.inner.run_transport(&t);
-            self.inner.finish_transport(t, outcome)
-        })))
+        Ok(CallResult(py.detach(|| self.transport(t))))
     }
 
     /// Raises the refusal class of a refused or pending `result` when asked; returns it otherwise.
     #[staticmethod]
     #[pyo3(signature = (result, raise_on_refusal = true))]
     fn deliver(py: Python<'_>, result: Py<CallResult>, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
-        match RefusalClass::of(result.get().0.decision, result.get().0.step).filter(|_| raise_on_refusal) {
-            None => Ok(result),
-            Some(class) => Err(refusal(py, class, result)?),
-        }
+        let Some(class) = RefusalClass::of(result.get().0.decision, result.get().0.step).filter(|_| raise_on_refusal) else { return Ok(result) };
+        let t = refusal_classes(py)?.iter().find(|(c, _)| *c == class).map(|(_, t)| t.bind(py).clone());
+        let t = t.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("a refusal class is missing"))?;
+        Err(PyErr::from_value(t.call1((result,))?))
     }
 
     #[pyo3(signature = (id, *, approver, args = None))]
@@ -462,9 +441,7 @@ impl Host {
         approver: &Bound<'_, PyAny>,
         args: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let (id, approver) = (approval_id(id)?, principal_arg(py, approver)?);
-        let edited = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?;
-        let begun = py.detach(|| self.inner.approve_and_resume(&id, &approver, edited)).map_err(|e| to_py_err(py, &e))?;
+        let begun = self.resume(py, id, approver, args)?;
         self.begun_to_py(py, begun)
     }
 
@@ -477,43 +454,35 @@ impl Host {
         args: Option<&Bound<'_, PyAny>>,
         raise_on_refusal: bool,
     ) -> PyResult<Py<CallResult>> {
-        let (id, approver) = (approval_id(id)?, principal_arg(py, approver)?);
-        let edited = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?;
-        let begun = py.detach(|| self.inner.approve_and_resume(&id, &approver, edited)).map_err(|e| to_py_err(py, &e))?;
-        let result = self.run_begun(py, begun)?;
-        deliver(py, result, raise_on_refusal)
+        let begun = self.resume(py, id, approver, args)?;
+        deliver(py, self.run_begun(py, begun)?, raise_on_refusal)
     }
 
     #[pyo3(signature = (id, *, approver))]
     fn grant<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, approver: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let (id, approver) = (approval_id(id)?, principal_arg(py, approver)?);
-        json(py, &py.detach(|| self.inner.grant(&id, &approver)).map_err(|e| to_py_err(py, &e))?)
+        let (id, approver) = (id_of(id)?, principal_arg(py, approver)?);
+        to_py(py, &py.detach(|| self.inner.grant(&id, &approver)).map_err(|e| to_py_err(py, &e))?)
     }
 
     #[pyo3(signature = (id, reason = "", *, by))]
     fn deny<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, reason: &str, by: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let (id, by) = (approval_id(id)?, principal_arg(py, by)?);
-        json(py, &py.detach(|| self.inner.deny(&id, &by, reason)).map_err(|e| to_py_err(py, &e))?)
+        let (id, by) = (id_of(id)?, principal_arg(py, by)?);
+        to_py(py, &py.detach(|| self.inner.deny(&id, &by, reason)).map_err(|e| to_py_err(py, &e))?)
     }
 
     fn approvals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        json(py, &py.detach(|| self.inner.approvals()).map_err(|e| to_py_err(py, &e))?)
+        to_py(py, &py.detach(|| self.inner.approvals()).map_err(|e| to_py_err(py, &e))?)
     }
 
-    #[pyo3(signature = (tool, args = None, *, principal, tenant = None, task = None, run = None))]
-    #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
+    #[pyo3(signature = (tool, args = None, **context))]
     fn explain<'py>(
         &self,
         py: Python<'py>,
         tool: &str,
         args: Option<&Bound<'py, PyAny>>,
-        principal: &Bound<'py, PyAny>,
-        tenant: Option<String>,
-        task: Option<String>,
-        run: Option<&Bound<'py, PyAny>>,
+        context: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ctx = context(py, principal, tenant, task, run, None)?;
-        let args = args_value(py, args)?;
+        let (ctx, args) = (self::context(py, context)?, args_value(py, args)?);
         to_py(py, &py.detach(|| self.inner.explain(tool, args, &ctx)).map_err(|e| to_py_err(py, &e))?)
     }
 
@@ -526,7 +495,8 @@ impl Host {
         tenant: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let format = SpecFormat::parse(format).map_err(|e| to_py_err(py, &e))?;
-        to_py(py, &self.inner.tool_specs(format, opt_principal(py, principal)?.as_ref(), tenant).map_err(|e| to_py_err(py, &e))?)
+        let principal = principal.filter(|p| !p.is_none()).map(|p| principal_arg(py, p)).transpose()?;
+        to_py(py, &self.inner.tool_specs(format, principal.as_ref(), tenant).map_err(|e| to_py_err(py, &e))?)
     }
 
     fn new_run(&self, py: Python<'_>) -> PyResult<String> {
@@ -534,22 +504,12 @@ impl Host {
     }
 
     fn labels<'py>(&self, py: Python<'py>, run_id: &str) -> PyResult<Bound<'py, PyAny>> {
-        json(py, &py.detach(|| self.inner.labels(run_id)).map_err(|e| to_py_err(py, &e))?)
+        to_py(py, &py.detach(|| self.inner.labels(run_id)).map_err(|e| to_py_err(py, &e))?)
     }
 
     fn advance_ms(&self, py: Python<'_>, ms: u64) -> PyResult<()> {
         self.inner.advance_clock(ms).map_err(|e| to_py_err(py, &e))
     }
-}
-
-fn approval_id(id: &Bound<'_, PyAny>) -> PyResult<String> {
-    if id.is_instance_of::<PyString>() {
-        return id.extract();
-    }
-    if id.is_instance_of::<PyDict>() {
-        return id.get_item("id")?.extract();
-    }
-    id.getattr("approval")?.get_item("id")?.extract()
 }
 
 fn args_value(py: Python<'_>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Value> {
@@ -559,33 +519,26 @@ fn args_value(py: Python<'_>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Value
     }
 }
 
+fn returned(value: &Bound<'_, PyAny>) -> Outcome {
+    to_value(value, 0).map_or_else(|e| Outcome::NotJson { reason: e.to_string() }, Outcome::Returned)
+}
+
 fn deliver(py: Python<'_>, result: core::CallResult, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
     Host::deliver(py, Py::new(py, CallResult(result))?, raise_on_refusal)
 }
 
-fn refusal(py: Python<'_>, class: RefusalClass, result: Py<CallResult>) -> PyResult<PyErr> {
-    let t = refusal_classes(py)?.iter().find(|(c, _)| *c == class).map(|(_, t)| t.bind(py).clone());
-    let t = t.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("a refusal class is missing"))?;
-    Ok(PyErr::from_value(t.call1((result,))?))
-}
-
 impl Host {
-    #[expect(clippy::too_many_arguments, reason = "a call's context, flattened")]
-    fn begin_inner(
-        &self,
-        py: Python<'_>,
-        tool: &str,
-        args: Option<&Bound<'_, PyAny>>,
-        principal: &Bound<'_, PyAny>,
-        tenant: Option<String>,
-        task: Option<String>,
-        run: Option<&Bound<'_, PyAny>>,
-        approval: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Begun> {
-        let ctx = context(py, principal, tenant, task, run, approval)?;
-        let args = args_value(py, args)?;
+    fn begin_inner(&self, py: Python<'_>, tool: &str, args: Option<&Bound<'_, PyAny>>, context: Option<&Bound<'_, PyDict>>) -> PyResult<Begun> {
+        let (ctx, args) = (self::context(py, context)?, args_value(py, args)?);
         // The store may block (SQLite, Redis): let other threads run.
         py.detach(|| self.inner.begin(tool, args, &ctx)).map_err(|e| to_py_err(py, &e))
+    }
+
+    /// Grants approval `id` and begins the approved call (with the approver's edited `args`).
+    fn resume(&self, py: Python<'_>, id: &Bound<'_, PyAny>, approver: &Bound<'_, PyAny>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Begun> {
+        let (id, approver) = (id_of(id)?, principal_arg(py, approver)?);
+        let edited = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?;
+        py.detach(|| self.inner.approve_and_resume(&id, &approver, edited)).map_err(|e| to_py_err(py, &e))
     }
 
     fn begun_to_py(&self, py: Python<'_>, begun: Begun) -> PyResult<Py<PyAny>> {
@@ -606,6 +559,11 @@ impl Host {
         Ok(CallResult(py.detach(|| self.inner.finish(t, outcome))))
     }
 
+    fn transport(&self, t: CoreTicket) -> core::CallResult {
+        let outcome = self.inner.run_transport(&t);
+        self.inner.finish_transport(t, outcome)
+    }
+
     /// Runs an allowed call to its end, on this thread when it can.
     fn run_begun(&self, py: Python<'_>, begun: Begun) -> PyResult<core::CallResult> {
         match begun {
@@ -621,11 +579,7 @@ impl Host {
     /// after it (KeyboardInterrupt, SystemExit: recorded, then raised).
     pub(crate) fn run_ticket(&self, py: Python<'_>, t: CoreTicket) -> (core::CallResult, Option<PyErr>) {
         let Some((f, mode)) = self.fns.get(t.tool()).filter(|_| t.route() != TicketRoute::Transport) else {
-            let result = py.detach(|| {
-                let outcome = self.inner.run_transport(&t);
-                self.inner.finish_transport(t, outcome)
-            });
-            return (result, None);
+            return (py.detach(|| self.transport(t)), None);
         };
         let (outcome, raise) = match self.invoke(py, f, mode, &t) {
             Ok(outcome) => (outcome, None),
@@ -636,7 +590,6 @@ impl Host {
 
     fn invoke(&self, py: Python<'_>, f: &Py<PyAny>, mode: &str, t: &CoreTicket) -> PyResult<Outcome> {
         let kw = kwargs(py, t)?;
-        let returned = |v: &Bound<'_, PyAny>| to_value(v, 0).map_or_else(|e| Outcome::NotJson { reason: e.to_string() }, Outcome::Returned);
         if mode == "async" {
             let (kind, value): (String, Bound<'_, PyAny>) = self.runner.bind(py).call1((f, kw, t.remaining().as_secs_f64()))?.extract()?;
             return Ok(match kind.as_str() {

@@ -15,7 +15,7 @@ use harnessweaver_core::host::{self as core, Error, LoadErrors, ManifestSource, 
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::{create_exception, intern};
 use serde_json::{Map, Value};
 
@@ -31,24 +31,30 @@ create_exception!(harnessweaver, InvalidArgumentError, HarnessweaverError, "A ba
 create_exception!(harnessweaver, HandlerOverrun, PyBaseException, "Raised inside a sync handler that overran its timeout; the call ends `timeout`.");
 
 /// One load problem: its code, message and where it is.
-#[pyclass(frozen, get_all, eq, module = "harnessweaver", name = "Problem")]
-#[derive(Clone, PartialEq)]
+#[pyclass(frozen, eq, module = "harnessweaver", name = "Problem")]
+#[derive(PartialEq, serde::Serialize)]
 struct Problem {
-    code: String,
+    #[pyo3(get)]
+    code: &'static str,
+    #[pyo3(get)]
     message: String,
+    #[pyo3(get)]
     file: Option<String>,
+    #[pyo3(get)]
     line: Option<usize>,
+    #[pyo3(get)]
     column: Option<usize>,
+    #[pyo3(get)]
     path: String,
+    /// `file:line:column: path: message [code]`, as the core writes it.
+    #[serde(skip)]
+    text: String,
 }
 
 #[pymethods]
 impl Problem {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(
-            py,
-            &serde_json::json!({"code": self.code, "message": self.message, "file": self.file, "line": self.line, "column": self.column, "path": self.path}),
-        )
+        to_py(py, self)
     }
     fn __repr__(&self) -> String {
         format!(
@@ -56,29 +62,14 @@ impl Problem {
             self.code, self.message, self.file, self.line, self.column, self.path
         )
     }
-    fn __str__(&self) -> String {
-        // Made from a core problem, so its code always parses.
-        let Some(code) = harnessweaver_core::host::ProblemCode::parse(&self.code) else { return format!("{} [{}]", self.message, self.code) };
-        let p = CoreProblem {
-            file: self.file.clone(),
-            line: self.line,
-            column: self.column,
-            path: self.path.clone(),
-            ..CoreProblem::new(code, self.message.clone())
-        };
-        p.to_string()
+    fn __str__(&self) -> &str {
+        &self.text
     }
 }
 
 fn problem(p: &CoreProblem) -> Problem {
-    Problem {
-        code: p.code.as_str().to_string(),
-        message: p.message.clone(),
-        file: p.file.clone(),
-        line: p.line,
-        column: p.column,
-        path: p.path.clone(),
-    }
+    let (file, path) = (p.file.clone(), p.path.clone());
+    Problem { code: p.code.as_str(), message: p.message.clone(), file, line: p.line, column: p.column, path, text: p.to_string() }
 }
 
 /// An exception of `cls` with `message`, `.code` and `.problems`.
@@ -169,36 +160,13 @@ fn enter(depth: usize) -> Result<usize, Error> {
     Ok(depth + 1)
 }
 
-/// Converts a core JSON value to Python objects (dict, list, str, int, float, bool, None).
-fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match value {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => i.into_pyobject(py)?.into_any(),
-            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
-            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
-        },
-        Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(items) => PyList::new(py, items.iter().map(|v| to_py(py, v)).collect::<PyResult<Vec<_>>>()?)?.into_any(),
-        Value::Object(map) => to_dict(py, map)?.into_any(),
-    })
-}
-
-fn to_dict<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    for (k, v) in map {
-        dict.set_item(k, to_py(py, v)?)?;
-    }
-    Ok(dict)
+/// Converts a core value (JSON, or any serializable type) straight to Python objects (dict, list, str, int, float, bool, None).
+fn to_py<'py, T: serde::Serialize + ?Sized>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+    Ok(pythonize::pythonize(py, value)?)
 }
 
 fn convert(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     to_value(obj, 0).map_err(|e| to_py_err(py, &e))
-}
-
-fn json<'py, T: serde::Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
-    to_py(py, &serde_json::to_value(value).unwrap_or(Value::Null))
 }
 
 /// A manifest given as text or a mapping.
@@ -215,6 +183,8 @@ static CLASSES: PyOnceLock<Vec<(RefusalClass, Py<PyType>)>> = PyOnceLock::new();
 
 fn refusal_classes(py: Python<'_>) -> PyResult<&Vec<(RefusalClass, Py<PyType>)>> {
     CLASSES.get_or_try_init(py, || {
+        let partialmethod = py.import("functools")?.getattr("partialmethod")?;
+        let (property, attrgetter) = (py.import("builtins")?.getattr("property")?, py.import("operator")?.getattr("attrgetter")?);
         let mut made: Vec<(RefusalClass, Py<PyType>)> = Vec::new();
         for &class in RefusalClass::ALL {
             let parent = match class.parent() {
@@ -225,35 +195,11 @@ fn refusal_classes(py: Python<'_>) -> PyResult<&Vec<(RefusalClass, Py<PyType>)>>
             ns.set_item("__doc__", class.doc())?;
             ns.set_item("__module__", "harnessweaver")?;
             if class.parent().is_none() {
-                let init =
-                    PyCFunction::new_closure(py, None, None, |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
-                        let (this, result): (Bound<'_, PyAny>, Bound<'_, PyAny>) = args.extract()?;
-                        let py = this.py();
-                        py.get_type::<PyException>().getattr("__init__")?.call1((&this, result.getattr(intern!(py, "message"))?))?;
-                        this.setattr("result", &result)?;
-                        this.setattr("code", result.getattr("code")?)?;
-                        this.setattr("step", result.getattr("step")?)?;
-                        this.setattr("problems", PyList::empty(py))?;
-                        Ok(py.None())
-                    })?;
-                let to_model =
-                    PyCFunction::new_closure(py, None, None, |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
-                        Ok(args.get_item(0)?.getattr("result")?.call_method0("to_model")?.unbind())
-                    })?;
-                ns.set_item("__init__", method(py, init)?)?;
-                ns.set_item("to_model", method(py, to_model)?)?;
+                ns.set_item("__init__", partialmethod.call1((wrap_pyfunction!(refusal_init, py)?,))?)?;
+                ns.set_item("to_model", partialmethod.call1((wrap_pyfunction!(refusal_to_model, py)?,))?)?;
             }
             for extra in class.extras() {
-                let name = extra.as_str();
-                let get = PyCFunction::new_closure(
-                    py,
-                    None,
-                    None,
-                    move |args: &Bound<'_, PyTuple>, _kw: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> {
-                        Ok(args.get_item(0)?.getattr("result")?.getattr(name)?.unbind())
-                    },
-                )?;
-                ns.set_item(name, py.import("builtins")?.getattr("property")?.call1((get,))?)?;
+                ns.set_item(extra.as_str(), property.call1((attrgetter.call1((format!("result.{}", extra.as_str()),))?,))?)?;
             }
             let t = py.get_type::<PyType>().call1((class.name(), (parent,), ns))?.cast_into::<PyType>()?;
             made.push((class, t.unbind()));
@@ -262,9 +208,23 @@ fn refusal_classes(py: Python<'_>) -> PyResult<&Vec<(RefusalClass, Py<PyType>)>>
     })
 }
 
-/// A builtin function usable as a method (bound to the instance on lookup).
-fn method<'py>(py: Python<'py>, f: Bound<'py, PyCFunction>) -> PyResult<Bound<'py, PyAny>> {
-    py.import("functools")?.getattr("partialmethod")?.call1((f,))
+/// `ToolBlocked.__init__(self, result)`: the result's message, and `result`, `code`, `step`, no `problems`.
+#[pyfunction]
+#[pyo3(text_signature = "(self, result)")]
+fn refusal_init(this: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = this.py();
+    py.get_type::<PyException>().getattr("__init__")?.call1((this, result.getattr(intern!(py, "message"))?))?;
+    this.setattr("result", result)?;
+    this.setattr("code", result.getattr("code")?)?;
+    this.setattr("step", result.getattr("step")?)?;
+    this.setattr("problems", PyList::empty(py))
+}
+
+/// `ToolBlocked.to_model(self)`: the text to hand back to the model.
+#[pyfunction]
+#[pyo3(text_signature = "(self)")]
+fn refusal_to_model<'py>(this: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    this.getattr("result")?.call_method0("to_model")
 }
 
 /// The definition digest (`sha256:…`) of a tool's name, description and input schema.
@@ -292,7 +252,7 @@ fn describe_manifest<'py>(py: Python<'py>, manifest: &Bound<'py, PyAny>, origin:
 fn sanitize<'py>(py: Python<'py>, value: &Bound<'py, PyAny>, sanitizers: Vec<String>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let value = convert(py, value)?;
     let (out, counts) = py.detach(|| core::sanitize(&value, &sanitizers)).map_err(|e| to_py_err(py, &e))?;
-    Ok((to_py(py, &out)?, json(py, counts.as_map())?))
+    Ok((to_py(py, &out)?, to_py(py, counts.as_map())?))
 }
 
 /// Whether a handler's code file may be named by a manifest of the harness in `base`.

@@ -17,7 +17,6 @@ import pytest
 
 import harnessweaver as hw
 from fixture_support import FIXTURES, ROOT
-from harnessweaver import _testing
 
 SCENARIOS = sorted((FIXTURES / "governor").glob("*.json"))
 
@@ -108,16 +107,21 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
     handlers = {name: handler_for(b) for name, b in case["handlers"].items()}
     if "load_problems" in case:
         with pytest.raises(hw.LoadError) as info:
-            _testing.load(
-                tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"], sandbox_worker=worker
+            hw.load(
+                tmp / "harness.yaml",
+                handlers,
+                events.append,
+                clock_ms=case["start_ms"],
+                sequential_ids=True,
+                sandbox_worker=worker,
             )
         got = [p.to_dict() for p in info.value.problems]
         assert len(got) == len(case["load_problems"]), f"{path.name}: problems {got}"
         for want, problem in zip(case["load_problems"], got):
             check_subset(want, problem, f"{path.name} load problem")
         return
-    h = _testing.load(
-        tmp / "harness.yaml", handlers=handlers, audit=events.append, clock_ms=case["start_ms"], sandbox_worker=worker
+    h = hw.load(
+        tmp / "harness.yaml", handlers, events.append, clock_ms=case["start_ms"], sequential_ids=True, sandbox_worker=worker
     )
     principals = case["principals"]
     runs: Dict[str, str] = {}
@@ -132,7 +136,7 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
     for i, step in enumerate(case["steps"]):
         what = f"{path.name} step {i}"
         if "advance_ms" in step:
-            _testing.advance_ms(h, step["advance_ms"])
+            h.advance_ms(step["advance_ms"])
             continue
         if "run" in step and "call" not in step:
             runs[step["run"]] = h.run(principal=principals[step["principal"]]).id

@@ -225,19 +225,17 @@ class Harness(_native.Host):
         self, tool: str, args: Optional[Mapping[str, Any]] = None, *, raise_on_refusal: bool = True, **context: Any
     ) -> CallResult:
         """:meth:`call` for asyncio: async handlers are awaited under the deadline."""
-        begun = self.begin(tool, args, **context)
-        result = begun if isinstance(begun, CallResult) else await self._ainvoke(begun)
-        return self.deliver(result, raise_on_refusal)
+        return self.deliver(await self._ainvoke(self.begin(tool, args, **context)), raise_on_refusal)
 
     async def aapprove(
         self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None, raise_on_refusal: bool = True
     ) -> CallResult:
         """:meth:`approve` for asyncio."""
-        begun = self.approve_and_begin(id, approver=approver, args=args)
-        result = begun if isinstance(begun, CallResult) else await self._ainvoke(begun)
-        return self.deliver(result, raise_on_refusal)
+        return self.deliver(await self._ainvoke(self.approve_and_begin(id, approver=approver, args=args)), raise_on_refusal)
 
-    async def _ainvoke(self, ticket: Ticket) -> CallResult:
+    async def _ainvoke(self, ticket: "Ticket | CallResult") -> CallResult:
+        if isinstance(ticket, CallResult):  # refused or pending
+            return ticket
         if ticket.route == "transport":  # http, code, mcp: the core's transports, off the event loop
             return await asyncio.get_running_loop().run_in_executor(None, self.finish_transport, ticket)
         fn, kwargs = self.handler(ticket), ticket.kwargs()
