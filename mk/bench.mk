@@ -110,6 +110,7 @@ bench-smoke: build-python build-node $(BENCH_PY_STAMP) $(BENCH_NPM_STAMP) ## run
 	$(BENCH_SMOKE_ENV) node bench/node/bench_validate.mjs
 	$(BENCH_SMOKE_ENV) node bench/node/bench_concurrency.mjs
 	$(BENCH_SMOKE_ENV) $(BENCH_PY) bench/python/bench_call.py
+	$(BENCH_SMOKE_ENV) $(BENCH_PY) bench/python/bench_audit.py
 	$(BENCH_SMOKE_ENV) $(BENCH_PY) bench/python/bench_cel.py
 	$(BENCH_SMOKE_ENV) node bench/node/bench_call.mjs
 	$(BENCH_SMOKE_ENV) node bench/node/bench_cel.mjs

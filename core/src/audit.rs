@@ -124,7 +124,8 @@ impl AuditSink for MemorySink {
 #[derive(Debug)]
 pub struct JsonlSink {
     path: PathBuf,
-    file: Mutex<File>,
+    /// The file, and the line buffer every event is written into (kept, so a call allocates nothing).
+    file: Mutex<(File, Vec<u8>)>,
 }
 
 impl JsonlSink {
@@ -139,7 +140,7 @@ impl JsonlSink {
             .append(true)
             .open(&path)
             .map_err(|e| Error::Io { message: format!("cannot open audit file `{}`: {e}", path.display()) })?;
-        Ok(Self { path, file: Mutex::new(file) })
+        Ok(Self { path, file: Mutex::new((file, Vec::with_capacity(512))) })
     }
 
     /// The file written to.
@@ -150,11 +151,13 @@ impl JsonlSink {
 
 impl AuditSink for JsonlSink {
     fn record(&self, event: &AuditEvent) -> Result<(), Error> {
-        let mut line = serde_json::to_string(event).map_err(|e| Error::Io { message: format!("audit event: {e}") })?;
-        line.push('\n');
-        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        let (file, line) = &mut *guard;
+        line.clear();
+        serde_json::to_writer(&mut *line, event).map_err(|e| Error::Io { message: format!("audit event: {e}") })?;
+        line.push(b'\n');
         // One write per line, so concurrent writers (threads or processes with
         // O_APPEND) never interleave within a line.
-        file.write_all(line.as_bytes()).map_err(|e| Error::Io { message: format!("cannot write audit file `{}`: {e}", self.path.display()) })
+        file.write_all(line).map_err(|e| Error::Io { message: format!("cannot write audit file `{}`: {e}", self.path.display()) })
     }
 }
