@@ -22,12 +22,9 @@ use crate::to_py_err;
 fn serve_mcp(py: Python<'_>, host: Py<Host>, http: Option<String>, principal: Option<Bound<'_, PyAny>>, tenant: Option<String>) -> PyResult<()> {
     let bad = |code: &'static str, message: String| to_py_err(py, &Error::InvalidArgument { code, message });
     let principal = principal.filter(|p| !p.is_none()).map(|p| principal_arg(py, &p)).transpose()?;
-    let http = match http {
-        Some(text) => {
-            Some(text.parse::<SocketAddr>().map_err(|_| bad("invalid_argument", format!("http=`{text}` is not an address like 127.0.0.1:8080")))?)
-        }
-        None => None,
-    };
+    let http = http
+        .map(|text| text.parse::<SocketAddr>().map_err(|_| bad("invalid_argument", format!("http=`{text}` is not an address like 127.0.0.1:8080"))));
+    let http = http.transpose()?;
     let runtime = host
         .get()
         .inner
@@ -46,11 +43,10 @@ fn serve_mcp(py: Python<'_>, host: Py<Host>, http: Option<String>, principal: Op
     let gateway = Arc::new(Gateway::new(runtime, Some(native)));
     let served = py
         .detach(|| serve_harness(gateway, http, principal, tenant, &mut |addr| eprintln!("harnessweaver gateway: serving MCP at http://{addr}/mcp")));
-    match served {
-        Ok(()) => Ok(()),
-        Err(ServeError::Usage(m)) => Err(bad("invalid_argument", m)),
-        Err(ServeError::Failed(m)) => Err(bad("gateway_failed", m)),
-    }
+    served.map_err(|e| match e {
+        ServeError::Usage(m) => bad("invalid_argument", m),
+        ServeError::Failed(m) => bad("gateway_failed", m),
+    })
 }
 
 /// Registers `serve_mcp`.

@@ -295,26 +295,24 @@ pub struct Host {
     runner: Py<PyAny>,
 }
 
-const CONTEXT_KEYS: [&str; 5] = ["principal", "tenant", "task", "run", "approval"];
-
 /// A call's context from the keywords of `call`, `begin` and `explain` (`principal`, `tenant`,
-/// `task`, `run`, `approval`); another keyword is a `TypeError`, as in a Python signature.
+/// `task`, `run`, `approval`; None is the same as leaving one out); another keyword is a
+/// `TypeError`, as in a Python signature.
 fn context(py: Python<'_>, kw: Option<&Bound<'_, PyDict>>) -> PyResult<CallContext> {
-    let kw = kw.map_or_else(|| PyDict::new(py), |kw| kw.clone());
-    let known = |k: &Bound<'_, PyAny>| k.cast::<PyString>().is_ok_and(|k| k.to_cow().is_ok_and(|k| CONTEXT_KEYS.contains(&&*k)));
-    if let Some(k) = kw.keys().iter().find(|k| !known(k)) {
-        return Err(pyo3::exceptions::PyTypeError::new_err(format!("unexpected keyword argument '{k}'")));
+    let (mut principal, mut ctx) = (None, CallContext::default());
+    for (k, v) in kw.into_iter().flat_map(|kw| kw.iter()) {
+        let v = Some(v).filter(|v| !v.is_none());
+        match &*k.cast::<PyString>()?.to_cow()? {
+            "principal" => principal = v,
+            "tenant" => ctx.tenant = v.map(|v| v.extract()).transpose()?,
+            "task" => ctx.task = v.map(|v| v.extract()).transpose()?,
+            "run" => ctx.run_id = v.map(|v| id_of(&v)).transpose()?,
+            "approval" => ctx.approval_id = v.map(|v| id_of(&v)).transpose()?,
+            other => return Err(pyo3::exceptions::PyTypeError::new_err(format!("unexpected keyword argument '{other}'"))),
+        }
     }
-    let get = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> { Ok(kw.get_item(k)?.filter(|o| !o.is_none())) };
-    let id = |k: &str| get(k)?.map(|o| id_of(&o)).transpose();
-    Ok(CallContext {
-        principal: principal_arg(py, &kw.get_item("principal")?.unwrap_or_else(|| py.None().into_bound(py)))?,
-        tenant: get("tenant")?.map(|t| t.extract()).transpose()?,
-        task: get("task")?.map(|t| t.extract()).transpose()?,
-        run_id: id("run")?,
-        approval_id: id("approval")?,
-        ..CallContext::default()
-    })
+    ctx.principal = principal_arg(py, &principal.unwrap_or_else(|| py.None().into_bound(py)))?;
+    Ok(ctx)
 }
 
 /// The id of a run or an approval: an id, a mapping with `id`, an `ApprovalRequired` or a `Run`.

@@ -7,13 +7,14 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use harnessweaver_core::host::cel::{self, Var, Vars};
 use harnessweaver_core::host::{
     ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, Decision, HandlerDecl, HandlerMode, HandlerRef,
-    HandlerResolver, Host, HostOptions, ManifestSource, Outcome, Principal, RefusalClass, Resolved, Step, TestOptions, TicketCell, TicketRoute,
+    HandlerResolver, Host, HostOptions, Interrupter, ManifestSource, Outcome, Principal, RefusalClass, Resolved, Step, TestOptions, TicketCell,
+    TicketRoute, Watchdog,
 };
 use serde_json::{json, Value};
 
@@ -309,4 +310,38 @@ fn sanitize_names_and_refusal_classes() {
         );
         harnessweaver_core::Tool::from_manifest_text(&text, "t.yaml").unwrap();
     }
+}
+
+/// A host whose interrupts and withdrawals are sent down a channel.
+struct Recorder {
+    hold: Mutex<()>,
+    sent: Mutex<mpsc::Sender<(&'static str, u64)>>,
+}
+
+impl Interrupter for Recorder {
+    fn hold(&self, f: &mut dyn FnMut()) {
+        let _held = self.hold.lock().unwrap();
+        f();
+    }
+    fn interrupt(&self, thread: u64) {
+        self.sent.lock().unwrap().send(("interrupt", thread)).unwrap();
+    }
+    fn withdraw(&self, thread: u64) {
+        self.sent.lock().unwrap().send(("withdraw", thread)).unwrap();
+    }
+}
+
+#[test]
+fn watchdog_interrupts_only_the_overrunning_thread_and_withdraws_on_unwatch() {
+    let (tx, rx) = mpsc::channel();
+    let dog = Watchdog::new(Recorder { hold: Mutex::new(()), sent: Mutex::new(tx) });
+    let later = dog.watch(1, Instant::now() + Duration::from_secs(3600));
+    // Registered after a far deadline, an earlier one wakes the watchdog.
+    let overrun = dog.watch(2, Instant::now());
+    assert_eq!(rx.recv_timeout(Duration::from_secs(60)).unwrap(), ("interrupt", 2));
+    assert!(dog.unwatch(overrun), "the overrunning call was interrupted");
+    assert_eq!(rx.try_recv().unwrap(), ("withdraw", 2), "unwatch withdraws an interrupt not yet delivered");
+    assert!(!dog.unwatch(later), "a call within its deadline is not interrupted");
+    assert!(rx.try_recv().is_err(), "nothing else was interrupted or withdrawn");
+    assert!(!dog.unwatch(later), "a watch ends once");
 }

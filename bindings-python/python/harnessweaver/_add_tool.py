@@ -27,12 +27,23 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, cast
 
 from . import _native
-from ._governor import _import_handler
+from ._governor import _resolve, _roots
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
-RISKS = ["low", "medium", "high", "critical"]
-SIDE_EFFECTS = ["none", "read", "write_internal", "write_external", "destructive"]
+RISKS, SIDE_EFFECTS = _native.RISKS, _native.SIDE_EFFECTS
+
+
+def _import_handler(ref: str, base: str) -> Callable[..., Any]:
+    """``module:function`` imported as ``load`` imports it (``harnessweaver add tool``)."""
+    module, _, attr = ref.partition(":")
+    if not module or not attr:
+        raise ImportError(f"handler `{ref}` is not `module:function`")
+    fn, origin, _, _ = _resolve(module, attr.split("."), base)
+    if not origin or not _native.handler_origin_allowed(origin, base, _roots()):
+        raise ImportError(f"handler `{ref}` resolves outside the harness directory and installed packages")
+    return fn  # type: ignore[no-any-return]
+
 
 HELP = """\
 usage: harnessweaver add tool module:function [--risk R] [--side-effect S] [--transport native]

@@ -88,17 +88,6 @@ def _roots() -> List[str]:
     return sorted(found)
 
 
-def _import_handler(ref: str, base: str) -> Callable[..., Any]:
-    """``module:function`` imported as ``load`` imports it (``harnessweaver add tool``)."""
-    module, _, attr = ref.partition(":")
-    if not module or not attr:
-        raise ImportError(f"handler `{ref}` is not `module:function`")
-    fn, origin, _, _ = _resolve(module, attr.split("."), base)
-    if not origin or not _native.handler_origin_allowed(origin, base, _roots()):
-        raise ImportError(f"handler `{ref}` resolves outside the harness directory and installed packages")
-    return fn  # type: ignore[no-any-return]
-
-
 def _run(fn: Callable[..., Any], kwargs: Dict[str, Any], timeout: float) -> Tuple[str, Any]:
     """An async handler from ``call``: its own event loop on a daemon thread, abandoned at the deadline."""
     box: List[Tuple[str, Any]] = []

@@ -4,12 +4,14 @@
 //! decided here: which handlers to import and from where, the audit
 //! callback rule, a call's steps and its timeout verdict, approvals and
 //! their resumption, the shaping of callbacks' views and answers, the
-//! cel-lite variable check, sanitizer names, the refusal classes, and the
-//! text of a load error.
+//! cel-lite variable check, sanitizer names, the refusal classes, the
+//! text of a load error, and the watchdog that interrupts a caller-thread
+//! handler at its deadline.
 
 mod callbacks;
 pub mod cel;
 mod load;
+mod watchdog;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -31,6 +33,7 @@ pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
 pub use load::{origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions};
+pub use watchdog::{Interrupter, Watchdog};
 
 use crate::clock::ManualClock;
 use crate::governor::{Begin, Governor, InvokeOutcome, Transport};
