@@ -94,3 +94,40 @@ fn a_missing_token_variable_fails_the_start_naming_it() {
     assert!(err.contains("HW_TEST_GATEWAY_UNSET_TOKEN") && err.contains("token_env"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 17 item 2: with `issuer` and `audience` configured, a token must
+/// carry both (and match); a token not valid before a day from now is refused;
+/// `exp` stays required. The same token with the claims present is accepted.
+#[test]
+fn jwt_requires_configured_iss_and_aud_and_checks_nbf() {
+    std::env::set_var("HW_TEST_GATEWAY_JWT_SECRET_2", "another-shared-secret-of-enough-len-0");
+    let dir = harness_dir(
+        "claims",
+        "    http:\n      jwt:\n        algorithm: HS256\n        secret_env: HW_TEST_GATEWAY_JWT_SECRET_2\n        issuer: test-idp\n        audience: hw\n",
+    );
+    let harness = Harness::load(dir.join("harness.yaml")).unwrap();
+    let auth = Authenticator::new(&harness.spec().gateway, harness.dir()).unwrap();
+    let key = EncodingKey::from_secret(b"another-shared-secret-of-enough-len-0");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let full = json!({"sub": "carol", "iss": "test-idp", "aud": "hw", "iat": now, "exp": now + 600});
+    let check = |claims: &serde_json::Value| auth.check(Some(&format!("Bearer {}", encode(&Header::default(), claims, &key).unwrap())));
+    assert_eq!(check(&full).unwrap().principal.id, "carol");
+    let without = |name: &str| {
+        let mut c = full.clone();
+        c.as_object_mut().unwrap().remove(name);
+        c
+    };
+    for (why, claims) in [
+        ("no iss", without("iss")),
+        ("no aud", without("aud")),
+        ("no exp", without("exp")),
+        ("nbf a day ahead", json!({"sub": "carol", "iss": "test-idp", "aud": "hw", "iat": now, "exp": now + 2 * 86_400, "nbf": now + 86_400})),
+    ] {
+        let err = check(&claims).expect_err(why);
+        assert_eq!(err.code, "invalid_token", "{why}: {err:?}");
+    }
+    // An nbf in the past is fine.
+    let past = json!({"sub": "carol", "iss": "test-idp", "aud": "hw", "iat": now, "exp": now + 600, "nbf": now - 60});
+    assert_eq!(check(&past).unwrap().principal.id, "carol");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -254,6 +254,11 @@ def test_http_jwt_maps_claims_and_refuses_bad_tokens(tmp_path, algorithm):
             "audience": jwt.encode(dict(claims, aud="someone-else"), key, algorithm=algorithm),
             "issuer": jwt.encode(dict(claims, iss="evil"), key, algorithm=algorithm),
             "no-subject": jwt.encode({k: v for k, v in claims.items() if k != "sub"}, key, algorithm=algorithm),
+            # issue 17 item 2: configured claims are required, nbf is checked.
+            "no-issuer": jwt.encode({k: v for k, v in claims.items() if k != "iss"}, key, algorithm=algorithm),
+            "no-audience": jwt.encode({k: v for k, v in claims.items() if k != "aud"}, key, algorithm=algorithm),
+            "no-exp": jwt.encode({k: v for k, v in claims.items() if k != "exp"}, key, algorithm=algorithm),
+            "nbf-tomorrow": jwt.encode(dict(claims, nbf=now + 86400, exp=now + 2 * 86400), key, algorithm=algorithm),
             "forged": jwt.encode(claims, "not-the-key-" * 4, algorithm="HS256"),
             "alg-none": jwt.encode(claims, None, algorithm="none"),
             "tampered": good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB"),

@@ -122,14 +122,27 @@ impl JwtVerifier {
         };
         let mut validation = Validation::new(algorithm);
         validation.leeway = spec.leeway_s;
+        // `exp` always; `iss` and `aud` whenever they are configured: a token
+        // without a configured claim is refused, not waved through (jsonwebtoken
+        // checks a claim's value only when the token carries it).
+        let mut required = vec!["exp"];
         match &spec.issuer {
-            Some(iss) => validation.set_issuer(&[iss]),
+            Some(iss) => {
+                validation.set_issuer(&[iss]);
+                required.push("iss");
+            }
             None => validation.iss = None,
         }
         match &spec.audience {
-            Some(aud) => validation.set_audience(&[aud]),
+            Some(aud) => {
+                validation.set_audience(&[aud]);
+                required.push("aud");
+            }
             None => validation.validate_aud = false,
         }
+        validation.set_required_spec_claims(&required);
+        // A token not yet valid (`nbf` past now + leeway) is refused.
+        validation.validate_nbf = true;
         Ok(JwtVerifier { key, validation, spec: spec.clone() })
     }
 
