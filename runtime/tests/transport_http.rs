@@ -160,7 +160,7 @@ fn a_huge_body_is_refused_before_it_is_read_whole() {
 }
 
 #[test]
-fn same_host_redirects_are_followed_and_other_hosts_refused() {
+fn same_origin_redirects_are_followed_and_other_hosts_refused() {
     let server = HttpServer::start();
     let u = server.url();
     let (_d, rt) = load(
@@ -182,10 +182,55 @@ fn same_host_redirects_are_followed_and_other_hosts_refused() {
     assert_eq!(r.output.unwrap()["method"], "GET");
     let r = call(&rt, "elsewhere", json!({}));
     refused(&r, "transport_refused");
-    assert!(r.message.contains("another host (`localhost`)"), "{}", r.message);
+    assert!(r.message.contains(&format!("another origin (`http://localhost:{}`)", server.port)), "{}", r.message);
     let r = call(&rt, "looping", json!({}));
     refused(&r, "handler_error");
     assert!(r.message.contains("more than 5 redirects"), "{}", r.message);
+}
+
+/// What `server` was asked so far (its `/seen` route).
+fn seen(server: &HttpServer) -> Vec<Value> {
+    let mut response = ureq::get(&format!("{}/seen", server.url())).call().unwrap();
+    let value: Value = serde_json::from_slice(&response.body_mut().read_to_vec().unwrap()).unwrap();
+    value.as_array().unwrap().clone()
+}
+
+/// Issue 17 item 9: an origin is scheme + host + port. A 307 from one
+/// loopback server to another on a different port (the same host) is
+/// `transport_refused`, and the second server never sees the request (so
+/// never the `headers_env` secret nor the re-POSTed body); a redirect within
+/// the origin still re-POSTs the body with the secret.
+#[test]
+fn redirect_to_other_port_is_refused() {
+    let (a, b) = (HttpServer::start(), HttpServer::start());
+    std::env::set_var("HW_TEST_HTTP_REDIRECT_SECRET", "Bearer redirect-s3cret");
+    let secret = "  headers_env:\n    Authorization: HW_TEST_HTTP_REDIRECT_SECRET\n";
+    let (_d, rt) = load(
+        "http-redirect-port",
+        "production",
+        &[
+            ("other_port", http_tool(&format!("{}/redirect-port/307/{}/echo", a.url(), b.port), secret)),
+            ("other_port_get", http_tool(&format!("{}/redirect-port/302/{}/echo", a.url(), b.port), secret)),
+            ("same_origin", http_tool(&format!("{}/redirect/307/echo", a.url()), secret)),
+        ],
+    );
+    for tool in ["other_port", "other_port_get"] {
+        let r = call(&rt, tool, json!({"card": "4111"}));
+        refused(&r, "transport_refused");
+        assert!(r.message.contains(&format!("another origin (`http://127.0.0.1:{}`)", b.port)), "{}", r.message);
+        assert!(!r.message.contains("s3cret"), "{}", r.message);
+    }
+    assert_eq!(seen(&b), Vec::<Value>::new(), "the other port got a request");
+
+    let r = call(&rt, "same_origin", json!({"card": "4111"}));
+    assert!(r.is_allowed(), "{r:?}");
+    let out = r.output.unwrap();
+    assert_eq!((out["method"].as_str(), &out["body"]), (Some("POST"), &json!({"card": "4111"})));
+    assert_eq!(out["headers"]["authorization"], "Bearer redirect-s3cret");
+    // A: the three first requests, and the same-origin redirect's target.
+    let paths: Vec<String> = seen(&a).iter().map(|r| r["path"].as_str().unwrap().to_string()).collect();
+    assert_eq!(paths.last().map(String::as_str), Some("/echo"), "{paths:?}");
+    assert_eq!(seen(&b), Vec::<Value>::new());
 }
 
 #[test]

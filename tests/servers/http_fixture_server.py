@@ -18,6 +18,8 @@ Routes (any method; POST bodies are read as JSON when they parse):
   /redirect/<code>/<path>         <code> to /<path> on the same host
   /redirect-host/<code>/<path>    <code> to http://localhost:PORT/<path> (another host name)
   /redirect-loop      302 to itself
+  /redirect-port/<code>/<port>/<path>   <code> to http://127.0.0.1:<port>/<path> (the same host, another port)
+  /seen               200 JSON: every request this server got before (method, path, the echoed headers)
 """
 import json
 import socket
@@ -67,6 +69,12 @@ class Handler(BaseHTTPRequestHandler):
         body = self._body()
         parts = [p for p in self.path.split("?")[0].split("/") if p]
         head = parts[0] if parts else ""
+        if head == "seen":
+            with self.server.seen_lock:
+                return self._json(200, list(self.server.seen))
+        with self.server.seen_lock:
+            self.server.seen.append({"method": self.command, "path": self.path,
+                                     "headers": {h: self.headers[h] for h in ECHOED if self.headers.get(h) is not None}})
         if head == "echo":
             headers = {h: self.headers[h] for h in ECHOED if self.headers.get(h) is not None}
             return self._json(200, {"method": self.command, "path": self.path, "body": body, "headers": headers})
@@ -103,6 +111,10 @@ class Handler(BaseHTTPRequestHandler):
             if head == "redirect-host":
                 target = f"http://localhost:{self.server.server_address[1]}{target}"
             return self._send(code, b"", "text/plain", {"Location": target})
+        if head == "redirect-port" and len(parts) >= 4:
+            code, port = int(parts[1]), int(parts[2])
+            target = f"http://127.0.0.1:{port}/" + "/".join(parts[3:])
+            return self._send(code, b"", "text/plain", {"Location": target})
         if head == "redirect-loop":
             return self._send(302, b"", "text/plain", {"Location": "/redirect-loop"})
         return self._json(404, {"error": "no such route"})
@@ -112,6 +124,11 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.seen = []
+        self.seen_lock = threading.Lock()
 
     def handle_error(self, request, client_address):
         # Clients that hang up early (a capped body, a timeout) are expected.

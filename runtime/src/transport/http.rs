@@ -6,10 +6,12 @@
 //! - `Idempotency-Key` carries the ticket's key; `Content-Type:
 //!   application/json`.
 //! - The ticket's timeout bounds the whole call, redirects included.
-//! - Redirects on the same host are followed (at most [`MAX_REDIRECTS`],
+//! - Redirects within the tool's origin (scheme, host and port, the default
+//!   port when none is written) are followed (at most [`MAX_REDIRECTS`],
 //!   `307`/`308` re-POST the body, `301`/`302`/`303` continue as GET); a
-//!   redirect to another host, or from https to http, is refused
-//!   (`transport_refused`).
+//!   redirect to another origin (another host, the same host on another
+//!   port, or another scheme) is refused (`transport_refused`) before
+//!   anything, headers or body, is sent there.
 //! - The response body is read with a cap ([`RESPONSE_FACTOR`] × the tool's
 //!   `output.max_bytes`, at least [`RESPONSE_FLOOR`]): a larger body fails the
 //!   call before it is read whole.
@@ -26,7 +28,7 @@ use ureq::tls::{RootCerts, TlsConfig};
 
 use harnessweaver_core::governor::{InvokeOutcome, Ticket};
 
-/// Redirects followed on one host before the call fails.
+/// Redirects followed within one origin before the call fails.
 pub const MAX_REDIRECTS: u32 = 5;
 
 /// The response cap is this many times the tool's `output.max_bytes`
@@ -68,7 +70,7 @@ impl HttpClient {
         })
     }
 
-    /// One call: POST, follow same-host redirects, read the capped body.
+    /// One call: POST, follow same-origin redirects, read the capped body.
     pub fn invoke(&self, tool: &HttpTool, ticket: &Ticket) -> InvokeOutcome {
         let headers = match headers(tool) {
             Ok(h) => h,
@@ -121,17 +123,15 @@ impl HttpClient {
                 let Some(next_origin) = Origin::parse(&next) else {
                     return InvokeOutcome::Failed { kind: format!("http status {status} with an invalid location") };
                 };
-                if !first.same_host(&next_origin) {
+                // The headers (secrets from `headers_env`) and the body go
+                // only to the origin the manifest names: another host, the
+                // same host on another port, or another scheme is refused.
+                if first != next_origin {
                     return InvokeOutcome::TransportRefused {
                         reason: format!(
-                            "`{}` was redirected to another host (`{}`); the http transport follows redirects only on `{}`",
-                            ticket.tool, next_origin.host, first.host
+                            "`{}` was redirected to another origin (`{next_origin}`); the http transport follows redirects only within `{first}`",
+                            ticket.tool
                         ),
-                    };
-                }
-                if first.https && !next_origin.https {
-                    return InvokeOutcome::TransportRefused {
-                        reason: format!("`{}` was redirected from https to http; the http transport refuses that", ticket.tool),
                     };
                 }
                 if matches!(status, 301..=303) {
@@ -213,10 +213,19 @@ fn failure(e: &ureq::Error) -> InvokeOutcome {
     InvokeOutcome::Failed { kind }
 }
 
-/// Scheme and host of a URL (the port is not part of "the same host").
+/// Scheme, host and port of a URL (the scheme's default port when none is
+/// written): a redirect is followed only when all three stay the same.
+#[derive(Debug, PartialEq, Eq)]
 struct Origin {
     https: bool,
     host: String,
+    port: u16,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}:{}", if self.https { "https" } else { "http" }, self.host, self.port)
+    }
 }
 
 impl Origin {
@@ -230,19 +239,29 @@ impl Origin {
         };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let authority = authority.rsplit('@').next().unwrap_or_default();
-        let host = if authority.starts_with('[') {
-            authority.split(']').next().map(|h| format!("{h}]"))?
+        let (host, port) = if authority.starts_with('[') {
+            let (h, rest) = authority.split_once(']')?;
+            (format!("{h}]"), rest.strip_prefix(':'))
         } else {
-            authority.split(':').next().unwrap_or_default().to_string()
+            match authority.split_once(':') {
+                Some((h, p)) => (h.to_string(), Some(p)),
+                None => (authority.to_string(), None),
+            }
         };
         if host.is_empty() {
             return None;
         }
-        Some(Origin { https, host: host.to_ascii_lowercase() })
-    }
-
-    fn same_host(&self, other: &Origin) -> bool {
-        self.host == other.host
+        let port = match port {
+            None | Some("") => {
+                if https {
+                    443
+                } else {
+                    80
+                }
+            }
+            Some(p) => p.parse().ok()?,
+        };
+        Some(Origin { https, host: host.to_ascii_lowercase(), port })
     }
 }
 
@@ -282,12 +301,17 @@ mod tests {
     }
 
     #[test]
-    fn origins_compare_hosts() {
+    fn origins_are_scheme_host_and_port() {
         let a = Origin::parse("http://Example.com:80/x").unwrap();
-        let b = Origin::parse("https://example.com/y").unwrap();
-        let c = Origin::parse("http://user@evil.example/").unwrap();
-        assert!(a.same_host(&b));
-        assert!(!a.same_host(&c));
-        assert_eq!(Origin::parse("http://[::1]:8080/").unwrap().host, "[::1]");
+        assert_eq!(a, Origin::parse("http://example.com/y").unwrap());
+        assert_ne!(a, Origin::parse("https://example.com/y").unwrap());
+        assert_ne!(a, Origin::parse("http://example.com:8080/y").unwrap());
+        assert_ne!(a, Origin::parse("http://user@evil.example/").unwrap());
+        assert_eq!(Origin::parse("https://a.example").unwrap(), Origin::parse("https://a.example:443/").unwrap());
+        let v6 = Origin::parse("http://[::1]:8080/").unwrap();
+        assert_eq!((v6.host.as_str(), v6.port), ("[::1]", 8080));
+        assert_eq!(Origin::parse("http://[::1]/").unwrap().port, 80);
+        assert_eq!(Origin::parse("http://a.example:99999/"), None);
+        assert_eq!(v6.to_string(), "http://[::1]:8080");
     }
 }
