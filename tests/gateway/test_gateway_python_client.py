@@ -235,6 +235,46 @@ def test_http_approval_resolved_while_the_gateway_runs(harness):
         assert done.is_error is False and done.content[0].text == "505"
 
 
+def test_http_session_is_bound_to_the_caller_who_opened_it(harness):
+    """Issue 17 item 8: an MCP session belongs to the principal and tenant that
+    opened it; another authenticated caller who knows its id gets 404 for
+    every use of it (list, call, the SSE stream, DELETE), and the session
+    goes on serving its owner."""
+    accept = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+
+    def headers(token, sid, **more):
+        return dict(accept, Authorization=f"Bearer {token}", **{"Mcp-Session-Id": sid}, **more)
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 20, "b": 22}}}
+    alice, bob = harness["alice_token"], harness["bob_token"]
+    with http_gateway(harness) as url:
+        r = httpx2.post(url, json=init, headers=dict(accept, Authorization=f"Bearer {alice}"))
+        assert r.status_code == 200, r.text
+        sid = r.headers["mcp-session-id"]
+        r = httpx2.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers(alice, sid))
+        assert r.status_code == 202, r.text
+
+        for body in (listing, call, {"jsonrpc": "2.0", "method": "notifications/initialized"}):
+            r = httpx2.post(url, json=body, headers=headers(bob, sid), timeout=10)
+            assert r.status_code == 404, (body["method"], r.status_code, r.text)
+            assert "42" not in r.text and "add" not in r.text
+        with httpx2.stream("GET", url, headers=headers(bob, sid), timeout=10) as r:
+            assert r.status_code == 404
+        r = httpx2.delete(url, headers=headers(bob, sid), timeout=10)
+        assert r.status_code == 404
+
+        # The owner's session is untouched, and only the owner ends it.
+        r = httpx2.post(url, json=listing, headers=headers(alice, sid), timeout=10)
+        assert r.status_code == 200 and '"payroll"' in r.text, r.text
+        r = httpx2.post(url, json=call, headers=headers(alice, sid), timeout=30)
+        assert r.status_code == 200 and '"text":"42"' in r.text.replace(" ", ""), r.text
+        assert httpx2.delete(url, headers=headers(alice, sid), timeout=10).status_code in (200, 202, 204)
+        assert httpx2.post(url, json=listing, headers=headers(alice, sid), timeout=10).status_code == 404
+
+
 @pytest.mark.parametrize("algorithm", ["HS256", "RS256", "ES256"])
 def test_http_jwt_maps_claims_and_refuses_bad_tokens(tmp_path, algorithm):
     info = make_harness(tmp_path / "h", "--jwt", algorithm)

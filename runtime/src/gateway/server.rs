@@ -24,6 +24,9 @@ use serde_json::Value;
 use super::auth::Authenticator;
 use super::{Gateway, Identity, APPROVAL_META_KEY};
 
+/// The header naming a streamable-HTTP session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
 /// A session's runs, by caller (principal id, tenant).
 type Runs = Arc<Mutex<HashMap<(String, Option<String>), String>>>;
 
@@ -129,6 +132,71 @@ fn not_found() -> http::Response<Body> {
     response
 }
 
+/// rmcp's answer to an unknown session, word for word: a session that is
+/// someone else's looks exactly like one that does not exist.
+fn session_not_found() -> http::Response<Body> {
+    let mut response = http::Response::new(Full::new(Bytes::from_static(b"Not Found: Session not found")).boxed());
+    *response.status_mut() = http::StatusCode::NOT_FOUND;
+    response
+}
+
+/// Who opened each streamable-HTTP session (principal id, tenant): a
+/// request naming a session is served only for that caller. A session id this
+/// table does not know is refused too (fail closed), so the table and rmcp's
+/// session manager never disagree in the caller's favour.
+#[derive(Default)]
+struct SessionOwners {
+    owners: Mutex<HashMap<String, (String, Option<String>)>>,
+    /// Prune ended sessions once the table reaches this size (doubles as it grows).
+    prune_at: Mutex<usize>,
+}
+
+impl SessionOwners {
+    fn key(who: &Identity) -> (String, Option<String>) {
+        (who.principal.id.clone(), who.tenant.clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Option<String>)>> {
+        self.owners.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `who` may use session `id`.
+    fn allows(&self, id: &str, who: &Identity) -> bool {
+        self.lock().get(id).is_some_and(|owner| *owner == Self::key(who))
+    }
+
+    fn insert(&self, id: String, who: &Identity) {
+        self.lock().insert(id, Self::key(who));
+    }
+
+    fn remove(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    /// Drops the sessions rmcp no longer has (closed by the client, or timed
+    /// out), when the table has grown past its mark.
+    async fn prune(&self, manager: &LocalSessionManager) {
+        use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
+        let ids: Vec<String> = {
+            let owners = self.lock();
+            let mut mark = self.prune_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if owners.len() < (*mark).max(256) {
+                return;
+            }
+            *mark = owners.len() * 2;
+            owners.keys().cloned().collect()
+        };
+        for id in ids {
+            let sid: SessionId = id.as_str().into();
+            if !manager.has_session(&sid).await.unwrap_or(true) {
+                self.remove(&id);
+            }
+        }
+        let mut mark = self.prune_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *mark = (self.lock().len() * 2).max(256);
+    }
+}
+
 /// Binds `addr` (port 0 picks a free port) and returns the listener and the
 /// address it got.
 pub async fn bind(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), String> {
@@ -141,11 +209,13 @@ pub async fn bind(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAd
 /// Every request must carry a bearer token `auth` accepts; others get 401.
 pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listener: tokio::net::TcpListener) -> Result<(), String> {
     let factory_gateway = Arc::clone(&gateway);
+    let manager = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(Session::new(Arc::clone(&factory_gateway), None)),
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&manager),
         StreamableHttpServerConfig::default(),
     );
+    let owners = Arc::new(SessionOwners::default());
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(s) => s,
@@ -156,22 +226,46 @@ pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listene
         };
         let service = service.clone();
         let auth = Arc::clone(&auth);
+        let owners = Arc::clone(&owners);
+        let manager = Arc::clone(&manager);
         tokio::spawn(async move {
             let handler = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
                 let service = service.clone();
                 let auth = Arc::clone(&auth);
+                let owners = Arc::clone(&owners);
+                let manager = Arc::clone(&manager);
                 async move {
                     if req.uri().path() != "/mcp" {
                         return Ok::<_, Infallible>(not_found());
                     }
                     let header = req.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-                    match auth.check(header) {
-                        Ok(identity) => {
-                            req.extensions_mut().insert(identity);
-                            Ok(service.handle(req).await)
+                    let identity = match auth.check(header) {
+                        Ok(identity) => identity,
+                        Err(e) => return Ok(unauthorized(e.code, &e.message)),
+                    };
+                    // A session belongs to the caller who opened it: anyone
+                    // else naming it (POST, GET, DELETE) gets rmcp's 404.
+                    let session = req.headers().get(SESSION_HEADER).map(|v| v.to_str().map(str::to_string));
+                    let session = match session {
+                        None => None,
+                        Some(Ok(id)) if owners.allows(&id, &identity) => Some(id),
+                        Some(_) => return Ok(session_not_found()),
+                    };
+                    let deleting = req.method() == http::Method::DELETE;
+                    req.extensions_mut().insert(identity.clone());
+                    let response = service.handle(req).await;
+                    match session {
+                        // A new session (initialize): its owner is this caller.
+                        None => {
+                            if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+                                owners.insert(id.to_string(), &identity);
+                                owners.prune(&manager).await;
+                            }
                         }
-                        Err(e) => Ok(unauthorized(e.code, &e.message)),
+                        Some(id) if deleting && response.status().is_success() => owners.remove(&id),
+                        Some(_) => {}
                     }
+                    Ok(response)
                 }
             });
             let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler).await;
