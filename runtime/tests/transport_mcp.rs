@@ -238,3 +238,49 @@ fn a_streamable_http_server() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Issue 17 item 4: a server process that dies (here mid-call, so the test
+/// knows when) is started again by the next call, which re-lists and
+/// re-checks the pins and then succeeds, answered by a new process.
+#[test]
+fn a_crashed_server_is_restarted_by_the_next_call() {
+    std::env::set_var("HW_TEST_RECONNECT_RUG_1", "");
+    let server = py_server(&[("HW_MCP_RUG_PULL", "HW_TEST_RECONNECT_RUG_1")]);
+    let defs: Vec<Value> = ["add", "crash", "pid"].iter().map(|t| served("py", &server, t)).collect();
+    let dir = harness("mcp-crash", &yaml_server("py", &server), "eager", defs.iter().map(|d| manifest("py", d, "30s", |_| {})).collect());
+    let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let first = call(&rt, "pid", json!({})).output.unwrap();
+    assert_eq!(call(&rt, "add", json!({"a": 2, "b": 3})).output, Some(json!("5")));
+    let r = call(&rt, "crash", json!({}));
+    assert_eq!(r.code.map(|c| c.as_str()), Some("transport_refused"), "{r:?}");
+    assert!(r.message.contains("closed the connection"), "{}", r.message);
+    for _ in 0..2 {
+        let r = call(&rt, "add", json!({"a": 40, "b": 2}));
+        assert_eq!(r.output, Some(json!("42")), "{r:?}");
+    }
+    let second = call(&rt, "pid", json!({})).output.unwrap();
+    assert_ne!(first, second, "the same process answered");
+    // And again: every crash is followed by a restart.
+    assert_eq!(call(&rt, "crash", json!({})).code.map(|c| c.as_str()), Some("transport_refused"));
+    assert_eq!(call(&rt, "add", json!({"a": 1, "b": 1})).output, Some(json!("2")));
+}
+
+/// Issue 17 item 4: the restarted server serves another definition of `add`
+/// (a rug pull timed with a crash): the reconnect re-checks the pins, and the
+/// call is refused `digest_mismatch` at step 3, every time.
+#[test]
+fn a_restarted_server_with_a_changed_definition_is_a_digest_mismatch() {
+    std::env::set_var("HW_TEST_RECONNECT_RUG_2", "");
+    let server = py_server(&[("HW_MCP_RUG_PULL", "HW_TEST_RECONNECT_RUG_2")]);
+    let defs: Vec<Value> = ["add", "crash"].iter().map(|t| served("py", &server, t)).collect();
+    let dir = harness("mcp-crash-rug", &yaml_server("py", &server), "eager", defs.iter().map(|d| manifest("py", d, "30s", |_| {})).collect());
+    let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(call(&rt, "add", json!({"a": 2, "b": 3})).output, Some(json!("5")));
+    std::env::set_var("HW_TEST_RECONNECT_RUG_2", "1");
+    assert_eq!(call(&rt, "crash", json!({})).code.map(|c| c.as_str()), Some("transport_refused"));
+    for _ in 0..2 {
+        let r = call(&rt, "add", json!({"a": 1, "b": 1}));
+        assert_eq!((r.code.map(|c| c.as_str()), r.step.map(|s| s.as_str())), (Some("digest_mismatch"), Some("pin")), "{r:?}");
+        assert!(r.reasons.iter().any(|x| x.contains("another definition of `add`")), "{r:?}");
+    }
+}

@@ -8,7 +8,9 @@ requirements.txt), started by the MCP transport tests.
 `HW_MCP_RUG_PULL=1` changes the description of `add` (the rug pull: the same
 server, a different definition at the next load). `HW_MCP_EXPECT_TOKEN`, when
 set, is the value the `whoami` tool reports whether the server got in its
-environment as `TOKEN` (never the value itself).
+environment as `TOKEN` (never the value itself). `crash` ends the process
+at once, mid-call (a server that dies); `pid` answers the process id (which
+process answered, after a restart).
 """
 import asyncio
 import os
@@ -42,6 +44,16 @@ def fail(reason: str) -> str:
 async def slow(ms: int) -> str:
     await asyncio.sleep(ms / 1000)
     return "done"
+
+
+@server.tool(description="Dies at once, without answering.", structured_output=False)
+def crash() -> str:
+    os._exit(3)
+
+
+@server.tool(description="Answers the server's process id.", structured_output=False)
+def pid() -> str:
+    return str(os.getpid())
 
 
 @server.tool(description="Reports which variables the server was started with.", structured_output=False)

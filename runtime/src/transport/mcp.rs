@@ -11,7 +11,13 @@
 //!   (from a scoped thread when the caller is itself inside a runtime).
 //! - When the server is connected (at load with `spec.mcp.connect: eager`,
 //!   the default, or at the first call with `lazy`) and again after every
-//!   reconnect, `tools/list` is compared with the manifests: a tool whose
+//!   reconnect, `tools/list` is compared with the manifests. A connection
+//!   that has died (the server process exited, the HTTP session ended) is
+//!   reopened by the next call, at step 3, before that call is served: the
+//!   server is started again, listed and compared again. Failed reconnects
+//!   back off ([`RECONNECT_BACKOFF_MIN`] doubling up to
+//!   [`RECONNECT_BACKOFF_MAX`]); calls in between are refused without
+//!   trying. A tool whose
 //!   served `{name, description, inputSchema}` has another digest than its
 //!   manifest's definition, or that is no longer served, is refused with
 //!   `digest_mismatch` at step 3, every call, until the manifest is reviewed
@@ -19,12 +25,13 @@
 //! - `tools/call` carries the validated arguments. The output is the
 //!   `structuredContent` when the server sends one, otherwise the text
 //!   contents joined with newlines, otherwise the content list as JSON.
-//!   `isError` is `handler_error`; a server that cannot be reached is
-//!   `transport_refused`; the ticket's timeout is `timeout`.
+//!   `isError` is `handler_error`; a server that cannot be reached, or that
+//!   closes the connection during the call, is `transport_refused`; the
+//!   ticket's timeout is `timeout`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
@@ -43,6 +50,12 @@ pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM",
 
 /// How long connecting (start, `initialize`, `tools/list`) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The wait after a failed reconnect before the next attempt…
+pub const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(250);
+
+/// …doubling after each further failure, up to this.
+pub const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// `NAME` of `mcp://NAME`.
 pub use harnessweaver_core::manifest::mcp_server_name as server_name;
@@ -69,6 +82,18 @@ struct Connection {
     mismatches: HashMap<String, String>,
     /// A `tools/list` has been compared.
     checked: bool,
+    /// Connects that failed in a row, and when the next may be tried.
+    failures: u32,
+    retry_at: Option<Instant>,
+    /// Why the last connect failed.
+    last_error: String,
+}
+
+/// Whether a client can still carry requests: not cancelled, and its
+/// service loop still running (it ends when the server's stdout closes or
+/// the HTTP transport fails; rmcp's `is_closed` alone does not see that).
+fn alive(client: &Client) -> bool {
+    !client.is_closed() && !client.is_transport_closed()
 }
 
 struct Slot {
@@ -172,10 +197,38 @@ impl McpHub {
     /// definitions) when there is none or the old one has closed.
     fn connected(&self, slot: &Slot) -> Result<Arc<Client>, String> {
         let mut conn = slot.conn.lock().map_err(|_| format!("MCP server `{}` is unusable", slot.name))?;
-        if let Some(client) = conn.client.as_ref().filter(|c| !c.is_closed()) {
+        if let Some(client) = conn.client.as_ref().filter(|c| alive(c)) {
             return Ok(client.clone());
         }
         conn.client = None;
+        if let Some(at) = conn.retry_at {
+            let now = Instant::now();
+            if at > now {
+                return Err(format!("{} (the next attempt in {} ms)", conn.last_error, at.duration_since(now).as_millis().max(1)));
+            }
+        }
+        match self.open(slot) {
+            Ok((client, mismatches)) => {
+                conn.mismatches = mismatches;
+                conn.checked = true;
+                conn.failures = 0;
+                conn.retry_at = None;
+                conn.client = Some(client.clone());
+                Ok(client)
+            }
+            Err(message) => {
+                // Bounded backoff: 250 ms, 500 ms, … up to 30 s between attempts.
+                let wait = RECONNECT_BACKOFF_MIN.saturating_mul(1u32 << conn.failures.min(16)).min(RECONNECT_BACKOFF_MAX);
+                conn.failures = conn.failures.saturating_add(1);
+                conn.retry_at = Some(Instant::now() + wait);
+                conn.last_error.clone_from(&message);
+                Err(message)
+            }
+        }
+    }
+
+    /// Starts or reaches the server, and lists and compares its tools.
+    fn open(&self, slot: &Slot) -> Result<(Arc<Client>, HashMap<String, String>), String> {
         let client = self.block(async { tokio::time::timeout(CONNECT_TIMEOUT, connect(&slot.name, &slot.config)).await });
         let client = match client {
             Ok(Ok(c)) => c,
@@ -188,21 +241,21 @@ impl McpHub {
             Ok(Err(_)) => return Err(format!("MCP server `{}` did not list its tools", slot.name)),
             Err(_) => return Err(format!("MCP server `{}` did not list its tools within {} s", slot.name, CONNECT_TIMEOUT.as_secs())),
         };
-        conn.mismatches = compare(&slot.name, &slot.tools, &served);
-        conn.checked = true;
-        let client = Arc::new(client);
-        conn.client = Some(client.clone());
-        Ok(client)
+        Ok((Arc::new(client), compare(&slot.name, &slot.tools, &served)))
     }
 
     /// Why `tool`'s served definition does not match its manifest, if it
-    /// does not. Connects first when the harness connects lazily; a server
-    /// that cannot be reached gives `None` (the call then fails at invoke).
+    /// does not. Connects first when the harness connects lazily, and
+    /// reconnects (re-listing) when the connection has died, so a restarted
+    /// server is checked before it serves a call; a server that cannot be
+    /// reached gives `None` (the call then fails at invoke).
     pub fn mismatch(&self, tool: &McpTool) -> Option<String> {
         let slot = self.slots.get(&tool.server)?;
-        let checked = slot.conn.lock().ok().is_some_and(|c| c.checked);
-        if !checked && self.connected(slot).is_err() {
-            return None;
+        let fresh = slot.conn.lock().ok().is_some_and(|c| c.checked && c.client.as_deref().is_some_and(alive));
+        if !fresh && self.connected(slot).is_err() {
+            // Unreachable: the last list's verdict stands (a tool once found
+            // changed stays refused); otherwise the call fails at invoke.
+            return slot.conn.lock().ok().and_then(|c| c.mismatches.get(&tool.tool).cloned());
         }
         slot.conn.lock().ok().and_then(|c| c.mismatches.get(&tool.tool).cloned())
     }
@@ -228,11 +281,18 @@ impl McpHub {
         match called {
             Err(_) => InvokeOutcome::TimedOut,
             Ok(Err(e)) => {
-                if client.is_closed() {
+                let closed = matches!(e, rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)) || !alive(&client);
+                if closed {
+                    // The server died (or the session ended) under this call:
+                    // forget the client, so the next call starts it again.
                     if let Ok(mut conn) = slot.conn.lock() {
-                        conn.client = None;
+                        if conn.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, &client)) {
+                            conn.client = None;
+                        }
                     }
-                    InvokeOutcome::TransportRefused { reason: format!("`{}`: MCP server `{}` closed the connection", ticket.tool, tool.server) }
+                    InvokeOutcome::TransportRefused {
+                        reason: format!("`{}`: MCP server `{}` closed the connection during the call", ticket.tool, tool.server),
+                    }
                 } else {
                     InvokeOutcome::Failed { kind: service_error(&e) }
                 }
