@@ -1,13 +1,16 @@
 'use strict'
-// harnessweaver for Node: the Rust core decides; this file only shapes the API
-// and turns the addon's errors into HarnessweaverError and its families.
+// harnessweaver for Node. The Rust core decides every step (the addon's
+// `call` runs steps 1-7, the handler and step 9 in one go); this file shapes
+// the API, races a handler's promise against its deadline (abandoned at it,
+// its late result ignored) and maps the addon's errors. The API reference is
+// index.d.ts.
 
 const native = require('./native.js')
-const governor = require('./governor.js')
 
+const { CallResult, NativeTicket } = native
 const TABLES = native.tables()
+const TIMED_OUT = Symbol('timed out')
 
-/** Base class of every harnessweaver error; `code` is its stable snake_case code. */
 class HarnessweaverError extends Error {
   constructor(message, code, problems) {
     super(message)
@@ -17,13 +20,10 @@ class HarnessweaverError extends Error {
   }
 }
 
-/** A harness or manifest failed to load; `problems` lists every problem found. */
 class LoadError extends HarnessweaverError {}
 
-/** A value with no portable JSON form (NaN, huge integers, nesting too deep). */
 class InvalidValueError extends HarnessweaverError {}
 
-/** A bad argument from the caller. */
 class InvalidArgumentError extends HarnessweaverError {}
 
 const KINDS = { load: LoadError, value: InvalidValueError, invalid_argument: InvalidArgumentError }
@@ -60,7 +60,6 @@ for (const c of TABLES.refusalClasses) {
         this.result = result
       }
 
-      /** The text to hand back to the model. */
       toModel() {
         return this.result.toModel()
       }
@@ -77,14 +76,10 @@ for (const c of TABLES.refusalClasses) {
 const { ToolBlocked, ToolNotFound, InvalidArguments, DigestMismatch, PolicyDenied, LimitExceeded, FlowBlocked, ApprovalRequired,
   ApprovalDenied, ToolFailed, OutputRejected } = classes
 
-/** The value every call returns; the fields are the core's (snake_case, as in every language). */
-const { CallResult } = native
-for (const k of ['decision', 'code', 'step', 'message', 'tool', 'call_id', 'run_id', 'output', 'output_report', 'approval',
-  'retry_after_ms', 'reasons', 'labels', 'would_refuse']) {
+for (const k of TABLES.resultFields) {
   Object.defineProperty(CallResult.prototype, k, { get() { return this.field(k) }, enumerable: true })
 }
 
-/** One tool as loaded from its manifest; every field of `describe()` is a property. */
 class ToolDescription {
   constructor(fields, source) {
     Object.assign(this, fields)
@@ -93,56 +88,144 @@ class ToolDescription {
     Object.freeze(this)
   }
 
-  /**
-   * Parses one `kind: Tool` manifest (an object, or YAML/JSON text). The
-   * result can be registered in code: `load(path, { codeTools: [[tool, fn]] })`.
-   */
   static fromManifest(manifest, origin) {
     return new ToolDescription(guard(() => native.describeManifest(manifest, origin)), [manifest, origin ?? '<code>'])
   }
 }
 
-/** A loaded harness: its tools in the order their manifests were found. */
+// A ticket's promise against its deadline, then the core's finish.
+async function race(rt, ticket) {
+  let timer
+  const timeout = new Promise((resolve) => {
+    timer = setTimeout(resolve, ticket.remainingMs, TIMED_OUT)
+  })
+  const pending = Promise.resolve(ticket.pending)
+  // An abandoned handler may still reject later: never an unhandled rejection.
+  pending.catch(() => {})
+  let how = 'returned'
+  let value
+  try {
+    value = await Promise.race([pending, timeout])
+  } catch (err) {
+    how = 'threw'
+    value = err
+  } finally {
+    clearTimeout(timer)
+  }
+  return rt.finish(ticket, value, value === TIMED_OUT ? 'timeout' : how)
+}
+
+// What the addon's `call` returned, to its end: a CallResult, or a promise of one.
+function settle(rt, begun) {
+  return begun instanceof NativeTicket ? race(rt, begun) : begun
+}
+
+function deliver(result, raiseOnRefusal) {
+  if (raiseOnRefusal !== false && !result.allowed) throw new classes[result.refusalClass](result)
+  return result
+}
+
+function principalOf(options) {
+  if (!options || typeof options !== 'object') throw invalid('a call needs options with a `principal`', 'invalid_principal')
+  return options.principal
+}
+
+const runId = (run) => (run && typeof run === 'object' ? run.id : run) ?? null
+const approvalId = (a) => (a && typeof a === 'object' ? a.id ?? (a.approval && a.approval.id) : a)
+
 class Harness {
-  constructor(inner, path, tools, handlers) {
+  constructor(inner, path, names) {
     this._rt = inner
-    this._handlers = handlers
-    this._names = Object.keys(tools || {}).sort()
+    this._names = names
     this.path = path
     this.tools = inner.describeTools().map((d) => new ToolDescription(d))
   }
 
-  /** The tool called `name`, or undefined. */
   tool(name) {
     return this.tools.find((t) => t.name === name)
   }
 
-  /** The names of the native handlers given to `load`, sorted. */
   get handlerNames() {
     return this._names
   }
+
+  async call(tool, args, options) {
+    const o = options || {}
+    const p = principalOf(options)
+    const rt = this._rt
+    let result = guard(() => rt.call(String(tool), args === undefined ? {} : args, p, o.tenant ?? null, o.task ?? null, runId(o.run),
+      approvalId(o.approval) ?? null))
+    if (!(result instanceof CallResult)) result = await settle(rt, result)
+    return deliver(result, o.raiseOnRefusal)
+  }
+
+  run(options) {
+    const rt = this._rt
+    const o = options || {}
+    const harness = this
+    // Converted once (a malformed principal fails here rather than at the
+    // first call); the run's calls pass the handle while `run.principal` is
+    // still this object, so its fields are read when the run starts.
+    const given = principalOf(options)
+    const handle = guard(() => rt.principalHandle(given))
+    const run = {
+      id: guard(() => rt.newRun()),
+      principal: o.principal,
+      tenant: o.tenant ?? null,
+      task: o.task ?? null,
+      get labels() {
+        return guard(() => rt.labels(this.id))
+      },
+      call(tool, args, callOptions) {
+        const principal = run.principal === given ? handle : run.principal
+        return harness.call(tool, args, { ...callOptions, principal, tenant: run.tenant, task: run.task, run: run.id })
+      },
+    }
+    return run
+  }
+
+  async approve(id, options) {
+    const o = options || {}
+    const begun = guard(() => this._rt.approveAndResume(String(approvalId(id)), o.approver, o.args ?? null))
+    return deliver(await settle(this._rt, begun), o.raiseOnRefusal)
+  }
+
+  grant(id, options) {
+    return guard(() => this._rt.grant(String(approvalId(id)), (options || {}).approver))
+  }
+
+  deny(id, options) {
+    const o = options || {}
+    return guard(() => this._rt.deny(String(approvalId(id)), o.by, String(o.reason ?? '')))
+  }
+
+  approvals() {
+    return guard(() => this._rt.approvals())
+  }
+
+  explain(tool, args, options) {
+    const o = options || {}
+    const p = principalOf(options)
+    return guard(() => this._rt.explain(String(tool), args === undefined ? {} : args, p, o.tenant ?? null, o.task ?? null, runId(o.run)))
+  }
+
+  toolSpecs(format, options) {
+    const o = options || {}
+    return guard(() => this._rt.toolSpecs(String(format ?? 'openai'), o.principal ?? null, o.tenant ?? null))
+  }
 }
 
-const gateway = governor.governed(Harness, classes, guard, invalid)
-
-/**
- * Loads `harness.yaml` and every manifest it names, ready for calls. Every
- * native tool needs a function in `tools` (or in `codeTools`, for tools
- * registered in code with `ToolDescription.fromManifest`); `audit(event)`
- * receives each audit event; `onApproval(request, approval)` may answer an
- * approval inline (true approves, false denies, anything else leaves it pending).
- */
 function load(path, options) {
   return loadWith(path, options, {})
 }
 
-function loadWith(path, options, testing) {
+function loadWith(path, options, t) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw invalid('`options` must be an object like `{ tools }`', 'invalid_options')
   }
   const o = options || {}
-  const tools = o.tools
-  if (tools !== undefined && (tools === null || typeof tools !== 'object' || Array.isArray(tools))) {
+  const tools = o.tools === undefined ? {} : o.tools
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
     throw invalid('`tools` must be an object mapping tool names to functions', 'invalid_tools')
   }
   const codeTools = o.codeTools ?? []
@@ -151,7 +234,7 @@ function loadWith(path, options, testing) {
     if (o[key] != null && typeof o[key] !== 'function') throw invalid(`\`${key}\` must be a function`, 'invalid_options')
   }
   const handlers = new Map()
-  for (const [name, fn] of Object.entries(tools || {})) {
+  for (const [name, fn] of Object.entries(tools)) {
     if (typeof fn !== 'function') throw invalid(`\`tools.${name}\` must be a function`, 'invalid_tools')
     handlers.set(name, fn)
   }
@@ -165,17 +248,14 @@ function loadWith(path, options, testing) {
     sources.push(tool._source)
     if (fn) handlers.set(tool.name, fn)
   }
-  const names = [...handlers.keys()]
-  const isAsync = (n) => handlers.get(n).constructor.name === 'AsyncFunction'
-  const t = testing
-  const inner = guard(() => native.loadHost(String(path), names.filter((n) => !isAsync(n)), names.filter(isAsync), sources,
-    o.audit ?? null, o.onApproval ?? null, t.clockMs ?? null, t.sequentialIds ?? null, t.sandboxWorker ?? null))
-  return new Harness(inner, String(path), tools, handlers)
+  const declared = [...handlers].map(([name, fn]) => [name, fn, fn.constructor.name === 'AsyncFunction'])
+  const inner = guard(() => native.loadHost(String(path), declared, sources, o.audit ?? null, o.onApproval ?? null, t.clockMs ?? null,
+    t.sequentialIds ?? null, t.sandboxWorker ?? null))
+  return new Harness(inner, String(path), Object.keys(tools).sort())
 }
 
-/** Loads `harness.yaml` and its manifests only to read them; the harness cannot take calls. */
 function inspect(path) {
-  return new Harness(guard(() => native.inspectHost(String(path))), String(path), {}, new Map())
+  return new Harness(guard(() => native.inspectHost(String(path))), String(path), [])
 }
 
 /** Test-only hooks (internal, not API): a manual clock and deterministic ids. */
@@ -192,14 +272,10 @@ const _testing = {
 // parses at most 128 levels, and the walk gives the nesting error).
 const TEXT_MAX_DEPTH = 100
 
-/**
- * Whether `JSON.stringify(v)` says exactly what the addon's value walk would
- * convert: only finite numbers, strings, booleans, null, arrays without holes
- * and plain objects, and no `toJSON` anywhere (own, inherited or not
- * enumerable). Anything else (undefined, functions, NaN, BigInt, a Date, a Map,
- * a class instance) would be dropped or changed by `JSON.stringify`, so it
- * takes the walk, which refuses it or applies the shared rules.
- */
+// Whether `JSON.stringify(v)` says exactly what the addon's walk would
+// convert: finite numbers, strings, booleans, null, arrays without holes and
+// plain objects, and no `toJSON` anywhere (own, inherited or not enumerable).
+// Anything else takes the walk, which refuses it or applies the shared rules.
 function jsonExact(v, depth) {
   switch (typeof v) {
     case 'string':
@@ -225,52 +301,45 @@ function jsonExact(v, depth) {
   }
 }
 
-/**
- * `value` as `JSON.stringify` text when that text is exact, else undefined.
- * One string crosses to the addon instead of a walk of N-API calls per
- * property; the core parses it (numbers by the same rule as the walk) and
- * canonicalises it. A getter is read twice (check, then text).
- */
+// `value` as `JSON.stringify` text when that text is exact (one string
+// crosses to the addon instead of N-API calls per property), else null.
 function jsonText(value) {
-  return jsonExact(value, 0) ? JSON.stringify(value) : undefined
+  return jsonExact(value, 0) ? JSON.stringify(value) : null
 }
 
 function definitionDigest(name, description, inputSchema) {
-  return guard(() => {
-    const text = jsonText(inputSchema)
-    // null: the text holds what the core cannot take from text (a lone surrogate): walk.
-    const digest = text === undefined ? null : native.definitionDigestText(name, description, text)
-    return digest ?? native.definitionDigest(name, description, inputSchema)
-  })
+  return guard(() => native.definitionDigest(name, description, inputSchema, jsonText(inputSchema)))
 }
 
 function canonicalJson(value) {
-  return guard(() => {
-    const text = jsonText(value)
-    const canonical = text === undefined ? null : native.canonicalJsonText(text)
-    return canonical ?? native.canonicalJson(value)
-  })
+  return guard(() => native.canonicalJson(value, jsonText(value)))
 }
 
-/** Runs the output sanitizers on a value; returns `{ value, counts }`. */
 function sanitize(value, sanitizers) {
   return guard(() => native.sanitize(value, Array.from(sanitizers, String)))
 }
 
-/**
- * Serves the harness's tools over MCP, every call governed: over stdio
- * (`principal` and `tenant`, else `spec.gateway.stdio` of harness.yaml) or,
- * with `http: '127.0.0.1:PORT'`, streamable HTTP at `/mcp` with callers checked
- * against `spec.gateway.http` (no token, 401). Native tools run through this
- * process's functions as `call` runs them. Resolves when the stdio client
- * disconnects; over HTTP it serves until the process ends. Nothing else may
- * write to stdout while serving stdio. See docs/gateway.md.
- */
-function serveMcp(h, options) {
-  return gateway.serveMcp(h, options)
+// One gateway call, run as `call` runs it, on this thread; the result goes back to the gateway.
+async function served(h, gatewayCall) {
+  const c = gatewayCall.call
+  let result = null
+  try {
+    result = await h.call(c.tool, c.args, { principal: c.principal, tenant: c.tenant, task: c.task, run: c.runId, approval: c.approvalId,
+      raiseOnRefusal: false })
+  } finally {
+    gatewayCall.reply(result)
+  }
 }
 
-/** Runs the `harnessweaver` command line; returns its exit code. */
+async function serveMcp(h, options) {
+  const o = options || {}
+  const gw = guard(() => native.serveMcp(h._rt, o.http ?? null, o.principal ?? null, o.tenant ?? null))
+  for (let c = await gw.next(); c !== null; c = await gw.next()) {
+    // Not awaited: calls run concurrently, as the gateway takes them.
+    served(h, c).catch(() => {})
+  }
+}
+
 function cliRun(args) {
   return native.cliRun(args.map(String))
 }

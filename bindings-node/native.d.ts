@@ -42,37 +42,40 @@ export declare class CelProgram {
   approvalRequired(vars?: Record<string, unknown> | null): boolean | string
 }
 
+/** One `tools/call` handed to JavaScript, and where its result goes. */
+export declare class GatewayCall {
+  /** `{tool, args, principal, tenant, task, runId, approvalId}`. */
+  get call(): Record<string, any>
+  /** Hands back the call's result; none (the host failed to run it) ends it `handler_error`. */
+  reply(result?: CallResult | null): void
+}
+
 /** A running gateway (native side); `serveMcp` in `governor.js` drives it. */
 export declare class NativeGateway {
-  /**
-   * The next call to run (`{id, tool, args, principal, tenant, task, runId,
-   * approvalId}`), or null once the gateway has stopped.
-   */
-  next(): Promise<Record<string, any> | null>
-  /** Hands back call `id`'s result; none (the host failed to run it) ends it `handler_error`. */
-  reply(id: number, result?: CallResult | null): void
+  /** The next call to run, or null once the gateway has stopped. */
+  next(): Promise<GatewayCall | null>
 }
 
 /** A harness loaded by the core for calls (or only read, by `inspectHost`). */
 export declare class NativeHost {
   /** Every tool's description, in load order (manifests, then tools registered in code). */
   describeTools(): Array<Record<string, unknown>>
-  /** Steps 1–7: a ticket to run, or the finished (refused or pending) result. */
-  begin(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): NativeTicket | CallResult
-  /** Ends a call whose handler returned `value` (no JSON form: `handler_error`). */
-  finish(ticket: NativeTicket, value: unknown): CallResult
-  /** Ends a call whose handler threw `kind` (the error's `name`); `null`: abandoned at its deadline. */
-  finishFailed(ticket: NativeTicket, kind?: string | undefined | null): CallResult
   /**
-   * Steps 8 and 9 for a tool on the core's transports (http, code, mcp):
-   * the transport runs on libuv's pool, step 9 back on the JavaScript thread.
+   * A call through the nine steps: its `CallResult`, a `NativeTicket` when
+   * the handler returned a promise, or a promise of the result for a
+   * tool on the core's transports (http, code, mcp; run on libuv's pool).
    */
-  runTransport(ticket: NativeTicket): Promise<CallResult>
+  call(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): CallResult | NativeTicket | Promise<CallResult>
   /**
-   * Grants approval `id` as `approver` (with the approver's edited args, if
-   * any) and begins the approved call from step 1.
+   * Ends a ticket's call: its promise resolved to `value` (`how`:
+   * `returned`), rejected with it (`threw`), or hit the deadline (`timeout`).
    */
-  approveAndResume(id: string, approver: unknown, args?: unknown): NativeTicket | CallResult
+  finish(ticket: NativeTicket, value: unknown, how: 'returned' | 'threw' | 'timeout'): CallResult
+  /**
+   * Grants approval `id` as `approver` (with the approver's edited args,
+   * if any) and runs the approved call from step 1, as `call` does.
+   */
+  approveAndResume(id: string, approver: unknown, args?: unknown): CallResult | NativeTicket | Promise<CallResult>
   /** Grants approval `id` without running the call; returns the approval. */
   grant(id: string, approver: unknown): Record<string, unknown>
   /** Denies approval `id`; returns the approval. */
@@ -93,28 +96,14 @@ export declare class NativeHost {
   advanceMs(ms: number): void
 }
 
-/** A call allowed to run: its handler runs, then `finish*` ends it once. */
-export declare class NativeTicket {
-  /** The tool. */
-  get tool(): string | null
-  /** The validated arguments. */
-  get args(): unknown
-  /** The call's idempotency key. */
-  get idempotencyKey(): string | null
-  /** The time left before the deadline, in ms (what a timer waits). */
-  get remainingMs(): number
-  /** Whether the core's transports run it (`runTransport`), not a JavaScript function. */
-  get transport(): boolean
-}
-
-/** The canonical JSON text of a value. */
-export declare function canonicalJson(value: unknown): string
-
 /**
- * [`canonical_json`] of a value given as its `JSON.stringify` text; null as
- * for [`definition_digest_text`].
+ * A call whose handler returned a promise: `pending` (that promise) and
+ * `remainingMs` are own properties; `finish` ends it once.
  */
-export declare function canonicalJsonText(text: string): string | null
+export declare class NativeTicket {}
+
+/** The canonical JSON text of a value (`text`: its `JSON.stringify` text, as for `definitionDigest`). */
+export declare function canonicalJson(value: unknown, text?: string | null): string
 
 /** Compiles a cel-lite expression; throws an error of kind `cel_compile` with `code`, `line`, `column` and `reason`. */
 export declare function celLiteCompile(text: string): CelProgram
@@ -129,27 +118,26 @@ export declare function celLitePartsFunctions(): [(handle: unknown, bits: number
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number
 
-/** The definition digest (`sha256:…`) of a tool's name, description and input schema. */
-export declare function definitionDigest(name: string, description: string, inputSchema: unknown): string
-
 /**
- * [`definition_digest`] of a schema given as its `JSON.stringify` text; null
- * when the text cannot be read exactly (`index.js` then walks the value).
+ * The definition digest (`sha256:…`) of a tool's name, description and
+ * input schema; `text` is the schema's `JSON.stringify` text, which
+ * `index.js` sends only when it is exact (the schema is walked when the core
+ * cannot read the text).
  */
-export declare function definitionDigestText(name: string, description: string, inputSchema: string): string | null
+export declare function definitionDigest(name: string, description: string, inputSchema: unknown, text?: string | null): string
 
 /** Parses one manifest (an object, or YAML/JSON text) and returns its description. */
-export declare function describeManifest(manifest: unknown, origin?: string): Record<string, unknown>
+export declare function describeManifest(manifest: unknown, origin?: string | null): Record<string, unknown>
 
 /** Reads `harness.yaml` and its manifests only: calls fail `not_loaded_for_calls`. */
 export declare function inspectHost(path: string): NativeHost
 
 /**
- * Loads `harness.yaml`, reading it once: `handlers` and `asyncHandlers` name
- * the native tools whose functions JavaScript holds; `codeTools` are
- * `[manifest, origin]` pairs; `clockMs`/`sequentialIds` are for tests.
+ * Loads `harness.yaml`, reading it once: `handlers` are `[tool, function,
+ * isAsync]`; `codeTools` are `[manifest, origin]` pairs; `clockMs` and
+ * `sequentialIds` are for tests.
  */
-export declare function loadHost(path: string, handlers: string[], asyncHandlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeHost
+export declare function loadHost(path: string, handlers: Array<[string, Function, boolean]>, codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeHost
 
 /**
  * Runs the named sanitizers, in order, on every string value and object key;
@@ -166,7 +154,7 @@ export declare function serveMcp(host: NativeHost, http?: string | null, princip
 
 /**
  * The core's tables the JavaScript side is built from: the refusal classes
- * (`RefusalClass::ALL`, base first), the manifest risks and side effects
+ * (base first), the result's fields, the manifest risks and side effects
  * (for `add tool`) and the variable names cel-lite expressions may use.
  */
-export declare function tables(): { refusalClasses: Array<{ name: string, parent: string | null, step: string | null, doc: string, extras: string[] }>, risks: string[], sideEffects: string[], celNames: string[] }
+export declare function tables(): { refusalClasses: Array<{ name: string, parent: string | null, step: string | null, doc: string, extras: string[] }>, resultFields: string[], risks: string[], sideEffects: string[], celNames: string[] }

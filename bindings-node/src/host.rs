@@ -1,13 +1,13 @@
-//! A loaded harness for Node (`NativeHost`), a call's ticket (`NativeTicket`)
-//! and its result (`CallResult`), over `harnessweaver_core::host`.
+//! `NativeHost` (a loaded harness), `NativeTicket` (a call whose handler's
+//! promise is pending) and `CallResult`, over `harnessweaver_core::host`.
 //!
-//! Conversion only: `begin` runs steps 1–7 in the core and returns a ticket or
-//! a finished result (JavaScript tells them apart with `instanceof`); `finish*`
-//! hands the handler's outcome back, and the core judges its deadline, runs
-//! step 9 and writes the audit event. The audit and approval functions are
-//! called by the core from inside those calls, on the JavaScript thread.
+//! Conversion only: `call` runs steps 1–7 in the core, then the JavaScript
+//! handler, then the core's finish (deadline, step 9, audit event) in one
+//! addon call. A handler's promise comes back as a ticket for `governor.js`
+//! to race against its deadline; a core transport comes back as a promise.
 #![allow(clippy::too_many_arguments, reason = "napi functions take their JavaScript arguments one by one")]
 
+use std::collections::HashMap;
 use std::ptr;
 use std::sync::Arc;
 use std::thread::{self, ThreadId};
@@ -23,40 +23,34 @@ use napi::sys;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
-use crate::{convert, string, throw, to_js, to_value, Json};
+use crate::{convert, js_string, napi_check, string, throw, to_js, to_value, Json};
 
-/// A JavaScript function the core calls back (audit, approval).
+/// A JavaScript function kept for the host's life (a handler, the audit or approval callback).
 struct JsFn {
     env: sys::napi_env,
     f: sys::napi_ref,
     thread: ThreadId,
 }
 
-// SAFETY: the core calls back only from inside `begin`/`finish*`, which run on
+// SAFETY: the core calls back only from inside `call`/`finish`, which run on
 // the JavaScript thread (a transport's finish runs in its task's `resolve`);
 // `call` checks the thread before any N-API call.
 unsafe impl Send for JsFn {}
 unsafe impl Sync for JsFn {}
 
 impl JsFn {
-    fn new(env: &Env, f: Option<Function<'_>>) -> Result<Option<Arc<JsFn>>> {
-        let Some(f) = f else { return Ok(None) };
+    fn new(env: &Env, f: &Function<'_>) -> Result<Arc<JsFn>> {
         let mut r = ptr::null_mut();
-        // Kept for the host's life: one reference per loaded harness.
-        if unsafe { sys::napi_create_reference(env.raw(), f.raw(), 1, &mut r) } != sys::Status::napi_ok {
-            return Err(Error::from_reason("could not keep a reference to a callback"));
-        }
-        Ok(Some(Arc::new(JsFn { env: env.raw(), f: r, thread: thread::current().id() })))
+        napi_check(unsafe { sys::napi_create_reference(env.raw(), f.raw(), 1, &mut r) }, "callback reference")?;
+        Ok(Arc::new(JsFn { env: env.raw(), f: r, thread: thread::current().id() }))
     }
 
-    /// Calls the function; `Err` is the thrown error's `name` (the exception is cleared).
-    fn call(&self, args: &[Value]) -> std::result::Result<sys::napi_value, String> {
+    /// Calls the function; `Err` is what it threw, by [`error_kind`] (the exception is cleared).
+    fn call(&self, argv: &[sys::napi_value]) -> std::result::Result<sys::napi_value, String> {
         if thread::current().id() != self.thread {
             return Err("a call off the JavaScript thread".into());
         }
-        let env = self.env;
-        let (mut f, mut recv, mut out) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-        let argv = args.iter().map(|a| unsafe { to_js(env, a) }).collect::<Result<Vec<_>>>().map_err(|e| e.reason.clone())?;
+        let (env, mut f, mut recv, mut out) = (self.env, ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
         let called = unsafe {
             sys::napi_get_reference_value(env, self.f, &mut f);
             sys::napi_get_undefined(env, &mut recv);
@@ -65,27 +59,51 @@ impl JsFn {
         if called == sys::Status::napi_ok {
             return Ok(out);
         }
-        let (mut exc, mut name) = (ptr::null_mut(), ptr::null_mut());
-        unsafe {
-            sys::napi_get_and_clear_last_exception(env, &mut exc);
-            if sys::napi_get_named_property(env, exc, c"name".as_ptr(), &mut name) != sys::Status::napi_ok {
-                sys::napi_get_and_clear_last_exception(env, &mut name);
-                return Err("Error".into());
-            }
-        }
-        Err(unsafe { string(env, name) }.unwrap_or_else(|_| "Error".into()))
+        let mut exc = ptr::null_mut();
+        unsafe { sys::napi_get_and_clear_last_exception(env, &mut exc) };
+        Err(unsafe { error_kind(env, exc) })
     }
+
+    fn call_values(&self, args: &[Value]) -> std::result::Result<sys::napi_value, String> {
+        let argv = args.iter().map(|a| unsafe { to_js(self.env, a) }).collect::<Result<Vec<_>>>().map_err(|e| e.reason.clone())?;
+        self.call(&argv)
+    }
+}
+
+/// What a thrown value is called: an object's `name` when it is a non-empty string, else its type.
+unsafe fn error_kind(env: sys::napi_env, exc: sys::napi_value) -> String {
+    let mut ty = sys::ValueType::napi_undefined;
+    unsafe { sys::napi_typeof(env, exc, &mut ty) };
+    let mut name = ptr::null_mut();
+    if ty == sys::ValueType::napi_object && unsafe { sys::napi_get_named_property(env, exc, c"name".as_ptr(), &mut name) } == sys::Status::napi_ok {
+        match unsafe { string(env, name) } {
+            Ok(name) if !name.is_empty() => return name,
+            _ => {}
+        }
+    }
+    unsafe { sys::napi_get_and_clear_last_exception(env, &mut name) };
+    let kind = match ty {
+        sys::ValueType::napi_undefined => "undefined",
+        sys::ValueType::napi_boolean => "boolean",
+        sys::ValueType::napi_number => "number",
+        sys::ValueType::napi_string => "string",
+        sys::ValueType::napi_symbol => "symbol",
+        sys::ValueType::napi_function => "function",
+        sys::ValueType::napi_bigint => "bigint",
+        _ => "object",
+    };
+    kind.into()
 }
 
 impl AuditCallback for JsFn {
     fn record(&self, event: &AuditEvent) -> std::result::Result<(), String> {
-        self.call(&[serde_json::to_value(event).map_err(|e| e.to_string())?]).map(|_| ())
+        self.call_values(&[serde_json::to_value(event).map_err(|e| e.to_string())?]).map(|_| ())
     }
 }
 
 impl ApprovalCallback for JsFn {
     fn decide(&self, view: &ApprovalView<'_>) -> ApprovalAnswer {
-        match self.call(&[view.request(), view.approval()]) {
+        match self.call_values(&[view.request(), view.approval()]) {
             Err(kind) => ApprovalAnswer::Failed { kind },
             Ok(out) => {
                 let mut b = false;
@@ -108,17 +126,20 @@ pub(crate) fn principal(env: &Env, value: &Unknown<'_>) -> Result<Principal> {
     Principal::from_value(&v).map_err(|e| throw(env, &e))
 }
 
-fn ctx(env: &Env, p: &Unknown<'_>, tenant: Option<String>, task: Option<String>, run_id: Option<String>) -> Result<CallContext> {
-    Ok(CallContext { principal: principal(env, p)?, tenant, task, run_id, ..CallContext::default() })
+/// An optional argument: `undefined` and `null` are none.
+pub(crate) fn given<'a>(value: Option<Unknown<'a>>) -> Option<Unknown<'a>> {
+    value.filter(|v| !matches!(v.get_type(), Ok(ValueType::Undefined | ValueType::Null)))
 }
 
 /// A harness loaded by the core for calls (or only read, by `inspectHost`).
 #[napi]
 pub struct NativeHost {
     pub(crate) inner: Arc<Host>,
+    handlers: HashMap<String, Arc<JsFn>>,
 }
 
-/// A call allowed to run: its handler runs, then `finish*` ends it once.
+/// A call whose handler returned a promise: `pending` (that promise) and
+/// `remainingMs` are own properties; `finish` ends it once.
 #[napi]
 pub struct NativeTicket {
     cell: TicketCell,
@@ -130,69 +151,50 @@ pub struct CallResult {
     pub(crate) inner: CoreResult,
 }
 
-type Either2 = Either<NativeTicket, CallResult>;
-
-fn begun(env: &Env, begun: std::result::Result<Begun, CoreError>) -> Result<Either2> {
-    Ok(match begun.map_err(|e| throw(env, &e))? {
-        Begun::Allowed(t) => Either::A(NativeTicket { cell: TicketCell::new(t) }),
-        Begun::Refused(inner) | Begun::Pending(inner) => Either::B(CallResult { inner }),
-    })
-}
-
-/// Loads `harness.yaml`, reading it once: `handlers` and `asyncHandlers` name
-/// the native tools whose functions JavaScript holds; `codeTools` are
-/// `[manifest, origin]` pairs; `clockMs`/`sequentialIds` are for tests.
+/// Loads `harness.yaml`, reading it once: `handlers` are `[tool, function,
+/// isAsync]`; `codeTools` are `[manifest, origin]` pairs; `clockMs` and
+/// `sequentialIds` are for tests.
 #[napi(
-    ts_args_type = "path: string, handlers: string[], asyncHandlers: string[], codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null"
+    ts_args_type = "path: string, handlers: Array<[string, Function, boolean]>, codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null"
 )]
 pub fn load_host(
     env: Env,
     path: String,
-    handlers: Vec<String>,
-    async_handlers: Vec<String>,
-    code_tools: Vec<Unknown<'_>>,
+    handlers: Vec<(String, Function<'_>, bool)>,
+    code_tools: Vec<(Unknown<'_>, String)>,
     audit: Option<Function<'_>>,
     on_approval: Option<Function<'_>>,
     clock_ms: Option<f64>,
     sequential_ids: Option<bool>,
     sandbox_worker: Option<String>,
 ) -> Result<NativeHost> {
-    let decl = |mode| move |tool| HandlerDecl { tool, mode, takes_idempotency_key: true };
-    let mut decls: Vec<HandlerDecl> = handlers.into_iter().map(decl(HandlerMode::CallerThread)).collect();
-    decls.extend(async_handlers.into_iter().map(decl(HandlerMode::Async)));
-    let sources = code_tools.iter().map(|pair| match convert(&env, pair)? {
-        Value::Array(mut v) if v.len() == 2 => {
-            let origin = v.pop().and_then(|o| o.as_str().map(str::to_string)).unwrap_or_else(|| ManifestSource::DEFAULT_ORIGIN.into());
-            Ok(match v.pop() {
-                Some(Value::String(text)) => ManifestSource::Text { text, origin },
-                value => ManifestSource::Value { value: value.unwrap_or(Value::Null), origin },
-            })
-        }
-        value => Ok(ManifestSource::Value { value, origin: ManifestSource::DEFAULT_ORIGIN.into() }),
+    let decls = handlers.iter().map(|(tool, _, is_async)| {
+        let mode = if *is_async { HandlerMode::Async } else { HandlerMode::CallerThread };
+        HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key: true }
     });
-    let audit = JsFn::new(&env, audit)?;
-    let approval = JsFn::new(&env, on_approval)?;
+    let sources = code_tools.iter().map(|(manifest, origin)| Ok(ManifestSource::from_host(convert(&env, manifest)?, Some(origin.clone()))));
     #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a test clock in ms")]
     let test = clock_ms.map(|ms| TestOptions { clock_ms: ms as u64, sequential_ids: sequential_ids.unwrap_or(false) });
     let transports = TransportOptions { sandbox_worker: sandbox_worker.filter(|p| !p.is_empty()).map(Into::into), ..TransportOptions::default() };
     let options = HostOptions {
-        handlers: decls,
+        handlers: decls.collect(),
         code_tools: sources.collect::<Result<_>>()?,
-        audit: audit.map(|a| a as _),
-        on_approval: approval.map(|a| a as _),
+        audit: audit.map(|f| JsFn::new(&env, &f)).transpose()?.map(|a| a as _),
+        on_approval: on_approval.map(|f| JsFn::new(&env, &f)).transpose()?.map(|a| a as _),
         test,
         backends: Some(harnessweaver_runtime::RuntimeBackends::shared(transports)),
         ..HostOptions::default()
     };
     let host = Host::load(path.as_ref(), options).map_err(|e| throw(&env, &CoreError::Load(e.problems)))?;
-    Ok(NativeHost { inner: Arc::new(host) })
+    let handlers = handlers.iter().map(|(tool, f, _)| Ok((tool.clone(), JsFn::new(&env, f)?))).collect::<Result<_>>()?;
+    Ok(NativeHost { inner: Arc::new(host), handlers })
 }
 
 /// Reads `harness.yaml` and its manifests only: calls fail `not_loaded_for_calls`.
 #[napi]
 pub fn inspect_host(env: Env, path: String) -> Result<NativeHost> {
     let host = Host::inspect(path.as_ref()).map_err(|e| throw(&env, &CoreError::Load(e.problems)))?;
-    Ok(NativeHost { inner: Arc::new(host) })
+    Ok(NativeHost { inner: Arc::new(host), handlers: HashMap::new() })
 }
 
 #[napi]
@@ -203,14 +205,16 @@ impl NativeHost {
         self.inner.tools().map(|t| Json(t.describe())).collect()
     }
 
-    /// Steps 1–7: a ticket to run, or the finished (refused or pending) result.
+    /// A call through the nine steps: its `CallResult`, a `NativeTicket` when
+    /// the handler returned a promise, or a promise of the result for a
+    /// tool on the core's transports (http, code, mcp; run on libuv's pool).
     #[napi(
         ts_args_type = "tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null",
-        ts_return_type = "NativeTicket | CallResult"
+        ts_return_type = "CallResult | NativeTicket | Promise<CallResult>"
     )]
-    pub fn begin(
+    pub fn call<'e>(
         &self,
-        env: Env,
+        env: &'e Env,
         tool: String,
         args: Unknown<'_>,
         p: Unknown<'_>,
@@ -218,48 +222,66 @@ impl NativeHost {
         task: Option<String>,
         run_id: Option<String>,
         approval_id: Option<String>,
-    ) -> Result<Either2> {
-        let args = convert(&env, &args)?;
-        let ctx = CallContext { approval_id, ..ctx(&env, &p, tenant, task, run_id)? };
-        begun(&env, self.inner.begin(&tool, args, &ctx))
+    ) -> Result<Unknown<'e>> {
+        let args = convert(env, &args)?;
+        let ctx = CallContext { principal: principal(env, &p)?, tenant, task, run_id, approval_id, ..CallContext::default() };
+        self.settle(env, self.inner.begin(&tool, args, &ctx))
     }
 
-    /// Ends a call whose handler returned `value` (no JSON form: `handler_error`).
-    #[napi(ts_args_type = "ticket: NativeTicket, value: unknown")]
-    pub fn finish(&self, env: Env, ticket: &NativeTicket, value: Unknown<'_>) -> Result<CallResult> {
-        let outcome = match unsafe { to_value(env.raw(), value.raw(), 0) } {
-            Ok(v) => Outcome::Returned(v),
-            Err(e) => Outcome::NotJson { reason: e.to_string() },
+    /// A begun call taken as far as it goes now (see `call`).
+    fn settle<'e>(&self, env: &'e Env, begun: std::result::Result<Begun, CoreError>) -> Result<Unknown<'e>> {
+        let raw = env.raw();
+        let ticket = match begun.map_err(|e| throw(env, &e))? {
+            Begun::Allowed(t) => t,
+            Begun::Refused(inner) | Begun::Pending(inner) => return result(env, inner),
         };
-        self.end(&env, ticket, outcome)
+        let handler = match ticket.route() {
+            TicketRoute::Transport => {
+                let task = AsyncTask::new(TransportTask { host: Arc::clone(&self.inner), ticket: Some(ticket) });
+                return Ok(unsafe { Unknown::from_raw_unchecked(raw, AsyncTask::to_napi_value(raw, task)?) });
+            }
+            TicketRoute::Host { .. } => match self.handlers.get(ticket.tool()) {
+                Some(f) => f,
+                None => return result(env, self.inner.finish_lost(ticket, "no handler")),
+            },
+        };
+        let context = unsafe { handler_context(raw, &ticket)? };
+        let outcome = match handler.call(&[unsafe { to_js(raw, ticket.args())? }, context]) {
+            Err(kind) => Outcome::Failed { kind },
+            Ok(value) if unsafe { is_thenable(raw, value) } => {
+                let remaining = ticket.remaining().as_secs_f64() * 1000.0;
+                let instance = NativeTicket { cell: TicketCell::new(ticket) }.into_instance(env)?;
+                let mut ms = ptr::null_mut();
+                napi_check(unsafe { sys::napi_create_double(raw, remaining, &mut ms) }, "remainingMs")?;
+                napi_check(unsafe { sys::napi_set_named_property(raw, instance.raw(), c"remainingMs".as_ptr(), ms) }, "remainingMs")?;
+                napi_check(unsafe { sys::napi_set_named_property(raw, instance.raw(), c"pending".as_ptr(), value) }, "pending")?;
+                return Ok(unsafe { Unknown::from_raw_unchecked(raw, instance.raw()) });
+            }
+            Ok(value) => unsafe { returned(raw, value) },
+        };
+        result(env, self.inner.finish(ticket, outcome))
     }
 
-    /// Ends a call whose handler threw `kind` (the error's `name`); `null`: abandoned at its deadline.
-    #[napi]
-    pub fn finish_failed(&self, env: Env, ticket: &NativeTicket, kind: Option<String>) -> Result<CallResult> {
-        self.end(&env, ticket, kind.map_or(Outcome::TimedOut, |kind| Outcome::Failed { kind }))
-    }
-
-    fn end(&self, env: &Env, ticket: &NativeTicket, outcome: Outcome) -> Result<CallResult> {
-        let ticket = ticket.cell.take().map_err(|e| throw(env, &e))?;
+    /// Ends a ticket's call: its promise resolved to `value` (`how`:
+    /// `returned`), rejected with it (`threw`), or hit the deadline (`timeout`).
+    #[napi(ts_args_type = "ticket: NativeTicket, value: unknown, how: 'returned' | 'threw' | 'timeout'")]
+    pub fn finish(&self, env: Env, ticket: &NativeTicket, value: Unknown<'_>, how: String) -> Result<CallResult> {
+        let ticket = ticket.cell.take().map_err(|e| throw(&env, &e))?;
+        let outcome = match how.as_str() {
+            "returned" => unsafe { returned(env.raw(), value.raw()) },
+            "threw" => Outcome::Failed { kind: unsafe { error_kind(env.raw(), value.raw()) } },
+            _ => Outcome::TimedOut,
+        };
         Ok(CallResult { inner: self.inner.finish(ticket, outcome) })
     }
 
-    /// Steps 8 and 9 for a tool on the core's transports (http, code, mcp):
-    /// the transport runs on libuv's pool, step 9 back on the JavaScript thread.
-    #[napi(ts_return_type = "Promise<CallResult>")]
-    pub fn run_transport(&self, env: Env, ticket: &NativeTicket) -> Result<AsyncTask<TransportTask>> {
-        let ticket = ticket.cell.take().map_err(|e| throw(&env, &e))?;
-        Ok(AsyncTask::new(TransportTask { host: Arc::clone(&self.inner), ticket: Some(ticket) }))
-    }
-
-    /// Grants approval `id` as `approver` (with the approver's edited args, if
-    /// any) and begins the approved call from step 1.
-    #[napi(ts_args_type = "id: string, approver: unknown, args?: unknown", ts_return_type = "NativeTicket | CallResult")]
-    pub fn approve_and_resume(&self, env: Env, id: String, approver: Unknown<'_>, args: Option<Unknown<'_>>) -> Result<Either2> {
-        let approver = principal(&env, &approver)?;
-        let edited = args.filter(|a| !matches!(a.get_type(), Ok(ValueType::Undefined | ValueType::Null))).map(|a| convert(&env, &a)).transpose()?;
-        begun(&env, self.inner.approve_and_resume(&id, &approver, edited))
+    /// Grants approval `id` as `approver` (with the approver's edited args,
+    /// if any) and runs the approved call from step 1, as `call` does.
+    #[napi(ts_args_type = "id: string, approver: unknown, args?: unknown", ts_return_type = "CallResult | NativeTicket | Promise<CallResult>")]
+    pub fn approve_and_resume<'e>(&self, env: &'e Env, id: String, approver: Unknown<'_>, args: Option<Unknown<'_>>) -> Result<Unknown<'e>> {
+        let approver = principal(env, &approver)?;
+        let edited = given(args).map(|a| convert(env, &a)).transpose()?;
+        self.settle(env, self.inner.approve_and_resume(&id, &approver, edited))
     }
 
     /// Grants approval `id` without running the call; returns the approval.
@@ -298,7 +320,7 @@ impl NativeHost {
         run_id: Option<String>,
     ) -> Result<Json> {
         let args = convert(&env, &args)?;
-        let ctx = ctx(&env, &p, tenant, task, run_id)?;
+        let ctx = CallContext { principal: principal(&env, &p)?, tenant, task, run_id, ..CallContext::default() };
         self.inner.explain(&tool, args, &ctx).map(Json).map_err(|e| throw(&env, &e))
     }
 
@@ -306,7 +328,7 @@ impl NativeHost {
     #[napi(ts_args_type = "format: string, principal?: unknown, tenant?: string | null", ts_return_type = "Array<Record<string, unknown>>")]
     pub fn tool_specs(&self, env: Env, format: String, p: Option<Unknown<'_>>, tenant: Option<String>) -> Result<Json> {
         let format = SpecFormat::parse(&format).map_err(|e| throw(&env, &e))?;
-        let p = p.filter(|v| !matches!(v.get_type(), Ok(ValueType::Undefined | ValueType::Null))).map(|v| principal(&env, &v)).transpose()?;
+        let p = given(p).map(|v| principal(&env, &v)).transpose()?;
         self.inner.tool_specs(format, p.as_ref(), tenant.as_deref()).map(Json).map_err(|e| throw(&env, &e))
     }
 
@@ -335,37 +357,47 @@ impl NativeHost {
     }
 }
 
-#[napi]
-impl NativeTicket {
-    /// The tool.
-    #[napi(getter)]
-    pub fn tool(&self) -> Option<String> {
-        self.cell.peek(|t| t.tool().to_string())
-    }
+fn result(env: &Env, inner: CoreResult) -> Result<Unknown<'_>> {
+    let instance = CallResult { inner }.into_instance(env)?;
+    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), instance.raw()) })
+}
 
-    /// The validated arguments.
-    #[napi(getter, ts_return_type = "unknown")]
-    pub fn args(&self) -> Json {
-        Json(self.cell.peek(|t| t.args().clone()).unwrap_or(Value::Null))
+/// A handler's return value as the core takes it (`undefined` is null, as in Python).
+unsafe fn returned(env: sys::napi_env, value: sys::napi_value) -> Outcome {
+    let mut ty = sys::ValueType::napi_undefined;
+    unsafe { sys::napi_typeof(env, value, &mut ty) };
+    if ty == sys::ValueType::napi_undefined {
+        return Outcome::Returned(Value::Null);
     }
+    match unsafe { to_value(env, value, 0) } {
+        Ok(v) => Outcome::Returned(v),
+        Err(e) => Outcome::NotJson { reason: e.to_string() },
+    }
+}
 
-    /// The call's idempotency key.
-    #[napi(getter)]
-    pub fn idempotency_key(&self) -> Option<String> {
-        self.cell.peek(|t| t.idempotency_key().to_string())
+unsafe fn is_thenable(env: sys::napi_env, value: sys::napi_value) -> bool {
+    let (mut ty, mut then) = (sys::ValueType::napi_undefined, ptr::null_mut());
+    unsafe { sys::napi_typeof(env, value, &mut ty) };
+    if ty != sys::ValueType::napi_object && ty != sys::ValueType::napi_function {
+        return false;
     }
+    if unsafe { sys::napi_get_named_property(env, value, c"then".as_ptr(), &mut then) } != sys::Status::napi_ok {
+        unsafe { sys::napi_get_and_clear_last_exception(env, &mut then) };
+        return false;
+    }
+    unsafe { sys::napi_typeof(env, then, &mut ty) };
+    ty == sys::ValueType::napi_function
+}
 
-    /// The time left before the deadline, in ms (what a timer waits).
-    #[napi(getter)]
-    pub fn remaining_ms(&self) -> f64 {
-        self.cell.peek(|t| t.remaining().as_secs_f64() * 1000.0).unwrap_or(0.0)
-    }
-
-    /// Whether the core's transports run it (`runTransport`), not a JavaScript function.
-    #[napi(getter)]
-    pub fn transport(&self) -> bool {
-        self.cell.peek(|t| t.route() == TicketRoute::Transport).unwrap_or(false)
-    }
+/// The handler's second argument: `{ idempotencyKey, tool }`.
+unsafe fn handler_context(env: sys::napi_env, ticket: &Ticket) -> Result<sys::napi_value> {
+    let mut out = ptr::null_mut();
+    napi_check(unsafe { sys::napi_create_object(env, &mut out) }, "object")?;
+    let key = unsafe { js_string(env, ticket.idempotency_key())? };
+    napi_check(unsafe { sys::napi_set_named_property(env, out, c"idempotencyKey".as_ptr(), key) }, "idempotencyKey")?;
+    let tool = unsafe { js_string(env, ticket.tool())? };
+    napi_check(unsafe { sys::napi_set_named_property(env, out, c"tool".as_ptr(), tool) }, "tool")?;
+    Ok(out)
 }
 
 #[napi]
@@ -385,24 +417,7 @@ impl CallResult {
     /// One field of the result's JSON form (index.js makes them properties).
     #[napi(ts_return_type = "unknown")]
     pub fn field(&self, name: String) -> Json {
-        let r = &self.inner;
-        Json(match name.as_str() {
-            "decision" => json!(r.decision),
-            "code" => json!(r.code),
-            "step" => json!(r.step),
-            "message" => json!(r.message),
-            "tool" => json!(r.tool),
-            "call_id" => json!(r.call_id),
-            "run_id" => json!(r.run_id),
-            "output" => json!(r.output),
-            "output_report" => json!(r.output_report),
-            "approval" => json!(r.approval),
-            "retry_after_ms" => json!(r.retry_after_ms),
-            "reasons" => json!(r.reasons),
-            "labels" => json!(r.labels),
-            "would_refuse" => json!(r.would_refuse),
-            _ => Value::Null,
-        })
+        Json(self.inner.field(&name).unwrap_or(Value::Null))
     }
 
     /// The text to hand back to the model.

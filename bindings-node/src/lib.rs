@@ -1,16 +1,12 @@
 //! Node bindings (napi-rs) for harnessweaver: the native addon behind the npm package.
 //!
 //! This crate only converts values between JavaScript and the core and turns
-//! the core's errors into JavaScript `Error`s with `code` and `problems`; every
-//! decision is made in the core. `index.js` wraps this addon.
-//!
-//! Values are converted with the plain N-API calls rather than napi-rs's serde
-//! support, for three reasons: keys are defined as own data properties (a key
-//! `__proto__` stays a key, never a prototype), the nesting limit is the
-//! core's, and numbers follow the rule every binding shares (integral and
-//! within ±2^53 → integer, otherwise a double; NaN and infinities refused;
-//! BigInt through the core's host-integer rule: beyond ±2^53 refused; only
-//! plain objects and arrays, never a Map, Date or class instance).
+//! the core's errors into JavaScript `Error`s; every decision is made in the
+//! core. Values are converted with plain N-API calls rather than napi-rs's
+//! serde support: keys are own data properties (a key `__proto__` stays a
+//! key), the nesting limit is the core's, numbers follow
+//! `canonical::double_value`, a BigInt the core's host-integer rule, and only
+//! plain objects and arrays have a JSON form (never a Map, Date or class instance).
 
 mod cel_lite;
 mod gateway;
@@ -19,28 +15,23 @@ mod host;
 use std::ffi::c_int;
 use std::ptr;
 
-use harnessweaver_core::host::canonical::{self, MAX_DEPTH, MAX_SAFE_INTEGER};
-use harnessweaver_core::host::{self as core, Error as CoreError, ManifestSource, RefusalClass};
+use harnessweaver_core::host::canonical::{self, MAX_DEPTH};
+use harnessweaver_core::host::{self as core, CallResult, Error as CoreError, ManifestSource, RefusalClass};
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 use serde_json::{json, Map, Value};
 
-/// A value error raised while converting a JavaScript value.
 fn value_error(code: &'static str, message: impl Into<String>) -> CoreError {
     CoreError::Value { code, message: message.into() }
 }
 
-/// A failed N-API call while converting (a bug or an exception thrown by a getter).
-fn napi_failed(what: &str) -> CoreError {
-    value_error("invalid_value", format!("could not read the value: {what}"))
-}
-
+/// A failed N-API call while converting (a bug, or an exception thrown by a getter).
 fn check(status: sys::napi_status, what: &str) -> std::result::Result<(), CoreError> {
     if status == sys::Status::napi_ok {
         Ok(())
     } else {
-        Err(napi_failed(what))
+        Err(value_error("invalid_value", format!("could not read the value: {what}")))
     }
 }
 
@@ -61,14 +52,12 @@ unsafe fn to_value(env: sys::napi_env, value: sys::napi_value, depth: usize) -> 
         sys::ValueType::napi_number => {
             let mut f = 0.0;
             check(unsafe { sys::napi_get_value_double(env, value, &mut f) }, "number")?;
-            number(f)
+            canonical::double_value(f)
         }
-        sys::ValueType::napi_bigint => bigint(env, value),
+        sys::ValueType::napi_bigint => unsafe { bigint(env, value) },
         sys::ValueType::napi_string => Ok(Value::String(unsafe { string(env, value)? })),
+        sys::ValueType::napi_object if depth >= MAX_DEPTH => Err(value_error("nesting_too_deep", format!("value nests deeper than {MAX_DEPTH} levels"))),
         sys::ValueType::napi_object => {
-            if depth >= MAX_DEPTH {
-                return Err(value_error("nesting_too_deep", format!("value nests deeper than {MAX_DEPTH} levels")));
-            }
             let mut is_array = false;
             check(unsafe { sys::napi_is_array(env, value, &mut is_array) }, "array")?;
             if is_array {
@@ -76,12 +65,9 @@ unsafe fn to_value(env: sys::napi_env, value: sys::napi_value, depth: usize) -> 
             } else if unsafe { is_plain_object(env, value)? } {
                 unsafe { object(env, value, depth + 1) }
             } else {
-                // A Map, Set, Date, typed array, class instance…: JSON.stringify would
-                // silently turn most of them into `{}`; refusing is safer.
-                Err(value_error(
-                    "unsupported_type",
-                    "only plain objects and arrays have a JSON form (not a Map, Set, Date, typed array or class instance)",
-                ))
+                // JSON.stringify would silently turn most of these into `{}`; refusing is safer.
+                let message = "only plain objects and arrays have a JSON form (not a Map, Set, Date, typed array or class instance)";
+                Err(value_error("unsupported_type", message))
             }
         }
         sys::ValueType::napi_undefined => Err(value_error("unsupported_type", "`undefined` has no JSON form")),
@@ -93,44 +79,23 @@ unsafe fn to_value(env: sys::napi_env, value: sys::napi_value, depth: usize) -> 
 
 /// Whether `value` is a plain object: its prototype is `Object.prototype` or null.
 unsafe fn is_plain_object(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<bool, CoreError> {
-    let mut proto = ptr::null_mut();
+    let (mut proto, mut ty, mut plain, mut object_prototype, mut same) = (ptr::null_mut(), 0, ptr::null_mut(), ptr::null_mut(), false);
     check(unsafe { sys::napi_get_prototype(env, value, &mut proto) }, "prototype")?;
-    let mut ty = 0;
     check(unsafe { sys::napi_typeof(env, proto, &mut ty) }, "prototype")?;
     if ty == sys::ValueType::napi_null {
         return Ok(true);
     }
-    let mut plain = ptr::null_mut();
     check(unsafe { sys::napi_create_object(env, &mut plain) }, "object")?;
-    let mut object_prototype = ptr::null_mut();
     check(unsafe { sys::napi_get_prototype(env, plain, &mut object_prototype) }, "prototype")?;
-    let mut same = false;
     check(unsafe { sys::napi_strict_equals(env, proto, object_prototype, &mut same) }, "prototype")?;
     Ok(same)
 }
 
-/// JS numbers: integral and within ±2^53 → integer (so `1.0` and `1` agree, `-0` is `0`), else a double.
-fn number(f: f64) -> std::result::Result<Value, CoreError> {
-    if !f.is_finite() {
-        return Err(value_error("non_finite_number", "NaN and infinities have no JSON form"));
-    }
-    #[expect(clippy::cast_precision_loss, reason = "2^53 is exact in f64")]
-    let limit = MAX_SAFE_INTEGER as f64;
-    if f.fract() == 0.0 && f.abs() <= limit {
-        #[expect(clippy::cast_possible_truncation, reason = "integral and within ±2^53")]
-        return Ok(Value::from(f as i64));
-    }
-    canonical::float_value(f)
-}
-
-/// BigInt: refused beyond ±2^53 by the core's host-integer rule, like Python's `int`.
-fn bigint(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<Value, CoreError> {
-    let mut sign: c_int = 0;
-    let mut count: usize = 2;
-    let mut words = [0u64; 2];
+/// A BigInt, by the core's host-integer rule (refused beyond ±2^53, like Python's `int`).
+unsafe fn bigint(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<Value, CoreError> {
+    let (mut sign, mut count, mut words): (c_int, usize, [u64; 2]) = (0, 2, [0; 2]);
     check(unsafe { sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, words.as_mut_ptr()) }, "bigint")?;
-    let low = if count == 0 { 0 } else { words.first().copied().unwrap_or(0) };
-    let high = if count > 1 { words.get(1).copied().unwrap_or(0) } else { 0 };
+    let [low, high] = words;
     if count > 2 || high >> 63 != 0 {
         // Far beyond any portable integer: the core words the refusal with its text.
         let mut text = ptr::null_mut();
@@ -142,25 +107,25 @@ fn bigint(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<Val
 }
 
 unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<String, CoreError> {
-    // Most keys and values are short: one N-API call into a stack buffer.
-    // N-API never writes part of a character (at most 4 bytes in UTF-8) and
-    // keeps one byte for the NUL, so fewer than 64 - 1 - 4 bytes written
-    // means the whole string was; anything longer is read again in full.
+    // Most strings are short: one N-API call into a stack buffer. N-API never
+    // writes part of a character (at most 4 bytes) and keeps a byte for the
+    // NUL, so fewer than 64 - 5 bytes written means the whole string was.
     let mut small = [0u8; 64];
     let mut written = 0usize;
     check(unsafe { sys::napi_get_value_string_utf8(env, value, small.as_mut_ptr().cast(), small.len(), &mut written) }, "string")?;
-    if written + 5 < small.len() {
-        let bytes = small.get(..written).unwrap_or_default();
-        return std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| value_error("invalid_string", "string is not valid Unicode"));
-    }
-    let mut len = 0usize;
-    check(unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len) }, "string")?;
-    let mut buf = vec![0u8; len + 1];
-    let mut written = 0usize;
-    check(unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), &mut written) }, "string")?;
-    buf.truncate(written);
+    let bytes = if written + 5 < small.len() {
+        small.get(..written).unwrap_or_default().to_vec()
+    } else {
+        // Its length in UTF-16 units costs nothing; each unit is at most 3 bytes of UTF-8.
+        let mut units = 0usize;
+        check(unsafe { sys::napi_get_value_string_utf16(env, value, ptr::null_mut(), 0, &mut units) }, "string")?;
+        let mut buf = vec![0u8; units * 3 + 1];
+        check(unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), &mut written) }, "string")?;
+        buf.truncate(written);
+        buf
+    };
     // N-API hands out UTF-8 (lone surrogates become U+FFFD), so this does not fail.
-    String::from_utf8(buf).map_err(|_| value_error("invalid_string", "string is not valid Unicode"))
+    String::from_utf8(bytes).map_err(|_| value_error("invalid_string", "string is not valid Unicode"))
 }
 
 unsafe fn array(env: sys::napi_env, value: sys::napi_value, depth: usize) -> std::result::Result<Value, CoreError> {
@@ -177,32 +142,18 @@ unsafe fn array(env: sys::napi_env, value: sys::napi_value, depth: usize) -> std
 
 unsafe fn object(env: sys::napi_env, value: sys::napi_value, depth: usize) -> std::result::Result<Value, CoreError> {
     // Own, enumerable, string keys only (what JSON.stringify sees); numeric keys as strings.
-    let mut keys = ptr::null_mut();
-    check(
-        unsafe {
-            sys::napi_get_all_property_names(
-                env,
-                value,
-                sys::KeyCollectionMode::own_only,
-                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
-                sys::KeyConversion::numbers_to_strings,
-                &mut keys,
-            )
-        },
-        "object keys",
-    )?;
-    let mut len = 0u32;
+    let (mut keys, mut len) = (ptr::null_mut(), 0u32);
+    let filter = sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols;
+    let (own, numbers) = (sys::KeyCollectionMode::own_only, sys::KeyConversion::numbers_to_strings);
+    check(unsafe { sys::napi_get_all_property_names(env, value, own, filter, numbers, &mut keys) }, "object keys")?;
     check(unsafe { sys::napi_get_array_length(env, keys, &mut len) }, "object keys")?;
     let mut map = Map::new();
     for i in 0..len {
-        let mut key = ptr::null_mut();
+        let (mut key, mut item) = (ptr::null_mut(), ptr::null_mut());
         check(unsafe { sys::napi_get_element(env, keys, i, &mut key) }, "object key")?;
-        let mut item = ptr::null_mut();
         // [[Get]] of an own key: an own `__proto__` data property is read as itself.
         check(unsafe { sys::napi_get_property(env, value, key, &mut item) }, "object property")?;
-        let key = unsafe { string(env, key)? };
-        let item = unsafe { to_value(env, item, depth)? };
-        map.insert(key, item);
+        map.insert(unsafe { string(env, key)? }, unsafe { to_value(env, item, depth)? });
     }
     Ok(Value::Object(map))
 }
@@ -247,37 +198,23 @@ unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
     match value {
         Value::Null => napi_check(unsafe { sys::napi_get_null(env, &mut out) }, "null")?,
         Value::Bool(b) => napi_check(unsafe { sys::napi_get_boolean(env, *b, &mut out) }, "boolean")?,
-        Value::Number(n) => {
-            let f = n.as_f64().unwrap_or(0.0);
-            napi_check(unsafe { sys::napi_create_double(env, f, &mut out) }, "number")?;
-        }
+        Value::Number(n) => napi_check(unsafe { sys::napi_create_double(env, n.as_f64().unwrap_or(0.0), &mut out) }, "number")?,
         Value::String(s) => out = unsafe { js_string(env, s)? },
         Value::Array(items) => {
             napi_check(unsafe { sys::napi_create_array_with_length(env, items.len(), &mut out) }, "array")?;
-            for (i, item) in items.iter().enumerate() {
-                let item = unsafe { to_js(env, item)? };
-                let i = u32::try_from(i).map_err(|_| Error::from_reason("array too long"))?;
-                napi_check(unsafe { sys::napi_set_element(env, out, i, item) }, "array element")?;
+            for (i, item) in (0u32..).zip(items) {
+                napi_check(unsafe { sys::napi_set_element(env, out, i, to_js(env, item)?) }, "array element")?;
             }
         }
         Value::Object(map) => {
             napi_check(unsafe { sys::napi_create_object(env, &mut out) }, "object")?;
-            let mut props = Vec::with_capacity(map.len());
-            for (k, v) in map {
-                props.push(sys::napi_property_descriptor {
-                    utf8name: ptr::null(),
-                    name: unsafe { js_string(env, k)? },
-                    method: None,
-                    getter: None,
-                    setter: None,
-                    value: unsafe { to_js(env, v)? },
-                    attributes: sys::PropertyAttributes::writable | sys::PropertyAttributes::enumerable | sys::PropertyAttributes::configurable,
-                    data: ptr::null_mut(),
-                });
-            }
-            if !props.is_empty() {
-                napi_check(unsafe { sys::napi_define_properties(env, out, props.len(), props.as_ptr()) }, "object properties")?;
-            }
+            let attributes = sys::PropertyAttributes::writable | sys::PropertyAttributes::enumerable | sys::PropertyAttributes::configurable;
+            let property = |(k, v): (&String, &Value)| -> Result<sys::napi_property_descriptor> {
+                let (name, value) = unsafe { (js_string(env, k)?, to_js(env, v)?) };
+                Ok(sys::napi_property_descriptor { utf8name: ptr::null(), name, method: None, getter: None, setter: None, value, attributes, data: ptr::null_mut() })
+            };
+            let props = map.iter().map(property).collect::<Result<Vec<_>>>()?;
+            napi_check(unsafe { sys::napi_define_properties(env, out, props.len(), props.as_ptr()) }, "object properties")?;
         }
     }
     Ok(out)
@@ -287,125 +224,65 @@ unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
 /// and returns the napi error that tells napi-rs the exception is already pending.
 fn throw(env: &Env, err: &CoreError) -> Error {
     let raw = env.raw();
-    let built = (|| -> Result<()> {
-        let code = unsafe { js_string(raw, err.code())? };
-        let message = unsafe { js_string(raw, &err.to_string())? };
-        let mut js_err = ptr::null_mut();
+    let built = || -> Result<()> {
+        let (code, message, mut js_err) = unsafe { (js_string(raw, err.code())?, js_string(raw, &err.to_string())?, ptr::null_mut()) };
         napi_check(unsafe { sys::napi_create_error(raw, code, message, &mut js_err) }, "error")?;
-        let kind = match err {
-            CoreError::Load(_) => "load",
-            CoreError::Value { .. } => "value",
-            CoreError::InvalidArgument { .. } => "invalid_argument",
-            _ => "other",
-        };
-        // Every field present (null when unknown), the same shape in every language.
-        let problems = Value::Array(
-            err.problems()
-                .iter()
-                .map(|p| {
-                    serde_json::json!({
-                        "code": p.code, "message": p.message, "file": p.file,
-                        "line": p.line, "column": p.column, "path": p.path,
-                    })
-                })
-                .collect(),
-        );
-        let problems = unsafe { to_js(raw, &problems)? };
-        let kind = unsafe { js_string(raw, kind)? };
+        let (problems, kind) = unsafe { (to_js(raw, &err.problems_value())?, js_string(raw, err.kind())?) };
         napi_check(unsafe { sys::napi_set_named_property(raw, js_err, c"problems".as_ptr(), problems) }, "problems")?;
         napi_check(unsafe { sys::napi_set_named_property(raw, js_err, c"kind".as_ptr(), kind) }, "kind")?;
-        napi_check(unsafe { sys::napi_throw(raw, js_err) }, "throw")?;
-        Ok(())
-    })();
-    match built {
+        napi_check(unsafe { sys::napi_throw(raw, js_err) }, "throw")
+    };
+    match built() {
         Ok(()) => Error::new(Status::PendingException, err.to_string()),
         Err(e) => e,
     }
 }
 
 fn convert(env: &Env, value: &Unknown<'_>) -> Result<Value> {
-    unsafe { to_value(env.raw(), value.value().value, 0) }.map_err(|e| throw(env, &e))
+    unsafe { to_value(env.raw(), value.raw(), 0) }.map_err(|e| throw(env, &e))
 }
 
 /// The core's tables the JavaScript side is built from: the refusal classes
-/// (`RefusalClass::ALL`, base first), the manifest risks and side effects
+/// (base first), the result's fields, the manifest risks and side effects
 /// (for `add tool`) and the variable names cel-lite expressions may use.
 #[napi(
-    ts_return_type = "{ refusalClasses: Array<{ name: string, parent: string | null, step: string | null, doc: string, extras: string[] }>, risks: string[], sideEffects: string[], celNames: string[] }"
+    ts_return_type = "{ refusalClasses: Array<{ name: string, parent: string | null, step: string | null, doc: string, extras: string[] }>, resultFields: string[], risks: string[], sideEffects: string[], celNames: string[] }"
 )]
 pub fn tables() -> Json {
-    let classes: Vec<Value> = RefusalClass::ALL
-        .iter()
-        .map(|c| {
-            let extras: Vec<&str> = c.extras().iter().map(|x| x.as_str()).collect();
-            json!({"name": c.name(), "parent": c.parent().map(RefusalClass::name), "step": c.step(), "doc": c.doc(), "extras": extras})
-        })
-        .collect();
-    Json(json!({"refusalClasses": classes, "risks": core::RISKS, "sideEffects": core::SIDE_EFFECTS, "celNames": core::cel::VAR_NAMES}))
+    let class = |c: &RefusalClass| {
+        let extras: Vec<&str> = c.extras().iter().map(|x| x.as_str()).collect();
+        json!({"name": c.name(), "parent": c.parent().map(RefusalClass::name), "step": c.step(), "doc": c.doc(), "extras": extras})
+    };
+    let classes: Vec<Value> = RefusalClass::ALL.iter().map(class).collect();
+    Json(json!({"refusalClasses": classes, "resultFields": CallResult::FIELDS, "risks": core::RISKS, "sideEffects": core::SIDE_EFFECTS,
+        "celNames": core::cel::VAR_NAMES}))
 }
 
-/// The definition digest (`sha256:…`) of a tool's name, description and input schema.
-#[napi(ts_args_type = "name: string, description: string, inputSchema: unknown")]
-pub fn definition_digest(env: Env, name: String, description: String, input_schema: Unknown<'_>) -> Result<String> {
-    let schema = convert(&env, &input_schema)?;
-    core::definition_digest(&name, &description, &schema).map_err(|e| throw(&env, &e))
-}
-
-/// A value from `JSON.stringify` text (which `index.js` sends only for values
-/// it says exactly), every number read as the JavaScript number it prints, so
-/// by [`number`] as the walk reads it (`1152921504606846976` is 2^60 as a
-/// double, not an integer beyond ±2^53). `None` when serde_json cannot read
-/// the text (a lone surrogate, which N-API reads as U+FFFD; nesting beyond
-/// its limit): the caller walks the value instead, with the walk's result.
-fn from_json_text(text: &str) -> Option<std::result::Result<Value, CoreError>> {
-    fn js_numbers(value: &mut Value) -> std::result::Result<(), CoreError> {
-        match value {
-            Value::Number(n) => {
-                *value = number(n.as_f64().unwrap_or(f64::NAN))?;
-                Ok(())
-            }
-            Value::Array(items) => items.iter_mut().try_for_each(js_numbers),
-            Value::Object(map) => map.values_mut().try_for_each(js_numbers),
-            Value::Null | Value::Bool(_) | Value::String(_) => Ok(()),
-        }
+/// The definition digest (`sha256:…`) of a tool's name, description and
+/// input schema; `text` is the schema's `JSON.stringify` text, which
+/// `index.js` sends only when it is exact (the schema is walked when the core
+/// cannot read the text).
+#[napi(ts_args_type = "name: string, description: string, inputSchema: unknown, text?: string | null")]
+pub fn definition_digest(env: Env, name: String, description: String, input_schema: Unknown<'_>, text: Option<String>) -> Result<String> {
+    if let Some(schema) = text.as_deref().and_then(canonical::of_double_json) {
+        return Ok(core::definition_digest_canonical(&name, &description, &schema));
     }
-    let mut value: Value = serde_json::from_str(text).ok()?;
-    Some(js_numbers(&mut value).map(|()| value))
+    core::definition_digest(&name, &description, &convert(&env, &input_schema)?).map_err(|e| throw(&env, &e))
 }
 
-/// [`definition_digest`] of a schema given as its `JSON.stringify` text; null
-/// when the text cannot be read exactly (`index.js` then walks the value).
-#[napi]
-pub fn definition_digest_text(env: Env, name: String, description: String, input_schema: String) -> Result<Option<String>> {
-    let Some(schema) = from_json_text(&input_schema) else { return Ok(None) };
-    let schema = schema.map_err(|e| throw(&env, &e))?;
-    harnessweaver_core::host::definition_digest(&name, &description, &schema).map(Some).map_err(|e| throw(&env, &e))
-}
-
-/// [`canonical_json`] of a value given as its `JSON.stringify` text; null as
-/// for [`definition_digest_text`].
-#[napi]
-pub fn canonical_json_text(env: Env, text: String) -> Result<Option<String>> {
-    let Some(value) = from_json_text(&text) else { return Ok(None) };
-    let value = value.map_err(|e| throw(&env, &e))?;
-    harnessweaver_core::host::canonical::to_string(&value).map(Some).map_err(|e| throw(&env, &e))
-}
-
-/// The canonical JSON text of a value.
-#[napi(ts_args_type = "value: unknown")]
-pub fn canonical_json(env: Env, value: Unknown<'_>) -> Result<String> {
-    let value = convert(&env, &value)?;
-    core::canonical::to_string(&value).map_err(|e| throw(&env, &e))
+/// The canonical JSON text of a value (`text`: its `JSON.stringify` text, as for `definitionDigest`).
+#[napi(ts_args_type = "value: unknown, text?: string | null")]
+pub fn canonical_json(env: Env, value: Unknown<'_>, text: Option<String>) -> Result<String> {
+    if let Some(canonical) = text.as_deref().and_then(canonical::of_double_json) {
+        return Ok(canonical);
+    }
+    canonical::to_string(&convert(&env, &value)?).map_err(|e| throw(&env, &e))
 }
 
 /// Parses one manifest (an object, or YAML/JSON text) and returns its description.
-#[napi(ts_args_type = "manifest: unknown, origin?: string", ts_return_type = "Record<string, unknown>")]
+#[napi(ts_args_type = "manifest: unknown, origin?: string | null", ts_return_type = "Record<string, unknown>")]
 pub fn describe_manifest(env: Env, manifest: Unknown<'_>, origin: Option<String>) -> Result<Json> {
-    let origin = origin.unwrap_or_else(|| ManifestSource::DEFAULT_ORIGIN.into());
-    let source = match convert(&env, &manifest)? {
-        Value::String(text) => ManifestSource::Text { text, origin },
-        value => ManifestSource::Value { value, origin },
-    };
+    let source = ManifestSource::from_host(convert(&env, &manifest)?, origin);
     core::describe_manifest(&source).map(Json).map_err(|e| throw(&env, &CoreError::Load(e.problems)))
 }
 

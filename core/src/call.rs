@@ -174,6 +174,47 @@ impl CallResult {
         self.decision == Decision::Allowed
     }
 
+    /// The names of its fields, in order (bindings make them properties).
+    pub const FIELDS: [&'static str; 14] = [
+        "decision",
+        "code",
+        "step",
+        "message",
+        "tool",
+        "call_id",
+        "run_id",
+        "output",
+        "output_report",
+        "approval",
+        "retry_after_ms",
+        "reasons",
+        "labels",
+        "would_refuse",
+    ];
+
+    /// One field of [`Self::FIELDS`] as a JSON value (`would_refuse` is `[]` when
+    /// empty); `None` for any other name.
+    pub fn field(&self, name: &str) -> Option<Value> {
+        let value = match name {
+            "decision" => serde_json::to_value(self.decision),
+            "code" => serde_json::to_value(self.code),
+            "step" => serde_json::to_value(self.step),
+            "message" => Ok(Value::from(self.message.as_str())),
+            "tool" => Ok(Value::from(self.tool.as_str())),
+            "call_id" => Ok(Value::from(self.call_id.as_str())),
+            "run_id" => Ok(Value::from(self.run_id.as_str())),
+            "output" => Ok(self.output.clone().unwrap_or(Value::Null)),
+            "output_report" => serde_json::to_value(&self.output_report),
+            "approval" => serde_json::to_value(&self.approval),
+            "retry_after_ms" => serde_json::to_value(self.retry_after_ms),
+            "reasons" => serde_json::to_value(&self.reasons),
+            "labels" => serde_json::to_value(self.labels),
+            "would_refuse" => serde_json::to_value(&self.would_refuse),
+            _ => return None,
+        };
+        value.ok()
+    }
+
     /// The result as one JSON object (what bindings hand their hosts).
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)

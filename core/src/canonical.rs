@@ -23,6 +23,114 @@ pub fn float_value(f: f64) -> Result<Value, Error> {
     Number::from_f64(f).map(Value::Number).ok_or_else(non_finite)
 }
 
+/// Converts a number of a host whose numbers are all doubles (JavaScript):
+/// integral and within ±2^53 is an integer (so `1.0` and `1` agree, `-0` is
+/// `0`), anything else a double; NaN and infinities are refused.
+pub fn double_value(f: f64) -> Result<Value, Error> {
+    #[expect(clippy::cast_precision_loss, reason = "2^53 is exact in f64")]
+    let limit = MAX_SAFE_INTEGER as f64;
+    if f.fract() == 0.0 && f.abs() <= limit {
+        #[expect(clippy::cast_possible_truncation, reason = "integral and within ±2^53")]
+        return Ok(Value::from(f as i64));
+    }
+    float_value(f)
+}
+
+/// The canonical text of JSON text written by such a host (`JSON.stringify`),
+/// every number read as the double it prints and then by [`double_value`]
+/// (`1152921504606846976` is 2^60 as a double, not an integer beyond ±2^53),
+/// written as it is parsed, without building the value. `None` when
+/// serde_json cannot read the text (a lone surrogate, nesting beyond its
+/// limit): the host converts the value another way.
+pub fn of_double_json(text: &str) -> Option<String> {
+    serde_json::from_str::<Canonical>(text).ok().map(|c| c.0)
+}
+
+/// A value's canonical text, as [`of_double_json`] parses it.
+struct Canonical(String);
+
+impl<'de> serde::Deserialize<'de> for Canonical {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CanonicalVisitor)
+    }
+}
+
+struct CanonicalVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CanonicalVisitor {
+    type Value = Canonical;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Canonical, E> {
+        Ok(Canonical("null".into()))
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Canonical, E> {
+        Ok(Canonical(if b { "true" } else { "false" }.into()))
+    }
+
+    #[expect(clippy::cast_precision_loss, reason = "the host's number is this double")]
+    fn visit_i64<E: serde::de::Error>(self, i: i64) -> Result<Canonical, E> {
+        self.visit_f64(i as f64)
+    }
+
+    #[expect(clippy::cast_precision_loss, reason = "the host's number is this double")]
+    fn visit_u64<E: serde::de::Error>(self, u: u64) -> Result<Canonical, E> {
+        self.visit_f64(u as f64)
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<Canonical, E> {
+        let mut out = String::new();
+        write_value(&mut out, &double_value(f).map_err(E::custom)?, 0).map_err(E::custom)?;
+        Ok(Canonical(out))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Canonical, E> {
+        let mut out = String::with_capacity(s.len() + 2);
+        write_str(&mut out, s);
+        Ok(Canonical(out))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Canonical, A::Error> {
+        let mut out = String::from("[");
+        while let Some(Canonical(item)) = seq.next_element()? {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(&item);
+        }
+        out.push(']');
+        Ok(Canonical(out))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Canonical, A::Error> {
+        let mut entries: Vec<(String, String)> = Vec::with_capacity(map.size_hint().unwrap_or(8));
+        while let Some((key, Canonical(value))) = map.next_entry::<String, Canonical>()? {
+            entries.push((key, value));
+        }
+        // Stable: of a repeated key the last counts, as in a parsed map.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out = String::with_capacity(entries.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 2);
+        out.push('{');
+        for (i, (key, value)) in entries.iter().enumerate() {
+            if entries.get(i + 1).is_some_and(|next| next.0 == *key) {
+                continue;
+            }
+            if out.len() > 1 {
+                out.push(',');
+            }
+            write_str(&mut out, key);
+            out.push(':');
+            out.push_str(value);
+        }
+        out.push('}');
+        Ok(Canonical(out))
+    }
+}
+
 /// Converts a host integer to a value, refusing magnitudes beyond 2^53
 /// (`integer_out_of_range`): TypeScript cannot represent them exactly.
 pub fn int_value(i: i128) -> Result<Value, Error> {

@@ -14,16 +14,25 @@ pub const PREFIX: &str = "sha256:";
 
 /// Computes the definition digest of a tool.
 pub fn definition_digest(name: &str, description: &str, input_schema: &Value) -> Result<String, Error> {
+    let mut schema = String::with_capacity(128);
+    canonical::write_value(&mut schema, input_schema, 1)?;
+    Ok(definition_digest_canonical(name, description, &schema))
+}
+
+/// [`definition_digest`] of a schema given as its canonical JSON text.
+pub fn definition_digest_canonical(name: &str, description: &str, input_schema: &str) -> String {
     // Keys in code point order: description, input_schema, name.
-    let mut text = String::with_capacity(128);
-    text.push_str("{\"description\":");
-    canonical::write_str(&mut text, description);
-    text.push_str(",\"input_schema\":");
-    canonical::write_value(&mut text, input_schema, 1)?;
-    text.push_str(",\"name\":");
-    canonical::write_str(&mut text, name);
-    text.push('}');
-    Ok(sha256_tagged(text.as_bytes()))
+    let mut head = String::from("{\"description\":");
+    canonical::write_str(&mut head, description);
+    head.push_str(",\"input_schema\":");
+    let mut tail = String::from(",\"name\":");
+    canonical::write_str(&mut tail, name);
+    tail.push('}');
+    let mut hash = Sha256::new();
+    hash.update(head.as_bytes());
+    hash.update(input_schema.as_bytes());
+    hash.update(tail.as_bytes());
+    hex_tagged(&hash.finalize())
 }
 
 /// `sha256:` + the lowercase hex SHA-256 of `bytes`.

@@ -85,6 +85,26 @@ impl Error {
         }
     }
 
+    /// Which family it is, for hosts that raise one error class per family:
+    /// `load`, `value`, `invalid_argument` or `other`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Load(_) => "load",
+            Self::Value { .. } => "value",
+            Self::InvalidArgument { .. } => "invalid_argument",
+            Self::Io { .. } => "other",
+        }
+    }
+
+    /// The load problems as hosts show them: every field present, null when
+    /// unknown (the same shape in every language).
+    pub fn problems_value(&self) -> serde_json::Value {
+        let problem = |p: &Problem| {
+            serde_json::json!({"code": p.code, "message": p.message, "file": p.file, "line": p.line, "column": p.column, "path": p.path})
+        };
+        serde_json::Value::Array(self.problems().iter().map(problem).collect())
+    }
+
     /// The load problems, empty for other errors.
     pub fn problems(&self) -> &[Problem] {
         match self {

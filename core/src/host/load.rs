@@ -100,6 +100,16 @@ impl ManifestSource {
     /// The origin of a tool registered in code without one.
     pub const DEFAULT_ORIGIN: &'static str = "<code>";
 
+    /// A manifest as a host hands it over: a string is YAML or JSON text,
+    /// anything else the manifest itself; no origin is [`Self::DEFAULT_ORIGIN`].
+    pub fn from_host(value: Value, origin: Option<String>) -> Self {
+        let origin = origin.unwrap_or_else(|| Self::DEFAULT_ORIGIN.into());
+        match value {
+            Value::String(text) => Self::Text { text, origin },
+            value => Self::Value { value, origin },
+        }
+    }
+
     /// Parses the manifest.
     pub fn to_tool(&self) -> Result<Tool, Error> {
         match self {
