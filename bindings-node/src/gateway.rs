@@ -41,11 +41,14 @@ pub struct GatewayCall {
 pub fn serve_mcp(env: Env, host: &NativeHost, http: Option<String>, who: Option<Unknown<'_>>, tenant: Option<String>) -> Result<NativeGateway> {
     let bad = |code, message: String| throw(&env, &CoreError::InvalidArgument { code, message });
     let who = given(who).map(|p| principal(&env, &p)).transpose()?;
-    let address = |text: String| text.parse::<SocketAddr>().map_err(|_| bad("invalid_argument", format!("http `{text}` is not an address like 127.0.0.1:8080")));
+    let address = |text: String| {
+        text.parse::<SocketAddr>().map_err(|_| bad("invalid_argument", format!("http `{text}` is not an address like 127.0.0.1:8080")))
+    };
     let http = http.map(address).transpose()?;
-    let runtime = host.inner.runtime().ok_or_else(|| {
-        bad("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()".into())
-    })?;
+    let runtime = host
+        .inner
+        .runtime()
+        .ok_or_else(|| bad("not_loaded_for_calls", "this harness was opened with inspect() and cannot take calls; use load()".into()))?;
     let (tx, rx) = channel::<GatewayCall>();
     let tx = Mutex::new(tx);
     let executor: CallExecutor = Arc::new(move |ctx, tool, args| {

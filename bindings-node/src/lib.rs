@@ -56,7 +56,9 @@ unsafe fn to_value(env: sys::napi_env, value: sys::napi_value, depth: usize) -> 
         }
         sys::ValueType::napi_bigint => unsafe { bigint(env, value) },
         sys::ValueType::napi_string => Ok(Value::String(unsafe { string(env, value)? })),
-        sys::ValueType::napi_object if depth >= MAX_DEPTH => Err(value_error("nesting_too_deep", format!("value nests deeper than {MAX_DEPTH} levels"))),
+        sys::ValueType::napi_object if depth >= MAX_DEPTH => {
+            Err(value_error("nesting_too_deep", format!("value nests deeper than {MAX_DEPTH} levels")))
+        }
         sys::ValueType::napi_object => {
             let mut is_array = false;
             check(unsafe { sys::napi_is_array(env, value, &mut is_array) }, "array")?;
@@ -211,7 +213,16 @@ unsafe fn to_js(env: sys::napi_env, value: &Value) -> Result<sys::napi_value> {
             let attributes = sys::PropertyAttributes::writable | sys::PropertyAttributes::enumerable | sys::PropertyAttributes::configurable;
             let property = |(k, v): (&String, &Value)| -> Result<sys::napi_property_descriptor> {
                 let (name, value) = unsafe { (js_string(env, k)?, to_js(env, v)?) };
-                Ok(sys::napi_property_descriptor { utf8name: ptr::null(), name, method: None, getter: None, setter: None, value, attributes, data: ptr::null_mut() })
+                Ok(sys::napi_property_descriptor {
+                    utf8name: ptr::null(),
+                    name,
+                    method: None,
+                    getter: None,
+                    setter: None,
+                    value,
+                    attributes,
+                    data: ptr::null_mut(),
+                })
             };
             let props = map.iter().map(property).collect::<Result<Vec<_>>>()?;
             napi_check(unsafe { sys::napi_define_properties(env, out, props.len(), props.as_ptr()) }, "object properties")?;

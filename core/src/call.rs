@@ -176,20 +176,8 @@ impl CallResult {
 
     /// The names of its fields, in order (bindings make them properties).
     pub const FIELDS: [&'static str; 14] = [
-        "decision",
-        "code",
-        "step",
-        "message",
-        "tool",
-        "call_id",
-        "run_id",
-        "output",
-        "output_report",
-        "approval",
-        "retry_after_ms",
-        "reasons",
-        "labels",
-        "would_refuse",
+        "decision", "code", "step", "message", "tool", "call_id", "run_id", "output", "output_report", "approval", "retry_after_ms", "reasons",
+        "labels", "would_refuse",
     ];
 
     /// One field of [`Self::FIELDS`] as a JSON value (`would_refuse` is `[]` when

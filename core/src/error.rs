@@ -99,9 +99,7 @@ impl Error {
     /// The load problems as hosts show them: every field present, null when
     /// unknown (the same shape in every language).
     pub fn problems_value(&self) -> serde_json::Value {
-        let problem = |p: &Problem| {
-            serde_json::json!({"code": p.code, "message": p.message, "file": p.file, "line": p.line, "column": p.column, "path": p.path})
-        };
+        let problem = |p: &Problem| serde_json::json!({"code": p.code, "message": p.message, "file": p.file, "line": p.line, "column": p.column, "path": p.path});
         serde_json::Value::Array(self.problems().iter().map(problem).collect())
     }
 
