@@ -9,12 +9,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use harnessweaver_core::host::{
-    self as core, ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, Error, HandlerDecl, HandlerMode,
-    HandlerRef, HandlerResolver, HostOptions, Outcome, RefusalClass, Resolved, SpecFormat, TestOptions, Ticket as CoreTicket, TicketCell,
-    TicketRoute,
+    self as core, ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, Error, EventField, HandlerDecl,
+    HandlerMode, HandlerRef, HandlerResolver, HostOptions, Outcome, RefusalClass, Resolved, SpecFormat, TestOptions, Ticket as CoreTicket,
+    TicketCell, TicketRoute,
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyString};
 use serde_json::Value;
 
@@ -231,10 +232,30 @@ struct PyAudit(Py<PyAny>);
 impl AuditCallback for PyAudit {
     fn record(&self, event: &AuditEvent) -> Result<(), String> {
         Python::attach(|py| {
-            let event = to_py(py, event).map_err(|e| name_of(py, &e))?;
+            let event = event_dict(py, event).map_err(|e| name_of(py, &e))?;
             self.0.call1(py, (event,)).map(drop).map_err(|e| name_of(py, &e))
         })
     }
+}
+
+/// An event's JSON form as a dict, built from its fields with keys made once (the per-call cost of a callback sink).
+fn event_dict<'py>(py: Python<'py>, event: &AuditEvent) -> PyResult<Bound<'py, PyDict>> {
+    static KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+    let keys = KEYS.get_or_init(py, || AuditEvent::FIELDS.iter().map(|k| PyString::intern(py, k).unbind()).collect());
+    let dict = PyDict::new(py);
+    for (key, field) in keys.iter().zip(event.fields()) {
+        let value = match field {
+            None => continue,
+            Some(EventField::U64(n)) => n.into_pyobject(py)?.into_any(),
+            Some(EventField::Str(s)) => s.into_pyobject(py)?,
+            Some(EventField::Bool(b)) => PyBool::new(py, b).to_owned().into_any(),
+            Some(EventField::Counts(counts)) => to_py(py, counts)?,
+            Some(EventField::Refusals(refusals)) => to_py(py, refusals)?,
+            Some(EventField::Timings(timings)) => to_py(py, timings)?,
+        };
+        dict.set_item(key.bind(py), value)?;
+    }
+    Ok(dict)
 }
 
 /// `on_approval(request, approval)`: True approves, False denies, anything else leaves it pending.

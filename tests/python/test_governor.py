@@ -574,6 +574,13 @@ def test_an_audit_trail_of_a_run_full_of_pii_and_secrets_holds_none_of_them(tmp_
     fragments = SECRETS + ["jane.doe", "sk_live", "hunter2", "4111", "555 0199", "AKIA", "eyJhbGci", "45-6789", "ignore previous"]
     for secret in fragments:
         assert secret not in trail, f"`{secret}` reached the audit trail"
+    # A callback sees each event as the JSON Lines file has it: the same keys, in the same order, and values.
+    varying = {"ts_ms", "call_id", "run_id", "approval_id", "timings"}
+    for line, event in zip(lines, callback_events):
+        written = json.loads(line)
+        assert list(event) == list(written)
+        assert {k: v for k, v in event.items() if k not in varying} == {k: v for k, v in written.items() if k not in varying}
+        assert list(event["timings"]) == list(written["timings"])
     for event in callback_events:
         assert set(event) <= {
             "ts_ms",
