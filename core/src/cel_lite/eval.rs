@@ -143,6 +143,24 @@ impl<'a> Cx<'a, '_> {
         truncate(text, 48)
     }
 
+    /// A double that cel-lite may hold: NaN and the infinities make the
+    /// expression unevaluable (a deny rule denies, an approval asks), as
+    /// canonical JSON refuses them; CEL itself would carry them on, and a NaN
+    /// compares false with everything, which would skip a rule.
+    #[inline]
+    fn finite(&self, d: f64, e: &Expr) -> R<Val<'a>> {
+        if d.is_finite() {
+            Ok(Val::Double(d))
+        } else {
+            Err(self.not_finite(e))
+        }
+    }
+
+    #[cold]
+    fn not_finite(&self, e: &Expr) -> String {
+        self.no_overload("not a finite double (NaN or infinity)", e)
+    }
+
     #[cold]
     fn no_overload(&self, what: &str, e: &Expr) -> String {
         format!("{what} in `{}`", self.snip(e))
@@ -525,10 +543,10 @@ impl<'a> Cx<'a, '_> {
                 v.map(Val::Uint).ok_or_else(|| overflow(self, "uint"))
             }
             (Val::Double(a), Val::Double(b)) => match op {
-                BinOp::Add => Ok(Val::Double(a + b)),
-                BinOp::Sub => Ok(Val::Double(a - b)),
-                BinOp::Mul => Ok(Val::Double(a * b)),
-                BinOp::Div => Ok(Val::Double(a / b)),
+                BinOp::Add => self.finite(a + b, e),
+                BinOp::Sub => self.finite(a - b, e),
+                BinOp::Mul => self.finite(a * b, e),
+                BinOp::Div => self.finite(a / b, e),
                 _ => Err(self.mismatch(op, l, r, e)),
             },
             _ => Err(self.mismatch(op, l, r, e)),
@@ -605,7 +623,10 @@ impl<'a> Cx<'a, '_> {
                 Val::Int(i) => Ok(Val::Double(*i as f64)),
                 Val::Uint(u) => Ok(Val::Double(*u as f64)),
                 _ => match a.as_str() {
-                    Some(s) => s.parse::<f64>().map(Val::Double).map_err(|_| self.no_overload(&format!("`{}` is not a double", truncate(s, 40)), e)),
+                    Some(s) => match s.parse::<f64>() {
+                        Ok(d) => self.finite(d, e),
+                        Err(_) => Err(self.no_overload(&format!("`{}` is not a double", truncate(s, 40)), e)),
+                    },
                     None => Err(bad(self, &a)),
                 },
             },

@@ -305,6 +305,11 @@ impl Lexer<'_> {
             let text = self.src.get(start..self.pos).unwrap_or_default();
             if is_float {
                 let value: f64 = text.parse().map_err(|_| self.err(start, format!("bad number `{text}`")))?;
+                // A literal beyond f64's range would be an infinity, which
+                // cel-lite refuses (canonical JSON has no form for it).
+                if !value.is_finite() {
+                    return Err(self.err(start, format!("double literal `{}` is out of range", super::truncate(text, 40))));
+                }
                 Tok::Double(value)
             } else {
                 let value: u64 =
