@@ -344,6 +344,7 @@ fn harness_describe_shows_every_section() {
             },
             "flow": {"trifecta": "approve"},
             "budgets": {"max_tool_calls": 50, "per_tool": {"t": 3}},
+            "approvals": {"allow_self_approval": true, "max_open_per_principal": 100},
             "audit": {"sink": "audit/events.jsonl"},
             "state": "sqlite:state.db",
             "state_options": {"rate_limits_on_store_error": "open", "run_ttl_ms": 7_200_000, "timeout_ms": 2_000},

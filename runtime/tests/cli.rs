@@ -509,3 +509,36 @@ fn colour_only_on_a_terminal() {
     assert!(!on_tty("--json", false).contains('\x1b'));
     let _ = std::io::stdout().flush();
 }
+
+/// Issue 17, item 3: `harnessweaver approvals approve` applies separation of
+/// duties: the principal whose call waits cannot approve it, even holding the
+/// approver role; another approver can; `approvals.allow_self_approval: true`
+/// in the harness lets the caller approve her own call.
+#[test]
+fn approvals_cli_refuses_self_approval() {
+    for allow in [false, true] {
+        let harness = format!(
+            "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [tools/*.yaml]\n  state: sqlite:state.db\n  approvals: {{allow_self_approval: {allow}}}\n"
+        );
+        let tool = "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {name: pay}\nspec: {handler: \"x:pay\", description: d, approval: {when: \"true\", approver_role: finance}}\n";
+        let dir = dir_with(&[("harness.yaml", &harness), ("tools/pay.yaml", tool)]);
+        let pay: harnessweaver_core::governor::Handler = std::sync::Arc::new(|_, _| Ok(json!("paid")));
+        let options = harnessweaver_core::LoadOptions { handlers: std::collections::HashMap::from([("pay".to_string(), pay)]), ..Default::default() };
+        let g = harnessweaver_runtime::load(dir.join("harness.yaml"), options).unwrap();
+        let fin = Principal::from_value(&json!({"id": "fin-1", "roles": ["finance"]})).unwrap();
+        let ctx = CallContext { principal: fin, ..CallContext::default() };
+        let pending = g.call("pay", json!({"usd": 5}), &ctx);
+        let id = pending.approval.expect("pending").id;
+        let path = dir.join("harness.yaml");
+        let harness_arg = path.to_str().unwrap();
+        let (code, out, err) = run(&["approvals", "approve", &id, "--harness", harness_arg, "--approver", r#"{"id": "fin-1", "roles": ["finance"]}"#]);
+        if allow {
+            assert_eq!(code, 0, "{out}{err}");
+        } else {
+            assert_eq!(code, 1, "{out}{err}");
+            assert!(format!("{out}{err}").contains("approver_not_allowed"), "{out}{err}");
+            let (code, out, err) = run(&["approvals", "approve", &id, "--harness", harness_arg, "--approver", r#"{"id": "fin-2", "roles": ["finance"]}"#]);
+            assert_eq!(code, 0, "{out}{err}");
+        }
+    }
+}

@@ -34,6 +34,14 @@ impl Governor {
                 });
             }
         }
+        // Separation of duties: the principal whose call waits does not
+        // grant it, whatever roles she holds, unless the harness says so.
+        if !self.settings.allow_self_approval && approval.principal.get("id").and_then(Value::as_str) == Some(approver.id.as_str()) {
+            return Err(Error::InvalidArgument {
+                code: ArgumentCode::ApproverNotAllowed.as_str(),
+                message: format!("`{}` cannot approve this call of `{}`: it is their own (another principal must)", approver.id, approval.tool),
+            });
+        }
         let Some(args) = edited_args else {
             return match self.store.transition(id, ApprovalState::Pending, ApprovalState::Approved, Some(&approver.id), None) {
                 Ok(true) => Ok(PendingApproval { state: ApprovalState::Approved, decided_by: Some(approver.id.clone()), ..approval }),

@@ -228,6 +228,8 @@ impl Governor {
             max_tool_calls: spec.budgets.max_tool_calls,
             per_tool: spec.budgets.per_tool.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             rate_limits_fail_open: state_options.rate_limits_on_store_error == harness::StoreErrorMode::Open,
+            allow_self_approval: spec.approvals.allow_self_approval,
+            max_open_approvals_per_principal: spec.approvals.max_open_per_principal,
             layers: spec
                 .layers
                 .iter()

@@ -152,6 +152,10 @@ pub struct Settings {
     pub approval_ttl_ms: u64,
     /// The approver role when a tool names none.
     pub default_approver_role: Option<String>,
+    /// `approvals.allow_self_approval`: the caller may grant her own call.
+    pub allow_self_approval: bool,
+    /// `approvals.max_open_per_principal`.
+    pub max_open_approvals_per_principal: u64,
     /// The policy layers, highest first.
     pub layers: Vec<LayerSettings>,
     /// `state_options.rate_limits_on_store_error: open`: when the store
@@ -168,6 +172,8 @@ impl Default for Settings {
             per_tool: HashMap::new(),
             approval_ttl_ms: 3_600_000,
             default_approver_role: None,
+            allow_self_approval: false,
+            max_open_approvals_per_principal: crate::harness::DEFAULT_MAX_OPEN_APPROVALS,
             layers: vec![LayerSettings { name: "harness".into(), default_allow: true, shadow: false }],
             rate_limits_fail_open: false,
         }

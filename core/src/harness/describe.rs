@@ -61,6 +61,10 @@ impl Harness {
                 TrifectaMode::Off => "off",
             }},
             "budgets": {"max_tool_calls": s.budgets.max_tool_calls, "per_tool": s.budgets.per_tool},
+            "approvals": {
+                "allow_self_approval": s.approvals.allow_self_approval,
+                "max_open_per_principal": s.approvals.max_open_per_principal,
+            },
             "audit": {"sink": match &s.audit_sink {
                 AuditSink::None => "none".to_string(),
                 AuditSink::Callback => "callback".to_string(),

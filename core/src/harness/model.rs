@@ -145,6 +145,27 @@ pub struct Budgets {
     pub per_tool: BTreeMap<String, u64>,
 }
 
+/// `spec.approvals`: who may grant an approval, and how many may wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApprovalSettings {
+    /// `allow_self_approval`: the principal whose call waits may grant it
+    /// (default false: separation of duties, `approver_not_allowed`).
+    pub allow_self_approval: bool,
+    /// `max_open_per_principal`: approvals one principal may have open
+    /// (pending or granted, not expired) at once; past it a call that needs
+    /// approval is refused `approval_limit` (default 100).
+    pub max_open_per_principal: u64,
+}
+
+/// The default of `spec.approvals.max_open_per_principal`.
+pub const DEFAULT_MAX_OPEN_APPROVALS: u64 = 100;
+
+impl Default for ApprovalSettings {
+    fn default() -> Self {
+        Self { allow_self_approval: false, max_open_per_principal: DEFAULT_MAX_OPEN_APPROVALS }
+    }
+}
+
 /// `spec.audit.sink`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuditSink {
@@ -273,6 +294,8 @@ pub struct HarnessSpec {
     pub trifecta: TrifectaMode,
     /// `spec.budgets`.
     pub budgets: Budgets,
+    /// `spec.approvals`.
+    pub approvals: ApprovalSettings,
     /// `spec.audit.sink`.
     pub audit_sink: AuditSink,
     /// `spec.state`.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::model::redact_url;
 use super::model::{
-    AuditSink, Budgets, EnforceMode, HarnessSpec, McpConnect, McpServer, Mode, PolicyLayer, StateBackend, StateOptions, StoreErrorMode,
+    ApprovalSettings, AuditSink, Budgets, EnforceMode, HarnessSpec, McpConnect, McpServer, Mode, PolicyLayer, StateBackend, StateOptions, StoreErrorMode,
     ToolsSettings, TrifectaMode,
 };
 use super::policy::{parse_policy, LayerFile, ParsedPolicy};
@@ -132,6 +132,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
             b.finish(cx);
         }
     }
+    let approvals = spec.get("approvals").map(|n| parse_approvals(n, cx)).unwrap_or_default();
     let mut audit_sink = AuditSink::None;
     if let Some(n) = spec.get("audit") {
         if let Some(mut a) = cx.map(n, "spec.audit") {
@@ -183,8 +184,18 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
     let gateway = spec.get("gateway").map(|n| super::gateway::parse(n, cx)).unwrap_or_default();
     spec.finish(cx);
     let spec =
-        HarnessSpec { name, mode, tools, layers, rules, trifecta, budgets, audit_sink, state, state_options, mcp_servers, mcp_connect, gateway };
+        HarnessSpec { name, mode, tools, layers, rules, trifecta, budgets, approvals, audit_sink, state, state_options, mcp_servers, mcp_connect, gateway };
     Some((spec, globs, layer_files))
+}
+
+fn parse_approvals(node: &Node, cx: &mut Checker) -> ApprovalSettings {
+    let mut settings = ApprovalSettings::default();
+    let Some(mut m) = cx.map(node, "spec.approvals") else { return settings };
+    if let Some(n) = m.get("allow_self_approval") {
+        settings.allow_self_approval = cx.boolean(n, "spec.approvals.allow_self_approval").unwrap_or(false);
+    }
+    m.finish(cx);
+    settings
 }
 
 fn parse_state_options(node: &Node, cx: &mut Checker) -> StateOptions {

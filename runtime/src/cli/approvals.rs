@@ -73,7 +73,14 @@ fn approvals_governor(path: &Path, io: &mut Io<'_>, json: bool) -> Result<Govern
     }
     match open_store(&harness, false) {
         Ok(store) => {
-            Ok(Governor::new(Vec::new(), Vec::new(), Settings::default(), store, Arc::new(SystemClock), IdSource::random(), Arc::new(NullSink)))
+            // The harness's approval rules hold here too (separation of duties).
+            let approvals = harness.spec().approvals;
+            let settings = Settings {
+                allow_self_approval: approvals.allow_self_approval,
+                max_open_approvals_per_principal: approvals.max_open_per_principal,
+                ..Settings::default()
+            };
+            Ok(Governor::new(Vec::new(), Vec::new(), settings, store, Arc::new(SystemClock), IdSource::random(), Arc::new(NullSink)))
         }
         Err(p) => {
             let _ = writeln!(io.err, "error: {p}");
