@@ -196,6 +196,9 @@ codes! {
         ApprovalDenied => "approval_denied",
         /// The approval expired before the call ran.
         ApprovalExpired => "approval_expired",
+        /// The principal already has `approvals.max_open_per_principal`
+        /// approvals open; the call is refused instead of asking another.
+        ApprovalLimit => "approval_limit",
         /// The tool overran its timeout.
         Timeout => "timeout",
         /// The tool failed or returned no JSON.
@@ -222,7 +225,7 @@ impl RefusalCode {
             Self::ScopeMissing | Self::PolicyDenied => Step::Policy,
             Self::BudgetExhausted | Self::RateLimited => Step::Limits,
             Self::Trifecta => Step::Flow,
-            Self::ApprovalRequired | Self::ApprovalDenied | Self::ApprovalExpired => Step::Approval,
+            Self::ApprovalRequired | Self::ApprovalDenied | Self::ApprovalExpired | Self::ApprovalLimit => Step::Approval,
             Self::Timeout | Self::HandlerError | Self::TransportRefused | Self::SandboxError => Step::Invoke,
             Self::InvalidOutput => Step::Output,
             Self::StoreUnavailable => return None,

@@ -79,7 +79,7 @@ spec:
       - { name: from_file, file: layer.yaml }
   flow: { trifecta: block }
   budgets: { max_tool_calls: 1, per_tool: { KEY: 1 } }
-  approvals: { allow_self_approval: false }
+  approvals: { allow_self_approval: false, max_open_per_principal: 3 }
   audit: { sink: none }
   state: memory
   state_options: { rate_limits_on_store_error: closed, run_ttl: 1h, timeout: 1s }

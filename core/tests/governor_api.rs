@@ -190,3 +190,67 @@ fn calls_outside_a_run_leave_no_state_behind() {
     assert!(rt.call("pii", json!({}), &run).is_allowed());
     assert!(store.labels(run.run_id.as_deref().unwrap()).unwrap().private);
 }
+
+/// Issue 17, item 7: an approval binds the reasons it was asked for. Granted
+/// in a clean run (the risk asked), it does not cover the same call once the
+/// run is private and untrusted and the trifecta asks too (`flow.trifecta:
+/// approve`); a new approval, asked for both, does.
+#[test]
+fn an_approval_does_not_cover_a_call_whose_reasons_grew() {
+    let d = dir(
+        "reasons-grew",
+        &[
+            ("harness.yaml", harness("  flow: {trifecta: approve}\n")),
+            ("tools/read.yaml", tool("read_customer", "  data_access: [\"pii:email\"]\n  output: {label: untrusted}\n")),
+            ("tools/send.yaml", tool("send_email", "  risk: high\n  egress: [mail.example.com]\n")),
+        ],
+    );
+    let rt = load(&d, None, &[("read_customer", echo()), ("send_email", echo())]);
+    let ctx = rt.run(Principal::new("alice"), None, None);
+    let first = rt.call("send_email", json!({"to": "x"}), &ctx);
+    assert_eq!(first.decision, Decision::Pending, "{first:?}");
+    let id = first.approval.unwrap().id;
+    rt.governor().approve(&id, &bob()).unwrap();
+    // The run becomes private and untrusted: now the trifecta asks as well.
+    assert_eq!(rt.call("read_customer", json!({}), &ctx).decision, Decision::Allowed);
+    let with = CallContext { approval_id: Some(id.clone()), ..ctx.clone() };
+    let again = rt.call("send_email", json!({"to": "x"}), &with);
+    assert_eq!(again.decision, Decision::Pending, "{again:?}");
+    assert!(again.reasons.iter().any(|r| r.contains("before `trifecta` asked")), "{:?}", again.reasons);
+    // A new approval asked for both reasons covers the call.
+    let second = again.approval.unwrap().id;
+    assert_ne!(second, id);
+    rt.governor().approve(&second, &bob()).unwrap();
+    let with = CallContext { approval_id: Some(second), ..ctx.clone() };
+    assert_eq!(rt.call("send_email", json!({"to": "x"}), &with).decision, Decision::Allowed);
+}
+
+/// Issue 17, item 11: an expired approval is not listed, and the memory
+/// store drops it when the next approval is asked for.
+#[test]
+fn expired_approvals_are_not_listed_and_are_dropped() {
+    struct Manual(std::sync::atomic::AtomicU64);
+    impl harnessweaver_core::Clock for Manual {
+        fn now_ms(&self) -> u64 {
+            self.0.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+    let d = dir("expiry-listing", &[("harness.yaml", harness("")), ("tools/pay.yaml", tool("pay", "  risk: high\n"))]);
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let clock = Arc::new(Manual(std::sync::atomic::AtomicU64::new(1_700_000_000_000)));
+    let options = LoadOptions {
+        handlers: HashMap::from([("pay".to_string(), echo())]),
+        governor: GovernorOptions { store: Some(store.clone()), clock: Some(clock.clone()), ..GovernorOptions::default() },
+        ..LoadOptions::default()
+    };
+    let rt = Runtime::load(d.join("harness.yaml"), options).unwrap();
+    let ctx = CallContext { principal: Principal::new("alice"), ..CallContext::default() };
+    let first = rt.call("pay", json!({"usd": 1}), &ctx).approval.unwrap().id;
+    assert_eq!(rt.governor().open_approvals().unwrap().len(), 1);
+    clock.0.fetch_add(3_600_000, std::sync::atomic::Ordering::SeqCst);
+    assert!(rt.governor().open_approvals().unwrap().is_empty(), "an expired approval is still listed");
+    let second = rt.call("pay", json!({"usd": 2}), &ctx).approval.unwrap().id;
+    assert_eq!(store.approval(&first).unwrap(), None, "the expired approval was kept");
+    let listed: Vec<String> = rt.governor().open_approvals().unwrap().into_iter().map(|a| a.id).collect();
+    assert_eq!(listed, [second]);
+}

@@ -531,13 +531,15 @@ fn approvals_cli_refuses_self_approval() {
         let id = pending.approval.expect("pending").id;
         let path = dir.join("harness.yaml");
         let harness_arg = path.to_str().unwrap();
-        let (code, out, err) = run(&["approvals", "approve", &id, "--harness", harness_arg, "--approver", r#"{"id": "fin-1", "roles": ["finance"]}"#]);
+        let (code, out, err) =
+            run(&["approvals", "approve", &id, "--harness", harness_arg, "--approver", r#"{"id": "fin-1", "roles": ["finance"]}"#]);
         if allow {
             assert_eq!(code, 0, "{out}{err}");
         } else {
             assert_eq!(code, 1, "{out}{err}");
             assert!(format!("{out}{err}").contains("approver_not_allowed"), "{out}{err}");
-            let (code, out, err) = run(&["approvals", "approve", &id, "--harness", harness_arg, "--approver", r#"{"id": "fin-2", "roles": ["finance"]}"#]);
+            let (code, out, err) =
+                run(&["approvals", "approve", &id, "--harness", harness_arg, "--approver", r#"{"id": "fin-2", "roles": ["finance"]}"#]);
             assert_eq!(code, 0, "{out}{err}");
         }
     }

@@ -147,6 +147,7 @@ fn approval(id: &str, created_ms: u64, state: ApprovalState) -> PendingApproval 
         note: None,
         policy_version: "sha256:policy".into(),
         original_args_digest: Some("sha256:first".into()),
+        asked_by: vec!["risk".into(), "rule:harness/review".into()],
     }
 }
 
@@ -174,6 +175,32 @@ fn approvals_round_trip(b: &Backend) {
     assert_eq!(open, ["apr-0"]);
     // `by` absent keeps who approved.
     assert_eq!(s.approval("apr-1").unwrap().unwrap().decided_by.as_deref(), Some("bob"));
+}
+
+/// Issue 17, item 11: approvals past their expiry are dropped (memory,
+/// SQLite) or left to expire by key TTL (Redis) and are never counted; the
+/// count is per principal and covers pending and approved ones only.
+fn expired_approvals_are_dropped_and_not_counted(b: &Backend, drops_at_once: bool) {
+    let s = &b.store;
+    let mut old = approval("apr-old", T0, ApprovalState::Pending);
+    old.expires_ms = T0 + 10;
+    s.put_approval(&old).unwrap();
+    s.put_approval(&approval("apr-live", T0, ApprovalState::Pending)).unwrap();
+    s.put_approval(&approval("apr-granted", T0, ApprovalState::Approved)).unwrap();
+    s.put_approval(&approval("apr-denied", T0, ApprovalState::Denied)).unwrap();
+    let mut bobs = approval("apr-bob", T0, ApprovalState::Pending);
+    bobs.principal = json!({"id": "bob"});
+    s.put_approval(&bobs).unwrap();
+    // Before the first expiry: alice has old, live and granted open.
+    assert_eq!(s.prune_and_count_open("alice", T0 + 5).unwrap(), 3);
+    // After it: the expired one no longer counts, and memory and SQLite drop it.
+    assert_eq!(s.prune_and_count_open("alice", T0 + 10).unwrap(), 2);
+    assert_eq!(s.prune_and_count_open("bob", T0 + 10).unwrap(), 1);
+    assert_eq!(s.prune_and_count_open("nobody", T0 + 10).unwrap(), 0);
+    if drops_at_once {
+        assert_eq!(s.approval("apr-old").unwrap(), None);
+    }
+    assert!(s.approval("apr-live").unwrap().is_some());
 }
 
 fn approvals_single_use_under_races(b: &Backend) {
@@ -296,6 +323,10 @@ macro_rules! conformance {
             #[test]
             fn approvals_round_trip() {
                 super::approvals_round_trip(&$backend());
+            }
+            #[test]
+            fn expired_approvals_are_dropped_and_not_counted() {
+                super::expired_approvals_are_dropped_and_not_counted(&$backend(), stringify!($backend) != "redis");
             }
             #[test]
             fn approvals_single_use_under_races() {

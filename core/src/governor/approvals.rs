@@ -98,9 +98,13 @@ impl Governor {
         Ok(approval)
     }
 
-    /// Approvals waiting for a human or granted and not yet used.
+    /// Approvals waiting for a human or granted and not yet used; expired
+    /// ones are not listed.
     pub fn open_approvals(&self) -> Result<Vec<PendingApproval>, Error> {
-        self.store.open_approvals().map_err(store_error)
+        let now = self.clock.now_ms();
+        let mut open = self.store.open_approvals().map_err(store_error)?;
+        open.retain(|a| a.expires_ms > now);
+        Ok(open)
     }
 }
 

@@ -25,13 +25,29 @@ pub(super) struct Deciding<'a> {
     pub approval_used: Option<String>,
     /// Why the call needs a human, gathered by policy, flow and approval.
     approval_reasons: Vec<String>,
+    /// What asked for the human, as stable keys (`rule:<layer>/<name>`,
+    /// `trifecta`, `approval.when`, `risk`): an approval covers a call only
+    /// when it was granted for at least these.
+    asked_by: Vec<String>,
     /// Step 5 took a budget for this call: give it back if the call stops.
     budget_counted: bool,
 }
 
 impl<'a> Deciding<'a> {
     pub fn new(tool: &'a str, args: &'a Value, ctx: &'a CallContext, run_id: &'a str, digest: &'a ArgsDigest<'a>, now_ms: u64, trace: Trace) -> Self {
-        Self { tool, args, ctx, run_id, digest, now_ms, trace, approval_used: None, approval_reasons: Vec::new(), budget_counted: false }
+        Self {
+            tool,
+            args,
+            ctx,
+            run_id,
+            digest,
+            now_ms,
+            trace,
+            approval_used: None,
+            approval_reasons: Vec::new(),
+            asked_by: Vec::new(),
+            budget_counted: false,
+        }
     }
 }
 
@@ -231,6 +247,7 @@ impl Governor {
                             }
                         } else {
                             call.approval_reasons.push(label());
+                            call.asked_by.push(format!("rule:{}/{}", layer.name, rule.name));
                         }
                     }
                     (_, Ok(false)) | (Effect::Allow, Err(_)) => {
@@ -351,6 +368,7 @@ impl Governor {
             }
             TrifectaMode::Approve => {
                 call.approval_reasons.push("trifecta: private and untrusted run sending data out".into());
+                call.asked_by.push("trifecta".into());
                 Ok(())
             }
             TrifectaMode::Off => Ok(()),
@@ -362,14 +380,19 @@ impl Governor {
     /// exact call lets it run, otherwise it waits for one.
     fn approval(&self, rt: &ToolRuntime, vars: &CallVars<'_>, call: &mut Deciding<'_>) -> Result<(), Stop> {
         if let Some(program) = &rt.approval_when {
-            match condition(program, vars) {
-                Ok(true) => call.approval_reasons.push(format!("approval.when `{}` is true", program.source())),
-                Ok(false) => {}
-                Err(why) => call.approval_reasons.push(format!("approval.when `{}` could not be evaluated: {why}", program.source())),
+            let reason = match condition(program, vars) {
+                Ok(true) => Some(format!("approval.when `{}` is true", program.source())),
+                Ok(false) => None,
+                Err(why) => Some(format!("approval.when `{}` could not be evaluated: {why}", program.source())),
+            };
+            if let Some(reason) = reason {
+                call.approval_reasons.push(reason);
+                call.asked_by.push("approval.when".into());
             }
         }
         if self.settings.approval_by_risk.contains(&rt.risk) {
             call.approval_reasons.push(format!("risk `{}` requires approval", rt.risk));
+            call.asked_by.push("risk".into());
         }
         if call.approval_reasons.is_empty() {
             call.trace.pass(Step::Approval, || vec!["no approval needed".into()]);
@@ -381,7 +404,7 @@ impl Governor {
             return Err(refused(RefusalCode::InvalidArgs, Step::Validate, "arguments have no portable JSON form"));
         };
         if let Some(id) = &call.ctx.approval_id {
-            match self.consume_approval(id, call.tool, args_digest, call.ctx, call.now_ms, call.trace.dry) {
+            match self.consume_approval(id, call.tool, args_digest, &call.asked_by, call.ctx, call.now_ms, call.trace.dry) {
                 Consume::Granted => {
                     call.approval_used = Some(id.clone());
                     call.trace.pass(Step::Approval, || vec![format!("approval `{id}` covers this exact call")]);
@@ -411,6 +434,24 @@ impl Governor {
     /// runs) unless the callback approves.
     fn ask_approval(&self, mut request: ApprovalRequest, call: &mut Deciding<'_>) -> Result<(), Stop> {
         let ctx = call.ctx;
+        // Expired approvals go; a principal's open ones are bounded, so
+        // undecided calls cannot fill the store.
+        match self.store.prune_and_count_open(&ctx.principal.id, call.now_ms) {
+            Ok(open) if open >= self.settings.max_open_approvals_per_principal => {
+                let mut r = Refusal::new(
+                    RefusalCode::ApprovalLimit,
+                    Step::Approval,
+                    format!(
+                        "this principal already has {open} approvals waiting (the limit is {}); decide or let some expire before asking for more",
+                        self.settings.max_open_approvals_per_principal
+                    ),
+                );
+                r.reasons = std::mem::take(&mut request.reasons);
+                return Err(Stop::Refused(r));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(Stop::Refused(store_down(Step::Approval, &e))),
+        }
         request.id = self.ids.next("apr");
         let pending = PendingApproval {
             id: request.id.clone(),
@@ -430,6 +471,7 @@ impl Governor {
             note: None,
             policy_version: self.policy_version.clone(),
             original_args_digest: None,
+            asked_by: std::mem::take(&mut call.asked_by),
         };
         if let Err(e) = self.store.put_approval(&pending) {
             return Err(Stop::Refused(store_down(Step::Approval, &e)));
@@ -457,7 +499,8 @@ impl Governor {
     }
 
     /// Consumes an approval for this exact call (in a dry run, only checks it).
-    fn consume_approval(&self, id: &str, tool: &str, args_digest: &str, ctx: &CallContext, now_ms: u64, dry: bool) -> Consume {
+    #[expect(clippy::too_many_arguments, reason = "the call's parts, borrowed; a struct for one private call site adds nothing")]
+    fn consume_approval(&self, id: &str, tool: &str, args_digest: &str, asked_by: &[String], ctx: &CallContext, now_ms: u64, dry: bool) -> Consume {
         let approval = match self.store.approval(id) {
             Ok(Some(a)) => a,
             Ok(None) => return Consume::Ask(format!("approval `{id}` does not exist")),
@@ -484,6 +527,12 @@ impl Governor {
             // A change of harness or manifests since the grant voids it.
             ApprovalState::Approved if approval.policy_version != self.policy_version => {
                 Consume::Ask(format!("approval `{id}` was granted under another policy version"))
+            }
+            // An approval covers the reasons it was asked for: a call that now
+            // needs a human for more (the trifecta, another rule) asks again.
+            ApprovalState::Approved if asked_by.iter().any(|k| !approval.asked_by.contains(k)) => {
+                let grown: Vec<&str> = asked_by.iter().filter(|k| !approval.asked_by.contains(k)).map(String::as_str).collect();
+                Consume::Ask(format!("approval `{id}` was granted before `{}` asked for approval", grown.join("`, `")))
             }
             // Approvals time out to deny.
             ApprovalState::Approved if now_ms >= approval.expires_ms => {

@@ -19,6 +19,6 @@ mod policy;
 
 pub use load::problems_of;
 pub use model::{
-    redact_url, ApprovalSettings, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, McpConnect, McpServer, Mode, PolicyExample,
-    PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, ToolsSettings, TrifectaMode, DEFAULT_MAX_OPEN_APPROVALS,
+    redact_url, ApprovalSettings, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, McpConnect, McpServer, Mode,
+    PolicyExample, PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, ToolsSettings, TrifectaMode, DEFAULT_MAX_OPEN_APPROVALS,
 };

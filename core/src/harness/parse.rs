@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use super::model::redact_url;
 use super::model::{
-    ApprovalSettings, AuditSink, Budgets, EnforceMode, HarnessSpec, McpConnect, McpServer, Mode, PolicyLayer, StateBackend, StateOptions, StoreErrorMode,
-    ToolsSettings, TrifectaMode,
+    ApprovalSettings, AuditSink, Budgets, EnforceMode, HarnessSpec, McpConnect, McpServer, Mode, PolicyLayer, StateBackend, StateOptions,
+    StoreErrorMode, ToolsSettings, TrifectaMode,
 };
 use super::policy::{parse_policy, LayerFile, ParsedPolicy};
 use crate::check::{child_path, Checker, MapReader};
@@ -183,8 +183,22 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
     let (mcp_servers, mcp_connect) = spec.get("mcp").map(|n| parse_mcp(n, cx)).unwrap_or_default();
     let gateway = spec.get("gateway").map(|n| super::gateway::parse(n, cx)).unwrap_or_default();
     spec.finish(cx);
-    let spec =
-        HarnessSpec { name, mode, tools, layers, rules, trifecta, budgets, approvals, audit_sink, state, state_options, mcp_servers, mcp_connect, gateway };
+    let spec = HarnessSpec {
+        name,
+        mode,
+        tools,
+        layers,
+        rules,
+        trifecta,
+        budgets,
+        approvals,
+        audit_sink,
+        state,
+        state_options,
+        mcp_servers,
+        mcp_connect,
+        gateway,
+    };
     Some((spec, globs, layer_files))
 }
 
@@ -193,6 +207,9 @@ fn parse_approvals(node: &Node, cx: &mut Checker) -> ApprovalSettings {
     let Some(mut m) = cx.map(node, "spec.approvals") else { return settings };
     if let Some(n) = m.get("allow_self_approval") {
         settings.allow_self_approval = cx.boolean(n, "spec.approvals.allow_self_approval").unwrap_or(false);
+    }
+    if let Some(n) = m.get("max_open_per_principal") {
+        settings.max_open_per_principal = cx.positive(n, "spec.approvals.max_open_per_principal").unwrap_or(settings.max_open_per_principal);
     }
     m.finish(cx);
     settings

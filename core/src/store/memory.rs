@@ -150,6 +150,18 @@ impl Store for MemoryStore {
         }
     }
 
+    fn prune_and_count_open(&self, principal_id: &str, now_ms: u64) -> Result<u64, StoreError> {
+        let mut state = self.lock()?;
+        state.approvals.retain(|_, a| a.expires_ms > now_ms);
+        let open = state
+            .approvals
+            .values()
+            .filter(|a| matches!(a.state, ApprovalState::Pending | ApprovalState::Approved))
+            .filter(|a| a.principal.get("id").and_then(serde_json::Value::as_str) == Some(principal_id))
+            .count();
+        Ok(u64::try_from(open).unwrap_or(u64::MAX))
+    }
+
     fn open_approvals(&self) -> Result<Vec<PendingApproval>, StoreError> {
         let state = self.lock()?;
         let mut open: Vec<PendingApproval> =

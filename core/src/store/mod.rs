@@ -169,6 +169,11 @@ pub struct PendingApproval {
     /// When an approver edited the args: the digest of the args first asked for.
     #[serde(default)]
     pub original_args_digest: Option<String>,
+    /// What asked for approval, as stable keys (`rule:<layer>/<name>`,
+    /// `trifecta`, `approval.when`, `risk`). The approval covers a later call
+    /// only if that call's keys are among these (issue 17, item 7).
+    #[serde(default)]
+    pub asked_by: Vec<String>,
 }
 
 /// The store could not be reached or refused the operation.
@@ -215,6 +220,17 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Every approval still pending or approved.
     fn open_approvals(&self) -> Result<Vec<PendingApproval>, StoreError>;
+
+    /// Drops approvals that expired at or before `now_ms` (in any state;
+    /// stores that expire keys by time, like Redis, may leave that to the
+    /// server) and returns how many approvals `principal_id` still has open
+    /// (pending or approved, not expired). The governor calls it before it
+    /// asks for a new approval, to bound them per principal.
+    fn prune_and_count_open(&self, principal_id: &str, now_ms: u64) -> Result<u64, StoreError> {
+        let open = self.open_approvals()?;
+        let mine = open.iter().filter(|a| a.expires_ms > now_ms && a.principal.get("id").and_then(Value::as_str) == Some(principal_id));
+        Ok(u64::try_from(mine.count()).unwrap_or(u64::MAX))
+    }
 
     /// [`Store::acquire`], also returning the run's labels when the backend
     /// reads them in the same round trip (Redis); `None` when it does not.

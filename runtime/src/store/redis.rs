@@ -572,12 +572,20 @@ impl Store for RedisStore {
         let keys: Vec<String> = ids.iter().map(|id| self.key("apr", id)).collect();
         let replies: Vec<Vec<RValue>> = self.with(|conn| self.eval(conn, &self.scripts.read_approvals, &keys, &[]))?;
         let mut out = Vec::with_capacity(ids.len());
-        for reply in &replies {
-            if let Some(a) = approval_from_reply(reply)? {
-                if matches!(a.state, ApprovalState::Pending | ApprovalState::Approved) {
-                    out.push(a);
-                }
+        let mut gone = Vec::new();
+        for (id, reply) in ids.iter().zip(&replies) {
+            match approval_from_reply(reply)? {
+                Some(a) if matches!(a.state, ApprovalState::Pending | ApprovalState::Approved) => out.push(a),
+                Some(_) => {}
+                // The approval's key expired: its id leaves the open index,
+                // which would otherwise only grow.
+                None => gone.push(id.clone()),
             }
+        }
+        if !gone.is_empty() {
+            let mut zrem = redis::cmd("ZREM");
+            zrem.arg(&open).arg(&gone);
+            let _: i64 = self.with(|conn| self.query(conn, &zrem))?;
         }
         out.sort_by(|a, b| a.created_ms.cmp(&b.created_ms).then_with(|| a.id.cmp(&b.id)));
         Ok(out)

@@ -384,6 +384,21 @@ impl Store for SqliteStore {
         })
     }
 
+    fn prune_and_count_open(&self, principal_id: &str, now_ms: u64) -> Result<u64, StoreError> {
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        self.pool.with(|conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute("DELETE FROM hw_approval WHERE expires_ms <= ?1", params![now])?;
+            let open: i64 = tx.query_row(
+                "SELECT count(*) FROM hw_approval WHERE state IN ('pending', 'approved') AND json_extract(body, '$.principal.id') = ?1",
+                params![principal_id],
+                |r| r.get(0),
+            )?;
+            tx.commit()?;
+            Ok(to_u64(open))
+        })
+    }
+
     fn open_approvals(&self) -> Result<Vec<PendingApproval>, StoreError> {
         let rows = self.pool.with(|conn| {
             let mut stmt = conn.prepare_cached(
