@@ -147,7 +147,7 @@ pub fn int_value_from_text(text: &str) -> Result<Value, Error> {
     match text.parse::<i128>() {
         Ok(i) => int_value(i),
         Err(_) if text.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => Err(out_of_range(text)),
-        Err(_) => Err(Error::value("invalid_number", format!("`{text}` is not an integer"))),
+        Err(_) => Err(Error::value("invalid_number", "a number is not an integer".to_string())),
     }
 }
 
@@ -357,8 +357,10 @@ fn write_number(out: &mut String, n: &Number) -> Result<(), Error> {
     }
 }
 
-fn out_of_range(text: &str) -> Error {
-    Error::value("integer_out_of_range", format!("integer `{text}` is beyond ±2^53 and not portable to every host"))
+/// The value is never echoed (it may be a secret, and it may be huge): the
+/// message names the rule only (issue 17, item 12).
+fn out_of_range(_text: &str) -> Error {
+    Error::value("integer_out_of_range", "an integer is beyond ±2^53 and not portable to every host".to_string())
 }
 
 /// Writes a float as Python's `repr` would, after integral values within

@@ -527,3 +527,22 @@ def test_a_hostile_session_leaks_no_secret_or_raw_argument(tmp_path: Path, capfd
     assert len(events) >= len(hostile), "an audit event per call"
     for value in (secret, password, "hunter2"):
         assert value not in blob, f"`{value}` leaked:\n" + "\n".join(line for line in blob.splitlines() if value in line)[:2000]
+
+
+@pytest.mark.parametrize("value", [2**53 + 12345, -(2**64) - 6789, 10**40 + 4242])
+def test_out_of_range_integer_is_never_echoed(tmp_path: Path, capfd: pytest.CaptureFixture[str], value: int) -> None:
+    """Issue 17, item 12: an out-of-range integer in args or in a handler's
+    output is named by its rule (and path where known), never printed: not in
+    the error message, not on stderr."""
+    digits = str(abs(value))[-9:]
+    h = hw.load(write(tmp_path, [tool("t"), tool("big")]), handlers={"t": echo, "big": lambda **k: {"n": value}})
+    with pytest.raises(hw.InvalidValueError) as info:
+        h.call("t", {"amount": value}, principal=ALICE)
+    assert info.value.code == "integer_out_of_range"
+    assert digits not in str(info.value), str(info.value)
+    r = h.call("big", {}, principal=ALICE, raise_on_refusal=False)
+    assert r.code == "handler_error"
+    assert digits not in r.message
+    captured = capfd.readouterr()
+    assert digits not in captured.err, captured.err
+    assert digits not in captured.out, captured.out
