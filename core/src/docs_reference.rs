@@ -89,6 +89,7 @@ spec:
       KEY: { command: c, args: [a], env: { X: Y } }
       KEY2: { url: "https://example.invalid/mcp", headers_env: { Authorization: TOKEN } }
   gateway:
+    run: principal
     stdio: { principal: { id: p }, tenant: x }
     http:
       keys:

@@ -30,7 +30,7 @@ fn harness_dir(name: &str, gateway: &str) -> PathBuf {
 fn gateway_problems_carry_codes_and_places() {
     let dir = harness_dir(
         "bad",
-        "    stdio: { tenant: acme }\n    http:\n      keys:\n        - { token_sha256: \"abc\", principal: p }\n        - { principal: { id: q, colour: red } }\n      jwt: { algorithm: HS1024, secret_env: S }\n      extra: 1\n",
+        "    run: forever\n    stdio: { tenant: acme }\n    http:\n      keys:\n        - { token_sha256: \"abc\", principal: p }\n        - { principal: { id: q, colour: red } }\n      jwt: { algorithm: HS1024, secret_env: S }\n      extra: 1\n",
     );
     let err = Harness::load(dir.join("harness.yaml")).unwrap_err();
     let got: Vec<(String, String, Option<usize>)> = err.problems().iter().map(|p| (p.code.to_string(), p.path.clone(), p.line)).collect();
@@ -41,6 +41,7 @@ fn gateway_problems_carry_codes_and_places() {
     assert!(has("invalid_principal", "spec.gateway.http.keys[1].principal"), "{got:?}");
     assert!(has("invalid_value", "spec.gateway.http.jwt.algorithm"), "{got:?}");
     assert!(has("unknown_field", "spec.gateway.http.extra"), "{got:?}");
+    assert!(has("invalid_value", "spec.gateway.run"), "{got:?}");
 }
 
 #[test]

@@ -11,6 +11,7 @@ retired (disabled) and greet (native: hidden by the bare CLI).
 """
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -273,6 +274,59 @@ def test_http_session_is_bound_to_the_caller_who_opened_it(harness):
         assert r.status_code == 200 and '"text":"42"' in r.text.replace(" ", ""), r.text
         assert httpx2.delete(url, headers=headers(alice, sid), timeout=10).status_code in (200, 202, 204)
         assert httpx2.post(url, json=listing, headers=headers(alice, sid), timeout=10).status_code == 404
+
+
+def add_trifecta_tools(info, run=None):
+    """Two code tools: `lookup` reads customer PII (the run becomes private, and
+    its output is untrusted), `send` has egress (refused `trifecta` after it)."""
+    tools = os.path.join(info["dir"], "tools")
+    common = ("  transport: code\n  sandbox: monty\n  input_schema:\n    type: object\n"
+              "    properties: { code: { type: string } }\n    required: [code]\n")
+    with open(os.path.join(tools, "lookup.yaml"), "w") as f:
+        f.write("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: { name: lookup }\nspec:\n"
+                "  description: Look up a customer.\n  data_access: [\"pii:customer\"]\n" + common)
+    with open(os.path.join(tools, "send.yaml"), "w") as f:
+        f.write("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: { name: send }\nspec:\n"
+                "  description: Send a message.\n  egress: [mail.example]\n" + common)
+    if run:
+        text = open(info["harness"]).read().replace("  gateway:\n", f"  gateway:\n    run: {run}\n", 1)
+        open(info["harness"], "w").write(text)
+
+
+def test_http_new_session_with_same_token_keeps_the_trifecta_refusal(tmp_path):
+    """Issue 17 item 15: labels are not laundered by reconnecting. With the
+    default `spec.gateway.run: principal`, a caller refused `trifecta` who
+    opens a new MCP session (or a new stdio gateway process) with the same
+    identity is still refused; with `run: session` a new session starts clean."""
+    info = make_harness(tmp_path / "h")
+    add_trifecta_tools(info)
+
+    async def taint(s):
+        read = await s.call_tool("lookup", {"code": "'Ada, ada@example.com'"})
+        return read, await s.call_tool("send", {"code": "'hi'"})
+
+    async def send(s):
+        return await s.call_tool("send", {"code": "'hi'"})
+
+    with http_gateway(info) as url:
+        read, first = run(http_session(url, info["alice_token"], taint))
+        assert read.is_error is False, read
+        assert refusal(first)["code"] == "trifecta"
+        again = run(http_session(url, info["alice_token"], send))
+        assert refusal(again)["code"] == "trifecta"
+        # Another principal's run is its own: bob was never tainted.
+        assert run(http_session(url, info["bob_token"], send)).is_error is False
+    # A new gateway process (stdio) as the same caller, over the same store.
+    stdio = make_harness(tmp_path / "s")
+    add_trifecta_tools(stdio)
+    assert refusal(run(stdio_session(stdio, taint))[1])["code"] == "trifecta"
+    assert refusal(run(stdio_session(stdio, send)))["code"] == "trifecta"
+
+    per_session = make_harness(tmp_path / "p")
+    add_trifecta_tools(per_session, run="session")
+    with http_gateway(per_session) as url:
+        assert refusal(run(http_session(url, per_session["alice_token"], taint))[1])["code"] == "trifecta"
+        assert run(http_session(url, per_session["alice_token"], send)).is_error is False
 
 
 @pytest.mark.parametrize("algorithm", ["HS256", "RS256", "ES256"])

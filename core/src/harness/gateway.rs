@@ -3,6 +3,7 @@
 //! ```yaml
 //! spec:
 //!   gateway:
+//!     run: principal               # or session: what one run (labels, budgets) spans
 //!     stdio:                       # the identity of the one stdio client
 //!       principal: {id: desktop, roles: [support], scopes: [orders:read]}
 //!       tenant: acme
@@ -15,8 +16,8 @@
 //!         algorithm: RS256         # HS256/384/512, RS256/384/512, PS256/384/512, ES256/384, EdDSA
 //!         public_key_file: keys/idp.pem   # RS*, PS*, ES*, EdDSA (PEM, relative to harness.yaml)
 //!         secret_env: HW_JWT_SECRET       # HS*: the variable holding the shared secret
-//!         issuer: https://idp.example     # checked when given
-//!         audience: harnessweaver         # checked when given
+//!         issuer: https://idp.example     # required and checked when given
+//!         audience: harnessweaver         # required and checked when given
 //!         claims: {principal: sub, roles: roles, scopes: scope, tenant: tenant}
 //! ```
 
@@ -78,9 +79,24 @@ pub struct JwtSpec {
     pub tenant_claim: String,
 }
 
+/// `spec.gateway.run`: what one run of gateway calls spans (its labels and
+/// budgets, so the trifecta rule's memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GatewayRun {
+    /// One run per principal and tenant, across MCP sessions, connections and
+    /// gateway processes, kept while it is used (`spec.state_options.run_ttl`
+    /// after its last call). The default: a new session does not wash labels.
+    #[default]
+    Principal,
+    /// One run per MCP session (per caller within it).
+    Session,
+}
+
 /// `spec.gateway`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct GatewaySpec {
+    /// `run`: what a run spans (default `principal`).
+    pub run: GatewayRun,
     /// `stdio`: the stdio client's identity.
     pub stdio: Option<IdentitySpec>,
     /// `http.keys`.
@@ -96,6 +112,11 @@ pub const JWT_ALGORITHMS: &[&str] = &["HS256", "HS384", "HS512", "RS256", "RS384
 pub(crate) fn parse(node: &Node, cx: &mut Checker) -> GatewaySpec {
     let mut spec = GatewaySpec::default();
     let Some(mut g) = cx.map(node, "spec.gateway") else { return spec };
+    if let Some(run) =
+        g.get("run").and_then(|n| cx.choice(n, "spec.gateway.run", &[("principal", GatewayRun::Principal), ("session", GatewayRun::Session)]))
+    {
+        spec.run = run;
+    }
     if let Some(n) = g.get("stdio") {
         spec.stdio = identity(n, cx, "spec.gateway.stdio", &[]);
     }

@@ -21,7 +21,8 @@ pub use harnessweaver_core::gateway_spec as config;
 pub mod server;
 
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use harnessweaver_core::canonical;
 use harnessweaver_core::governor::{Begin, CallContext, CallResult, InvokeOutcome, Principal, Ticket, Transport};
@@ -29,7 +30,7 @@ use harnessweaver_core::runtime::{tool_specs, Runtime, SpecFormat};
 use harnessweaver_core::sha256_tagged;
 use harnessweaver_core::store::ApprovalState;
 
-pub use config::GatewaySpec;
+pub use config::{GatewayRun, GatewaySpec};
 
 /// Who calls through the gateway.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,11 +69,21 @@ impl HostRuntime for Runtime {
 /// The meta key a client may use to name the approval its call carries.
 pub const APPROVAL_META_KEY: &str = "harnessweaver/approval_id";
 
+/// A caller's run under `spec.gateway.run: principal`: its generation (a
+/// fresh run once `run_ttl` passed without a call) and its last call.
+#[derive(Debug, Clone, Copy)]
+struct PrincipalRun {
+    generation: u64,
+    last_ms: u64,
+}
+
 /// A loaded harness, served.
 pub struct Gateway {
     runtime: Arc<dyn HostRuntime>,
     native: Option<NativeInvoker>,
     executor: Option<CallExecutor>,
+    /// `spec.gateway.run: principal`: each caller's run, by (principal id, tenant).
+    runs: Mutex<HashMap<(String, Option<String>), PrincipalRun>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -85,13 +96,50 @@ impl Gateway {
     /// A gateway over `runtime`. `native` runs native tools; without it
     /// (the bare CLI) native tools are hidden and their calls refused.
     pub fn new(runtime: Arc<dyn HostRuntime>, native: Option<NativeInvoker>) -> Self {
-        Self { runtime, native, executor: None }
+        Self { runtime, native, executor: None, runs: Mutex::new(HashMap::new()) }
     }
 
     /// A gateway whose calls the host runs whole ([`CallExecutor`]); the
     /// gateway still lists tools, identifies callers and finds approvals.
     pub fn with_executor(runtime: Arc<dyn HostRuntime>, executor: CallExecutor) -> Self {
-        Self { runtime, native: None, executor: Some(executor) }
+        Self { runtime, native: None, executor: Some(executor), runs: Mutex::new(HashMap::new()) }
+    }
+
+    /// What a run spans (`spec.gateway.run`).
+    pub fn run_scope(&self) -> GatewayRun {
+        self.runtime().harness().spec().gateway.run
+    }
+
+    /// The run of `who` under `spec.gateway.run: principal`: the same for
+    /// every session and connection of this principal and tenant, and for
+    /// every gateway process sharing the state store (the id is derived from
+    /// the principal, the tenant and a generation, not drawn at random), until
+    /// `spec.state_options.run_ttl` passes without a call here; then a fresh
+    /// run (the store has dropped the old one's labels and budgets by then).
+    pub fn principal_run(&self, who: &Identity) -> String {
+        let now = self.runtime().governor().clock().now_ms();
+        let ttl = self.runtime().harness().spec().state_options.run_ttl_ms;
+        let key = (who.principal.id.clone(), who.tenant.clone());
+        let generation = {
+            let mut runs = self.runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let run = runs.entry(key).or_insert(PrincipalRun { generation: 0, last_ms: now });
+            if now.saturating_sub(run.last_ms) > ttl {
+                run.generation += 1;
+            }
+            run.last_ms = now;
+            run.generation
+        };
+        // Length-prefixed fields: no two (principal, tenant) pairs collide.
+        let tenant = who.tenant.as_deref();
+        let material = format!(
+            "harnessweaver gateway run\n{}:{}\n{}\n{generation}",
+            who.principal.id.len(),
+            who.principal.id,
+            tenant.map_or_else(|| "-".to_string(), |t| format!("{}:{t}", t.len())),
+        );
+        let digest = sha256_tagged(material.as_bytes());
+        let hex = digest.strip_prefix("sha256:").unwrap_or(&digest);
+        format!("run_gw_{}", hex.get(..32).unwrap_or(hex))
     }
 
     /// The runtime.

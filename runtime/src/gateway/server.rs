@@ -30,7 +30,9 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// A session's runs, by caller (principal id, tenant).
 type Runs = Arc<Mutex<HashMap<(String, Option<String>), String>>>;
 
-/// One MCP session: calls made in it share a run per caller (labels, budgets).
+/// One MCP session. Its calls' run (labels, budgets) is the caller's
+/// (`spec.gateway.run: principal`, the default) or the session's own per
+/// caller (`session`).
 #[derive(Clone)]
 pub struct Session {
     gateway: Arc<Gateway>,
@@ -57,6 +59,9 @@ impl Session {
     }
 
     fn run_for(&self, who: &Identity) -> String {
+        if self.gateway.run_scope() == super::GatewayRun::Principal {
+            return self.gateway.principal_run(who);
+        }
         let key = (who.principal.id.clone(), who.tenant.clone());
         let mut runs = self.runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         runs.entry(key).or_insert_with(|| self.gateway.runtime().governor().new_run_id()).clone()
