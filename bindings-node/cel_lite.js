@@ -1,7 +1,7 @@
 'use strict'
 // celLite: the expression language of `approval.when` and policy rules, usable
-// outside a harness. The core compiles and evaluates; this file only shapes the
-// API and turns the addon's errors into CompileError / Unevaluable.
+// outside a harness. The core compiles, evaluates and says what an expression
+// reads; this file gathers exactly those parts and maps errors.
 //
 //   const { celLite } = require('harnessweaver')
 //   const program = celLite.compile("args.amount_usd > 100 && !('finance' in principal.roles)")
@@ -19,7 +19,7 @@
 module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names) {
   /** A cel-lite expression did not compile; `message` shows the line with a caret. */
   class CompileError extends HarnessweaverError {
-    constructor(message, code, line, column, reason) {
+    constructor({ message, code, line, column, reason }) {
       super(message, code, [{ code, message: reason, file: null, line, column, path: '' }])
       /** 1-based line of the spot. */
       this.line = line
@@ -38,105 +38,70 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names
     }
   }
 
-  function mapError(err) {
-    if (err && typeof err === 'object' && err.kind === 'unevaluable') throw new Unevaluable(err.reason)
-    if (err && typeof err === 'object' && err.kind === 'cel_compile') {
-      throw new CompileError(err.message, err.code, err.line, err.column, err.reason)
+  // A switch over the core's names: faster than a Set on every call.
+  const known = new Function('key', `switch (key) { ${names.map((n) => `case ${JSON.stringify(n)}:`).join(' ')} return true } return false`)
+  const { hasOwn, getPrototypeOf } = Object
+  const isEnumerable = Object.prototype.propertyIsEnumerable
+  const isPlain = (v) => typeof v === 'object' && v !== null && !Array.isArray(v) &&
+    (getPrototypeOf(v) === Object.prototype || getPrototypeOf(v) === null)
+
+  // Asks the core to word what is wrong with `vars` (not a mapping, an unknown key); else returns.
+  function checkVars(vars) {
+    if (typeof vars !== 'object' || Array.isArray(vars)) native.celLiteBadVars(Array.isArray(vars) ? 'array' : typeof vars, null)
+    for (const key in vars) if (!known(key) && hasOwn(vars, key)) native.celLiteBadVars(null, key)
+  }
+
+  // One gather function per program, written from the core's reads (`[name, parent, whole]`,
+  // parents first): it reads exactly those parts (own enumerable properties, as the whole
+  // conversion does) and hands them to the program's native function with their kinds
+  // (see src/cel_lite.rs): a read whole, or a value that is not a plain object, is a value;
+  // a plain object read field by field a map; anything missing absent.
+  function gatherer(reads, evaluate) {
+    const words = Math.ceil((reads.length + 1) / 16)
+    const kind = (i, k) => `k${(i + 1) >> 4} |= ${(k << (2 * ((i + 1) & 15))) | 0}`
+    const read = (i) => {
+      const [name, parent, whole] = reads[i]
+      const key = JSON.stringify(name)
+      const from = parent === null ? 'vars' : `v${parent}`
+      // A variable must be own (an own `undefined` is unbound); a field own and enumerable.
+      const has = parent === null ? `hasOwn(vars, ${key})` : `isEnumerable.call(${from}, ${key})`
+      const value = `p${i} = v${i}; ${kind(i, 1)}`
+      const fields = reads.map((r, j) => (r[1] === i ? read(j) : '')).join('')
+      const inner = whole ? value : `if (isPlain(v${i})) { ${kind(i, 2)}; ${fields} } else { ${value} }`
+      const unbound = parent === null ? `if (v${i} !== undefined) ` : ''
+      return `if (${has}) { const v${i} = ${from}[${key}]; ${unbound}{ ${inner} } }\n`
     }
+    const ks = Array.from({ length: words }, (_, w) => `k${w}`)
+    const ps = reads.map((_, i) => `p${i}`)
+    const body = `return function gather(vars, want) {
+      let ${ks.map((k, w) => `${k} = ${w === 0 ? 'want' : 0}`).join(', ')}${ps.length ? `, ${ps.join(', ')}` : ''}
+      if (vars !== undefined && vars !== null) {
+        checkVars(vars)
+        ${reads.map((r, i) => (r[1] === null ? read(i) : '')).join('')}
+      }
+      return evaluate(${[...ks, ...ps].join(', ')})
+    }`
+    return new Function('hasOwn', 'isEnumerable', 'isPlain', 'checkVars', 'evaluate', body)(hasOwn, isEnumerable, isPlain, checkVars, evaluate)
+  }
+
+  function mapError(err) {
+    if (typeof err === 'string') throw new Unevaluable(err)
     return rethrow(err)
   }
 
-  const NATIVE = Symbol('native')
-  const [evaluateParts, approvalParts] = native.celLitePartsFunctions()
-  const PLAN = Symbol('plan')
-  const HANDLE = Symbol('handle')
-  const NAME_SET = new Set(names)
-  const isEnumerable = Object.prototype.propertyIsEnumerable
-  // The most arguments of a parts call (the addon reads at most 64), and presence bits (integers below 2^53).
-  const MAX_ARGS = 64
-  const MAX_BIT = 2 ** 52
-
-  function isPlainObject(v) {
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) return false
-    const proto = Object.getPrototypeOf(v)
-    return proto === Object.prototype || proto === null
-  }
-
-  // Gathers what the program reads of a present `value` into `out` (the
-  // addon's plan, from the core: `need` null is the whole value, else
-  // `[field, need, …]`): a whole value is one part (undefined when absent);
-  // a map one presence bit, then its fields. Conversion only: the addon
-  // converts the parts by the shared rules. False when the value needs the
-  // addon's own reading (a map that is not a plain object, an own
-  // `undefined`), which reports what is wrong.
-  function gather(value, need, out, st) {
-    if (need === null) {
-      out.push(value)
-      return true
-    }
-    if (!isPlainObject(value) || st.bit > MAX_BIT) return false
-    st.bits += st.bit
-    st.bit *= 2
-    for (let i = 0; i < need.length; i += 2) {
-      const child = need[i + 1]
-      if (isEnumerable.call(value, need[i])) {
-        const item = value[need[i]]
-        if (item === undefined || !gather(item, child, out, st)) return false
-      } else if (child === null) {
-        out.push(undefined)
-      } else {
-        if (st.bit > MAX_BIT) return false
-        st.bit *= 2
-      }
-    }
-    return true
-  }
-
-  // `[handle, bits, ...parts]` for the addon's parts functions, or null for its exact route.
-  function parts(program, vars) {
-    const out = [program[HANDLE], 0]
-    const st = { bits: 0, bit: 1 }
-    if (vars !== undefined && vars !== null) {
-      if (typeof vars !== 'object' || Array.isArray(vars)) return null
-      for (const key of Object.keys(vars)) if (!NAME_SET.has(key)) return null
-    }
-    const plan = program[PLAN]
-    for (let i = 0; i < plan.length; i += 2) {
-      const value = vars === undefined || vars === null ? undefined : vars[plan[i]]
-      const need = plan[i + 1]
-      if (value !== undefined) {
-        if (!gather(value, need, out, st)) return null
-      } else if (need === null) {
-        out.push(undefined)
-      } else {
-        if (st.bit > MAX_BIT) return null
-        st.bit *= 2
-      }
-    }
-    if (out.length > MAX_ARGS) return null
-    out[1] = st.bits
-    return out
-  }
-
-  function verdict(answer) {
-    return typeof answer === 'string' ? { required: true, reason: answer } : { required: answer, reason: null }
-  }
+  const TOKEN = Symbol('compiled')
+  const GATHER = Symbol('gather')
 
   /** A compiled expression: immutable; evaluate it as often as needed. */
   class Program {
-    constructor(inner) {
-      if (!(inner instanceof native.CelProgram)) throw new TypeError('use celLite.compile(text) to make a Program')
-      this[NATIVE] = inner
-      this[PLAN] = inner.plan
-      this[HANDLE] = inner.handle
+    constructor(token, source, reads, evaluate) {
+      if (token !== TOKEN) throw new TypeError('use celLite.compile(text) to make a Program')
+      this[GATHER] = gatherer(reads, evaluate)
       /** The source text. */
-      this.source = inner.source
+      this.source = source
+      /** The variable names the expression uses, in order of first use. */
+      this.names = Object.freeze(reads.filter((r) => r[1] === null).map((r) => r[0]))
       Object.freeze(this)
-    }
-
-    /** The variable names the expression uses, in order of first use. */
-    get names() {
-      return this[NATIVE].names
     }
 
     /**
@@ -146,24 +111,22 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names
      */
     evaluate(vars, options) {
       try {
-        const args = parts(this, vars)
-        return args === null ? this[NATIVE].evaluate(vars) : evaluateParts(...args)
+        return this[GATHER](vars, 0)
       } catch (err) {
-        if (options && typeof options === 'object' && 'default' in options && err && err.kind === 'unevaluable') {
-          return options.default
-        }
+        if (typeof err === 'string' && options && typeof options === 'object' && 'default' in options) return options.default
         return mapError(err)
       }
     }
 
     /** The approval rule: `{ required, reason }`; true, unevaluable or not a bool means required. */
     approvalRequired(vars) {
+      let answer
       try {
-        const args = parts(this, vars)
-        return verdict(args === null ? this[NATIVE].approvalRequired(vars) : approvalParts(...args))
+        answer = this[GATHER](vars, 1)
       } catch (err) {
         return mapError(err)
       }
+      return typeof answer === 'string' ? { required: true, reason: answer } : { required: answer, reason: null }
     }
 
     toString() {
@@ -174,11 +137,9 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names
   /** Compiles a cel-lite expression; throws CompileError with `code`, `line`, `column`. */
   function compile(text) {
     if (typeof text !== 'string') throw new TypeError('celLite.compile expects the expression as a string')
-    try {
-      return new Program(native.celLiteCompile(text))
-    } catch (err) {
-      return mapError(err)
-    }
+    const [evaluate, data] = native.celLiteCompile(text)
+    if (evaluate === null) throw new CompileError(data)
+    return new Program(TOKEN, text, data, evaluate)
   }
 
   /** The variable names an expression may use. */

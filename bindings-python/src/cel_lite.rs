@@ -1,13 +1,14 @@
 //! `harnessweaver.cel_lite` (native side): compile once, evaluate against
-//! Python values. The variable check and its message are the core's
-//! (`host::cel::Vars`); only the variables an expression uses are converted,
-//! and evaluation runs without the GIL.
+//! Python values. Only what an expression reads is converted (`host::cel::gather`
+//! over dicts); the variable check and its message are the core's, and
+//! evaluation runs without the GIL.
 
-use harnessweaver_core::host::cel::{self, CelOutcome, Var, Vars, VAR_NAMES};
+use harnessweaver_core::host::cel::{self, CelOutcome, Host, Part, VAR_NAMES};
+use harnessweaver_core::host::Error;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyMapping, PyString, PyTuple};
+use pyo3::types::{PyDict, PyMapping, PyString};
 
-use crate::{convert, problem, to_py, to_py_err, type_name, HarnessweaverError};
+use crate::{exception, to_py, to_py_err, to_value, type_name, HarnessweaverError};
 
 mod exc {
     use super::HarnessweaverError;
@@ -27,49 +28,56 @@ mod exc {
 
 use exc::{CompileError, Unevaluable};
 
-fn set(exc: &PyErr, py: Python<'_>, attrs: &[(&str, Bound<'_, PyAny>)]) -> PyErr {
-    let value = exc.value(py);
-    for (k, v) in attrs {
-        // Setting attributes on a fresh exception cannot fail in practice.
-        let _ = value.setattr(*k, v);
-    }
-    exc.clone_ref(py)
+/// `exc` with more attributes (setting them on a fresh exception cannot fail in practice).
+fn with<'py, V: IntoPyObject<'py> + Copy>(exc: PyErr, py: Python<'py>, attrs: &[(&str, V)]) -> PyErr {
+    attrs.iter().for_each(|(k, v)| drop(exc.value(py).setattr(*k, *v)));
+    exc
 }
 
 /// A compiled cel-lite expression; immutable and thread-safe.
 #[pyclass(frozen, module = "harnessweaver.cel_lite", name = "Program")]
 struct Program {
     inner: cel::Program,
-    /// The names the expression uses, as interned Python strings.
-    used: Vec<(Var, Py<PyString>)>,
+    /// The name of each read, interned: dict lookups reuse its hash.
+    keys: Vec<Py<PyString>>,
     /// The six names, interned: a literal key is usually checked by identity.
     all: Vec<Py<PyString>>,
 }
 
+/// Python values as `host::cel::gather` reads them: a dict is read field by field.
+struct Python3<'a, 'py>(&'a [Py<PyString>], Python<'py>);
+
+impl<'py> Host for Python3<'_, 'py> {
+    type Value = Bound<'py, PyAny>;
+    type Map = Bound<'py, PyDict>;
+
+    fn as_map(&self, value: &Self::Value) -> Result<Option<Self::Map>, Error> {
+        Ok(value.cast::<PyDict>().ok().cloned())
+    }
+
+    fn field(&self, map: &Self::Map, read: usize, name: &str) -> Result<Option<Self::Value>, Error> {
+        let found = self.0.get(read).map_or_else(|| map.get_item(name), |key| map.get_item(key.bind(self.1)));
+        found.map_err(|e| Error::Value { code: "invalid_value", message: e.to_string() })
+    }
+
+    fn convert(&self, value: &Self::Value, depth: usize) -> Result<serde_json::Value, Error> {
+        to_value(value, depth)
+    }
+}
+
 impl Program {
-    fn vars(&self, py: Python<'_>, vars: Option<&Bound<'_, PyAny>>) -> PyResult<Vars> {
-        let mut out = Vars::new();
-        let Some(vars) = vars.filter(|v| !v.is_none()) else { return Ok(out) };
-        let dict = match vars.cast::<PyDict>() {
-            Ok(d) => d.clone(),
-            Err(_) => match vars.cast::<PyMapping>() {
-                Ok(m) => PyDict::from_sequence(m.items()?.as_any())?,
-                Err(_) => return Err(to_py_err(py, &Vars::not_a_mapping(&type_name(vars)))),
-            },
+    fn parts(&self, py: Python<'_>, vars: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Part>> {
+        let dict = match vars.filter(|v| !v.is_none()).map(|v| (v, v.cast::<PyDict>(), v.cast::<PyMapping>())) {
+            None => None,
+            Some((_, Ok(d), _)) => Some(d.clone()),
+            Some((_, _, Ok(m))) => Some(PyDict::from_sequence(m.items()?.as_any())?),
+            Some((v, _, _)) => return Err(to_py_err(py, &cel::not_a_mapping(&type_name(v)))),
         };
-        for key in dict.keys().iter() {
-            if self.all.iter().any(|n| key.is(n)) {
-                continue;
-            }
-            let text = key.cast::<PyString>().map_err(|_| to_py_err(py, &Vars::non_string_key(&type_name(&key))))?;
-            Vars::check_key(&text.to_cow()?).map_err(|e| to_py_err(py, &e))?;
+        for key in dict.iter().flat_map(|d| d.keys()).filter(|k| !self.all.iter().any(|n| k.is(n))) {
+            let text = key.cast::<PyString>().map_err(|_| to_py_err(py, &cel::non_string_key(&type_name(&key))))?;
+            cel::check_key(&text.to_cow()?).map_err(|e| to_py_err(py, &e))?;
         }
-        for (var, key) in &self.used {
-            if let Some(value) = dict.get_item(key.bind(py))? {
-                out.insert(*var, convert(py, &value)?);
-            }
-        }
-        Ok(out)
+        cel::gather(&Python3(&self.keys, py), &self.inner, dict.as_ref()).map_err(|e| to_py_err(py, &e))
     }
 }
 
@@ -78,39 +86,27 @@ impl Program {
     #[pyo3(signature = (vars = None, **kwargs))]
     fn evaluate<'py>(&self, py: Python<'py>, vars: Option<&Bound<'py, PyAny>>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
         let mut default = None;
-        for (key, value) in kwargs.map(|k| k.iter().collect::<Vec<_>>()).unwrap_or_default() {
-            if key.extract::<String>().is_ok_and(|k| k == "default") {
-                default = Some(value);
-            } else {
+        for (key, value) in kwargs.into_iter().flatten() {
+            if !key.extract::<String>().is_ok_and(|k| k == "default") {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!("evaluate() got an unexpected keyword argument {}", key.repr()?)));
             }
+            default = Some(value);
         }
-        let vars = self.vars(py, vars)?;
-        match py.detach(|| vars.evaluate(&self.inner)) {
-            CelOutcome::Value(v) => to_py(py, &v),
-            CelOutcome::Unevaluable { reason } => match default {
-                Some(d) => Ok(d),
-                None => {
-                    let exc = Unevaluable::new_err(reason.clone());
-                    Err(set(
-                        &exc,
-                        py,
-                        &[
-                            ("code", PyString::new(py, "unevaluable").into_any()),
-                            ("reason", PyString::new(py, &reason).into_any()),
-                            ("problems", PyList::empty(py).into_any()),
-                        ],
-                    ))
-                }
-            },
+        let parts = self.parts(py, vars)?;
+        match (py.detach(|| self.inner.evaluate_parts(&parts)), default) {
+            (CelOutcome::Value(v), _) => to_py(py, &v),
+            (CelOutcome::Unevaluable { .. }, Some(d)) => Ok(d),
+            (CelOutcome::Unevaluable { reason }, None) => {
+                Err(with(exception(py, Unevaluable::new_err(reason.clone()), "unevaluable", &[]), py, &[("reason", reason.as_str())]))
+            }
         }
     }
 
     #[pyo3(signature = (vars = None))]
-    fn approval_required<'py>(&self, py: Python<'py>, vars: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
-        let vars = self.vars(py, vars)?;
-        let verdict = py.detach(|| vars.approval_required(&self.inner));
-        (verdict.required, verdict.reason).into_pyobject(py)
+    fn approval_required(&self, py: Python<'_>, vars: Option<&Bound<'_, PyAny>>) -> PyResult<(bool, Option<String>)> {
+        let parts = self.parts(py, vars)?;
+        let verdict = py.detach(|| self.inner.approval_required_parts(&parts));
+        Ok((verdict.required, verdict.reason))
     }
 
     #[getter]
@@ -134,23 +130,12 @@ impl Program {
 #[pyfunction]
 fn cel_compile(py: Python<'_>, text: &str) -> PyResult<Program> {
     let inner = cel::compile(text).map_err(|e| {
-        let exc = CompileError::new_err(e.render());
-        let problems = PyList::new(py, [problem(&cel::to_problem(&e))]).map(Bound::into_any).unwrap_or_else(|_| PyList::empty(py).into_any());
-        set(
-            &exc,
-            py,
-            &[
-                ("code", PyString::new(py, e.code()).into_any()),
-                ("message", PyString::new(py, e.message()).into_any()),
-                ("line", e.line().into_pyobject(py).map(Bound::into_any).unwrap_or_else(|_| py.None().into_bound(py))),
-                ("column", e.column().into_pyobject(py).map(Bound::into_any).unwrap_or_else(|_| py.None().into_bound(py))),
-                ("problems", problems),
-            ],
-        )
+        let err = exception(py, CompileError::new_err(e.render()), e.code(), &[cel::to_problem(&e)]);
+        with(with(err, py, &[("message", e.message())]), py, &[("line", e.line()), ("column", e.column())])
     })?;
-    let used = inner.names().iter().filter_map(|n| Var::parse(n).map(|v| (v, PyString::intern(py, n).unbind()))).collect();
+    let keys = inner.reads().iter().map(|r| PyString::intern(py, &r.name).unbind()).collect();
     let all = VAR_NAMES.iter().map(|n| PyString::intern(py, n).unbind()).collect();
-    Ok(Program { inner, used, all })
+    Ok(Program { inner, keys, all })
 }
 
 /// Adds the cel-lite names to the native module.

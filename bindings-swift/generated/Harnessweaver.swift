@@ -1069,7 +1069,8 @@ enum CelLiteError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     case Compile(code: String, message: String, line: UInt64, column: UInt64, rendered: String
     )
     /**
-     * The variables are not valid JSON, not an object, or name something other than the six variables.
+     * The variables are not valid JSON, not an object, name something other than the six variables, or a part the
+     * expression reads cannot be converted (`nesting_too_deep`).
      */
     case InvalidVars(code: String, detail: String
     )

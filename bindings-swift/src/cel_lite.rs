@@ -3,14 +3,16 @@
 //! `tenant`, `task`, `tool`, `args`, `labels`).
 //!
 //! Conversion and error mapping only; parsing, evaluation and the approval
-//! rule are the core's. An evaluation's outcome is a value (`CelOutcome`:
+//! rule are the core's, and so is reading the JSON text (`host::cel::gather_json`:
+//! the whole text must be JSON, but only the parts the expression reads are
+//! parsed into values). An evaluation's outcome is a value (`CelOutcome`:
 //! the result as JSON text, or unevaluable with the reason), never an error;
 //! errors are a compile error (with code, line and column) or bad variables.
 
 use std::fmt;
 use std::sync::Arc;
 
-use harnessweaver_core::host::cel::{self as core_cel, CelOutcome as Outcome, Vars};
+use harnessweaver_core::host::cel::{self as core_cel, CelOutcome as Outcome, Part};
 use harnessweaver_core::host::Error as CoreError;
 
 /// A cel-lite error: the expression did not compile, or the variables are not a JSON object of the six names.
@@ -18,7 +20,8 @@ use harnessweaver_core::host::Error as CoreError;
 pub enum CelLiteError {
     /// The expression did not compile; `rendered` shows its line with a caret under the spot.
     Compile { code: String, message: String, line: u64, column: u64, rendered: String },
-    /// The variables are not valid JSON, not an object, or name something other than the six variables.
+    /// The variables are not valid JSON, not an object, name something other than the six variables, or a part the
+    /// expression reads cannot be converted (`nesting_too_deep`).
     InvalidVars { code: String, detail: String },
 }
 
@@ -57,9 +60,12 @@ pub struct CelProgram {
     inner: core_cel::Program,
 }
 
-/// The variables from JSON text; the check and its words are the core's.
-fn vars_from_json(text: &str) -> Result<Vars, CelLiteError> {
-    Vars::from_json_text(text).map_err(|e: CoreError| CelLiteError::InvalidVars { code: e.code().to_string(), detail: e.to_string() })
+impl CelProgram {
+    /// The parts of the variables the expression reads; the check and its words are the core's.
+    fn parts(&self, vars_json: &str) -> Result<Vec<Part>, CelLiteError> {
+        core_cel::gather_json(&self.inner, vars_json)
+            .map_err(|e: CoreError| CelLiteError::InvalidVars { code: e.code().to_string(), detail: e.to_string() })
+    }
 }
 
 #[uniffi::export]
@@ -76,8 +82,7 @@ impl CelProgram {
 
     /// Evaluates against `vars_json` (a JSON object); the outcome is a value or unevaluable.
     pub fn evaluate(&self, vars_json: String) -> Result<CelOutcome, CelLiteError> {
-        let vars = vars_from_json(&vars_json)?;
-        Ok(match vars.evaluate(&self.inner) {
+        Ok(match self.inner.evaluate_parts(&self.parts(&vars_json)?) {
             // Serialising a `Value` cannot fail (its keys are strings).
             Outcome::Value(v) => CelOutcome::Value { json: serde_json::to_string(&v).unwrap_or_default() },
             Outcome::Unevaluable { reason } => CelOutcome::Unevaluable { reason },
@@ -86,8 +91,7 @@ impl CelProgram {
 
     /// The approval rule against `vars_json` (a JSON object).
     pub fn approval_required(&self, vars_json: String) -> Result<CelApprovalVerdict, CelLiteError> {
-        let vars = vars_from_json(&vars_json)?;
-        let verdict = vars.approval_required(&self.inner);
+        let verdict = self.inner.approval_required_parts(&self.parts(&vars_json)?);
         Ok(CelApprovalVerdict { required: verdict.required, reason: verdict.reason })
     }
 }

@@ -9,13 +9,20 @@
 //! - `{"compile_error": {"code", "line", "column"}}`: compiling fails so;
 //! - `{"approval": {"required", "reason_contains"}}`: `approval_required`
 //!   gives `required`, and a reason containing `reason_contains` (no reason
-//!   when it is not given).
+//!   when it is not given);
+//! - `{"error": code}`: gathering the variables fails with that code.
+//!
+//! Each case runs twice: on the variables as JSON values (what the governor
+//! does), and through the host API as JSON text (`host::cel::gather_json`,
+//! what the Swift binding does), which converts only what the expression
+//! reads. Tagged values (`$nest`, see fixtures/README.md) are decoded first.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code")]
 
 use harnessweaver_core::canonical;
-use harnessweaver_core::cel_lite::{self, Outcome};
-use serde_json::{Map, Value};
+use harnessweaver_core::cel_lite::{self, ApprovalVerdict, Outcome};
+use harnessweaver_core::host::cel::gather_json;
+use serde_json::{json, Map, Value};
 use std::io::Write as _;
 use std::path::PathBuf;
 
@@ -43,7 +50,8 @@ fn cel_lite_fixtures() {
             let name = case["name"].as_str().unwrap();
             let id = format!("{stem}/{name}");
             let vars = case.get("vars").and_then(Value::as_object).cloned().unwrap_or_else(|| default_vars.clone());
-            let result = check(case["expr"].as_str().unwrap(), &vars, &case["expect"]);
+            let vars = untag(&Value::Object(vars));
+            let result = check(case["expr"].as_str().unwrap(), vars.as_object().unwrap(), &case["expect"]);
             let expected_failure = EXPECTED_FAILURES.iter().any(|(k, _)| *k == id);
             match (result, expected_failure) {
                 (Ok(()), false) | (Err(_), true) => {}
@@ -54,6 +62,22 @@ fn cel_lite_fixtures() {
     }
     let _ = writeln!(std::io::stderr(), "cel-lite fixtures: {count} cases in {} files, {} failed", files.len(), failures.len());
     assert!(failures.is_empty(), "{} fixture case(s) failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Decodes `{"$nest": {"depth": n, "leaf": v}}` (the only tag the cel-lite fixtures use).
+fn untag(v: &Value) -> Value {
+    match v {
+        Value::Object(map) if map.len() == 1 && map.contains_key("$nest") => {
+            let mut out = untag(&map["$nest"]["leaf"]);
+            for i in 0..map["$nest"]["depth"].as_u64().unwrap() {
+                out = if i % 2 == 0 { json!({ "k": out }) } else { json!([out]) };
+            }
+            out
+        }
+        Value::Array(items) => Value::Array(items.iter().map(untag).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, x)| (k.clone(), untag(x))).collect()),
+        other => other.clone(),
+    }
 }
 
 fn check(expr: &str, vars: &Map<String, Value>, expect: &Value) -> Result<(), String> {
@@ -72,8 +96,23 @@ fn check(expr: &str, vars: &Map<String, Value>, expect: &Value) -> Result<(), St
         };
     }
     let program = compiled.map_err(|e| format!("compile error: {}\n{}", e.code(), e.render()))?;
+    let text = serde_json::to_string(vars).unwrap();
+    let gathered = gather_json(&program, &text);
+    if let Some(want) = expect.get("error") {
+        return match gathered {
+            Err(e) if e.code() == want => Ok(()),
+            other => Err(format!("expected error {want}, got {other:?}")),
+        };
+    }
+    let parts = gathered.map_err(|e| format!("gathering the variables failed: {e} [{}]", e.code()))?;
+    check_route(&|| program.evaluate(vars), &|| program.approval_required(vars), expect).map_err(|e| format!("on JSON values: {e}"))?;
+    check_route(&|| program.evaluate_parts(&parts), &|| program.approval_required_parts(&parts), expect)
+        .map_err(|e| format!("through host::cel::gather_json: {e}"))
+}
+
+fn check_route(evaluate: &dyn Fn() -> Outcome, approval: &dyn Fn() -> ApprovalVerdict, expect: &Value) -> Result<(), String> {
     if let Some(want) = expect.get("approval") {
-        let verdict = program.approval_required(vars);
+        let verdict = approval();
         let required = want["required"].as_bool().unwrap();
         if verdict.required != required {
             return Err(format!("expected approval required = {required}, got {verdict:?}"));
@@ -84,7 +123,7 @@ fn check(expr: &str, vars: &Map<String, Value>, expect: &Value) -> Result<(), St
             (want_part, got) => Err(format!("expected reason containing {want_part:?}, got {got:?}")),
         };
     }
-    let outcome = program.evaluate(vars);
+    let outcome = evaluate();
     if let Some(want) = expect.get("value") {
         return match outcome {
             Outcome::Value(got) => {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use harnessweaver_core::audit::{EventField, Timings};
 use harnessweaver_core::governor::WouldRefuse;
-use harnessweaver_core::host::cel::{self, Var, Vars};
+use harnessweaver_core::host::cel;
 use harnessweaver_core::host::RefusalCode;
 use harnessweaver_core::host::{
     ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, Decision, HandlerDecl, HandlerMode, HandlerRef,
@@ -268,20 +268,36 @@ fn approvals_resume_in_one_call_and_callbacks_see_no_state() {
 
 #[test]
 fn cel_variables_are_checked_with_one_message() {
-    assert_eq!(Vars::check_key("args").unwrap(), Var::Args);
-    let err = Vars::check_key("argz").unwrap_err();
+    assert!(cel::check_key("args").is_ok());
+    let err = cel::check_key("argz").unwrap_err();
     assert_eq!(err.code(), "invalid_vars");
     assert_eq!(err.to_string(), "unknown variable `argz`; expressions can use `principal`, `tenant`, `task`, `tool`, `args`, `labels`");
     let long = "x".repeat(100);
-    assert!(Vars::check_key(&long).unwrap_err().to_string().contains(&format!("`{}…`", "x".repeat(40))));
-    assert_eq!(Vars::not_a_mapping("list").code(), "invalid_vars");
-    assert_eq!(Vars::from_json_text("[1]").unwrap_err().code(), "invalid_vars");
-    assert_eq!(Vars::from_json_text("{").unwrap_err().code(), "invalid_json");
+    assert!(cel::check_key(&long).unwrap_err().to_string().contains(&format!("`{}…`", "x".repeat(40))));
+    assert_eq!(cel::not_a_mapping("list").code(), "invalid_vars");
     let program = cel::compile("args.n > 1").unwrap();
-    let vars = Vars::from_json_text(r#"{"args": {"n": 2}}"#).unwrap();
-    assert_eq!(vars.evaluate(&program), cel::CelOutcome::Value(json!(true)));
+    for (text, code) in [("[1]", "invalid_vars"), ("\"x\"", "invalid_vars"), ("{", "invalid_json"), (r#"{"argz": 1}"#, "invalid_vars")] {
+        assert_eq!(cel::gather_json(&program, text).unwrap_err().code(), code, "{text}");
+    }
+    let parts = cel::gather_json(&program, r#" {"args": {"n": 2, "skip": [1, {"a": "}"}]}, "tenant": 1e999} "#).unwrap();
+    assert_eq!(program.evaluate_parts(&parts), cel::CelOutcome::Value(json!(true)));
     let p = cel::to_problem(&cel::compile("args.").unwrap_err());
     assert_eq!((p.code.as_str(), p.line), ("cel_syntax", Some(1)));
+}
+
+/// Only the parts an expression reads are converted: JSON text nested beyond
+/// the parser's limit, or a number beyond f64, is refused only where read.
+#[test]
+fn cel_gathers_only_what_an_expression_reads() {
+    let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+    let text = format!(r#"{{"args": {{"a": {{"b": 5, "c": {deep}}}, "d": 1e999, "a": {{"b": 6, "c": 0}}}}, "tenant": {deep}}}"#);
+    let value = |expr: &str| cel::compile(expr).map(|p| cel::gather_json(&p, &text).map(|parts| p.evaluate_parts(&parts))).unwrap();
+    // The last of repeated keys counts, as in a full parse.
+    assert_eq!(value("args.a.b == 6 && args.a.c == 0").unwrap(), cel::CelOutcome::Value(json!(true)));
+    assert_eq!(value("has(args.a) && !has(args.e)").unwrap(), cel::CelOutcome::Value(json!(true)));
+    assert_eq!(value("size(tenant)").unwrap_err().code(), "nesting_too_deep");
+    assert_eq!(value("args.d").unwrap_err().code(), "invalid_json");
+    assert_eq!(value("size(args)").unwrap_err().code(), "nesting_too_deep");
 }
 
 #[test]

@@ -6,15 +6,17 @@
 //   whose reason contains `s` when given;
 // - `{"compile_error": {"code", "line", "column"}}`: `compile` throws so;
 // - `{"approval": {"required", "reason_contains"}}`: `approvalRequired` gives
-//   `required`, and a reason containing `reason_contains` (null when not given).
+//   `required`, and a reason containing `reason_contains` (null when not given);
+// - `{"error": code}`: `evaluate` and `approvalRequired` throw InvalidValueError with that code.
 //
+// Variables are decoded from the fixtures' tagged JSON first (fixtures/README.md).
 // A case this runner cannot run fails; expected failures are listed in
 // EXPECTED_FAILURES, never skipped.
 import assert from 'node:assert/strict'
 import { basename } from 'node:path'
 import { test } from 'node:test'
 
-import { cases, hw, read } from './fixture_support.mjs'
+import { cases, hw, read, untag } from './fixture_support.mjs'
 
 const { celLite } = hw
 
@@ -24,7 +26,7 @@ const EXPECTED_FAILURES = {}
 const CASES = cases('cel_lite').flatMap((path) => {
   const doc = read(path)
   const stem = basename(path, '.json')
-  return doc.cases.map((c) => ({ id: `${stem}/${c.name}`, stem, c, vars: 'vars' in c ? c.vars : doc.vars || {} }))
+  return doc.cases.map((c) => ({ id: `${stem}/${c.name}`, stem, c, vars: untag('vars' in c ? c.vars : doc.vars || {}) }))
 })
 
 function check(c, vars) {
@@ -41,6 +43,12 @@ function check(c, vars) {
     return
   }
   const program = celLite.compile(c.expr)
+  if ('error' in expect) {
+    for (const run of [() => program.evaluate(vars), () => program.approvalRequired(vars)]) {
+      assert.throws(run, (e) => e instanceof hw.InvalidValueError && e.code === expect.error, `expected ${expect.error}`)
+    }
+    return
+  }
   if ('approval' in expect) {
     const verdict = program.approvalRequired(vars)
     assert.equal(verdict.required, expect.approval.required, JSON.stringify(verdict))

@@ -85,6 +85,31 @@ def test_vars_may_be_any_mapping_and_only_used_names_are_converted() -> None:
     assert program.evaluate({"args": {"x": 1}, "tenant": object()}) == 2
 
 
+def test_only_the_parts_of_a_variable_an_expression_reads_are_converted() -> None:
+    # A selection chain reads one field of each dict on its way; any other use reads the whole value.
+    when = datetime.datetime(2026, 1, 1)
+    args = {"amount_usd": 250, "when": when, "nested": {"a": 1, "f": print}, 7: "int key"}
+    assert cel_lite.compile("args.amount_usd > 100").evaluate({"args": args}) is True
+    assert cel_lite.compile("args.nested.a == 1 && has(args.nested.a)").evaluate({"args": args}) is True
+    assert cel_lite.compile("args.nested.zz == 1").approval_required({"args": args}) == (True, "no such key `zz` in `args.nested`")
+    for expr, code in [
+        ("size(args) > 1", "unsupported_type"),
+        ("args.amount_usd > 1 && args.nested == {}", "unsupported_type"),
+        ("args.when == 1", "unsupported_type"),
+        ("has(args.when)", "unsupported_type"),
+    ]:
+        with pytest.raises(hw.InvalidValueError) as info:
+            cel_lite.compile(expr).evaluate({"args": args})
+        assert info.value.code == code, expr
+    # Not a dict: converted whole, so the evaluation reports its type (or the conversion its lack of a JSON form).
+    assert cel_lite.compile("args.a.b == 1").approval_required({"args": {"a": "text"}}) == (
+        True,
+        "cannot select `b` from `args.a`, a string",
+    )
+    with pytest.raises(hw.InvalidValueError):
+        cel_lite.compile("args.a == 1").evaluate({"args": when})
+
+
 def test_unevaluable_raises_or_gives_the_default() -> None:
     program = cel_lite.compile("args.amount_usd > 100")
     with pytest.raises(cel_lite.Unevaluable) as info:

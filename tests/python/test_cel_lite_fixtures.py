@@ -6,7 +6,11 @@ with the rules of the Rust runner (core/tests/fixtures_cel_lite.rs):
   whose reason contains `s` when given;
 - `{"compile_error": {"code", "line", "column"}}`: `compile` raises so;
 - `{"approval": {"required", "reason_contains"}}`: `approval_required` gives
-  `required`, and a reason containing `reason_contains` (none when not given).
+  `required`, and a reason containing `reason_contains` (none when not given);
+- `{"error": code}`: `evaluate` and `approval_required` raise `InvalidValueError`
+  with that code.
+
+Variables are decoded from the fixtures' tagged JSON first (fixtures/README.md).
 
 A case this runner cannot run fails; expected failures are listed in
 EXPECTED_FAILURES, never skipped."""
@@ -18,7 +22,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 import harnessweaver as hw
-from fixture_support import cases, read
+from fixture_support import cases, read, untag
 from harnessweaver import cel_lite
 
 # Cases known to fail in Python, by "<file stem>/<case name>", each with the reason. Keep empty.
@@ -30,7 +34,7 @@ def all_cases() -> List[Tuple[str, Dict[str, Any], Dict[str, Any]]]:
     for path in cases("cel_lite"):
         doc = read(path)
         for case in doc["cases"]:
-            vars_ = case["vars"] if "vars" in case else doc.get("vars", {})
+            vars_ = untag(case["vars"] if "vars" in case else doc.get("vars", {}))
             out.append((f"{path.stem}/{case['name']}", case, vars_))
     return out
 
@@ -52,6 +56,12 @@ def check(case: Dict[str, Any], vars_: Dict[str, Any]) -> None:
         program = cel_lite.compile(case["expr"])
     except cel_lite.CompileError as err:
         pytest.fail(f"compile error {err.code}:\n{err}")
+    if "error" in expect:
+        for run in (program.evaluate, program.approval_required):
+            with pytest.raises(hw.InvalidValueError) as bad:
+                run(vars_)
+            assert bad.value.code == expect["error"], bad.value
+        return
     if "approval" in expect:
         want = expect["approval"]
         required, reason = program.approval_required(vars_)

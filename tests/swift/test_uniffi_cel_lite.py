@@ -1,12 +1,13 @@
 """cel-lite through the Swift binding's UniFFI surface (driven through UniFFI's
 Python bindings generated from the same library, as test_uniffi.py does): every
-case of fixtures/cel_lite/*.json with the rules of the Rust runner, and the
-errors. A case this runner cannot run fails; expected failures are listed in
+case of fixtures/cel_lite/*.json with the rules of the Rust runner (variables
+decoded from the fixtures' tagged JSON, then sent as JSON text), and the errors. A case this runner cannot run fails; expected failures are listed in
 EXPECTED_FAILURES, never skipped."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Dict, List, Tuple
@@ -14,6 +15,9 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from test_uniffi import ROOT, uf  # noqa: F401 - `uf` is the module-scoped fixture
+
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+from fixture_support import untag  # noqa: E402
 
 FIXTURES = ROOT / "fixtures" / "cel_lite"
 
@@ -26,7 +30,7 @@ def all_cases() -> List[Tuple[str, Dict[str, Any], Dict[str, Any]]]:
     for path in sorted(FIXTURES.glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))
         for case in doc["cases"]:
-            out.append((f"{path.stem}/{case['name']}", case, case["vars"] if "vars" in case else doc.get("vars", {})))
+            out.append((f"{path.stem}/{case['name']}", case, untag(case["vars"] if "vars" in case else doc.get("vars", {}))))
     return out
 
 
@@ -43,6 +47,12 @@ def check(uf: ModuleType, case: Dict[str, Any], vars_: Dict[str, Any]) -> None: 
         return
     program = uf.cel_lite_compile(case["expr"])
     vars_json = json.dumps(vars_)
+    if "error" in expect:
+        for run in (program.evaluate, program.approval_required):
+            with pytest.raises(uf.CelLiteError.InvalidVars) as bad:
+                run(vars_json)
+            assert bad.value.code == expect["error"], bad.value
+        return
     if "approval" in expect:
         verdict = program.approval_required(vars_json)
         assert verdict.required == expect["approval"]["required"], verdict

@@ -4,24 +4,17 @@ usable outside a harness (to check an expression, or in tests).
     from harnessweaver import cel_lite
     program = cel_lite.compile("args.amount_usd > 100 && !('finance' in principal.roles)")
     program.evaluate({"args": {"amount_usd": 250}, "principal": {"roles": []}})   # True
+    program.evaluate({"args": {}}, default=None)   # None: unevaluable
     program.approval_required({"args": {}})   # (True, "no such key `amount_usd` in `args`")
 
-``compile(text)`` returns a :class:`Program` or raises :class:`CompileError`
-(``.code`` such as ``cel_syntax``, ``.message``, 1-based ``.line`` and
-``.column``; ``str()`` is the message with the expression's line and a caret).
-
-``Program.evaluate(vars)`` returns the value as plain Python data (dict, list,
-str, int, float, bool, None) or raises :class:`Unevaluable` (``.reason`` names
-the part that failed: a missing key, a wrong type, an overflow, a cost limit).
-``evaluate(vars, default=x)`` returns ``x`` instead of raising.
-``Program.approval_required(vars)`` applies the approval rule and returns
-``(required, reason)``: true, unevaluable or not a bool means required.
-
-``vars`` maps some of the names ``principal``, ``tenant``, ``task``, ``tool``,
-``args``, ``labels`` to JSON-like values; a name left out is unbound (using it
-is unevaluable); any other key raises :class:`~harnessweaver.InvalidArgumentError`.
-Only the names the expression uses are converted. Evaluation is bounded (cost,
-memory, string and list sizes) and runs without the GIL.
+``compile`` raises :class:`CompileError` (``.code``, ``.message``, ``.line``,
+``.column``; ``str()`` shows the line with a caret). ``evaluate`` returns plain
+Python data or raises :class:`Unevaluable` (``.reason``) unless ``default=`` is
+given; ``approval_required`` returns ``(required, reason)``: true, unevaluable or
+not a bool means required. ``vars`` maps some of the names in ``NAMES`` to
+JSON-like values (another key raises ``InvalidArgumentError``); only the parts
+an expression reads are converted, and evaluation is bounded and runs without
+the GIL.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use super::parser::{build_regex, BinOp, Comprehension, Expr, Func, Kind, MacroKind};
 use super::value::{cmp_num, double_to_int, double_to_uint, format_double, CelValue, Val};
-use super::{truncate, Bindings, Program, MAX_ALLOC_BYTES, MAX_LIST_ITEMS, MAX_STRING_BYTES};
+use super::{truncate, Bindings, Part, Program, MAX_ALLOC_BYTES, MAX_LIST_ITEMS, MAX_STRING_BYTES};
 
 /// How deep values may nest when compared or converted.
 const MAX_VALUE_DEPTH: usize = 128;
@@ -37,7 +37,9 @@ type R<T> = Result<T, String>;
 
 const SLOTS: usize = 8;
 
-pub(crate) fn run<B: Bindings + ?Sized>(program: &Program, vars: &B, want: Want) -> R<Done> {
+/// Evaluates `program` against `vars`, or against the `parts` a host gathered
+/// (one per read of the program) when given.
+pub(crate) fn run<B: Bindings + ?Sized>(program: &Program, vars: &B, parts: Option<&[Part]>, want: Want) -> R<Done> {
     // Variables are looked up when first read: a host whose bindings build
     // values on demand builds only those the evaluation reaches.
     let fixed: [Slot<'_>; SLOTS] = Default::default();
@@ -54,6 +56,7 @@ pub(crate) fn run<B: Bindings + ?Sized>(program: &Program, vars: &B, want: Want)
         names: &program.names,
         slots,
         resolve: &resolve,
+        parts: parts.map(|parts| (program, parts)),
         locals: Vec::new(),
         cost: program.max_cost,
         alloc: MAX_ALLOC_BYTES,
@@ -71,6 +74,15 @@ pub(crate) fn run<B: Bindings + ?Sized>(program: &Program, vars: &B, want: Want)
     }
 }
 
+/// The value of the part of read `read`; `None` when absent.
+fn part(parts: &[Part], read: usize) -> Option<Val<'_>> {
+    match parts.get(read)? {
+        Part::Absent => None,
+        Part::Map => Some(Val::Part(read)),
+        Part::Value(v) => Some(Val::from_json(v)),
+    }
+}
+
 /// A variable's binding once looked up (`Some(None)`: unbound).
 type Slot<'a> = Cell<Option<Option<&'a Value>>>;
 
@@ -79,6 +91,8 @@ struct Cx<'a, 's> {
     names: &'a [String],
     slots: &'s [Slot<'a>],
     resolve: &'s dyn Fn(&str) -> Option<&'a Value>,
+    /// The parts gathered by a host, with the program whose reads they follow.
+    parts: Option<(&'a Program, &'a [Part])>,
     locals: Vec<Val<'a>>,
     cost: u64,
     alloc: u64,
@@ -178,10 +192,16 @@ impl<'a> Cx<'a, '_> {
             Kind::Double(d) => Ok(Val::Double(*d)),
             Kind::Str(s) => Ok(Val::Str(s)),
             Kind::Const(v) => Ok(Val::from_json(v)),
-            Kind::Var(slot) => match self.var(usize::from(*slot)) {
-                Some(v) => Ok(Val::from_json(v)),
-                None => Err(self.unset(*slot)),
-            },
+            Kind::Var(slot) => {
+                if let Some((program, parts)) = self.parts {
+                    let read = program.roots.get(usize::from(*slot)).copied().unwrap_or(usize::MAX);
+                    return part(parts, read).ok_or_else(|| self.unset(*slot));
+                }
+                match self.var(usize::from(*slot)) {
+                    Some(v) => Ok(Val::from_json(v)),
+                    None => Err(self.unset(*slot)),
+                }
+            }
             Kind::Local(level) => match self.locals.get(usize::from(*level)) {
                 Some(v) => Ok(v.clone()),
                 None => Err(internal()),
@@ -223,6 +243,7 @@ impl<'a> Cx<'a, '_> {
                 let base = self.eval(operand)?;
                 match &base {
                     Val::JMap(map) => Ok(Val::Bool(map.contains_key(&**field))),
+                    Val::Part(read) => Ok(Val::Bool(self.field_part(*read, field).is_some())),
                     Val::Map(_) => Ok(Val::Bool(self.lookup(&base, &Val::Str(field))?.is_some())),
                     other => Err(format!("`has` needs a map but `{}` is {}", self.snip(operand), other.a_type())),
                 }
@@ -306,8 +327,19 @@ impl<'a> Cx<'a, '_> {
                 Some(v) => Ok(v),
                 None => Err(format!("no such key `{}` in `{}`", truncate(field, 40), self.snip(operand))),
             },
+            Val::Part(read) => match self.field_part(*read, field) {
+                Some(v) => Ok(v),
+                None => Err(format!("no such key `{}` in `{}`", truncate(field, 40), self.snip(operand))),
+            },
             other => Err(format!("cannot select `{}` from `{}`, {}", truncate(field, 40), self.snip(operand), other.a_type())),
         }
+    }
+
+    /// The field `field` of the map gathered for read `read`; `None` when absent.
+    fn field_part(&self, read: usize, field: &str) -> Option<Val<'a>> {
+        let (program, parts) = self.parts?;
+        let child = program.reads.iter().enumerate().skip(read + 1).find(|(_, r)| r.parent == Some(read) && r.name == field)?.0;
+        part(parts, child)
     }
 
     /// Looks a key up in a map; `None` when absent.
@@ -801,7 +833,13 @@ fn to_json(v: &Val<'_>, depth: usize) -> R<Value> {
             }
             Value::Object(out)
         }
+        Val::Part(_) => return Err(part_as_value()),
     })
+}
+
+#[cold]
+fn part_as_value() -> String {
+    "internal: a map gathered field by field used as a value".to_string()
 }
 
 fn to_cel(v: &Val<'_>, depth: usize) -> R<CelValue> {
@@ -820,5 +858,6 @@ fn to_cel(v: &Val<'_>, depth: usize) -> R<CelValue> {
         Val::JMap(map) => {
             CelValue::Map(map.iter().map(|(k, x)| Ok((CelValue::String(k.clone()), to_cel(&Val::from_json(x), depth + 1)?))).collect::<R<_>>()?)
         }
+        Val::Part(_) => return Err(part_as_value()),
     })
 }

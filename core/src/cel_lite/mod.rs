@@ -28,14 +28,14 @@
 
 mod eval;
 mod lexer;
-mod needs;
 mod parser;
+mod reads;
 mod value;
 
 use serde_json::{Map, Value};
 use std::fmt;
 
-pub use needs::Need;
+pub use reads::{Part, Read};
 pub use value::CelValue;
 
 /// The names an expression may use: the variables of a tool call.
@@ -201,8 +201,10 @@ pub struct Program {
     root: parser::Expr,
     /// The names the expression uses, in slot order.
     names: Vec<String>,
-    /// What an evaluation can read of each of them, in slot order.
-    needs: Vec<Need>,
+    /// What an evaluation can read of them, parents first.
+    reads: Vec<Read>,
+    /// The read of each name, in slot order.
+    roots: Vec<usize>,
     source: String,
     max_cost: u64,
 }
@@ -292,9 +294,10 @@ pub fn compile_with(text: &str, options: &Options) -> Result<Program, CompileErr
         ));
     }
     let tokens = lexer::tokenize(text)?;
-    let (root, names) = parser::parse(text, tokens, options)?;
-    let needs = needs::of(&root, names.len());
-    Ok(Program { root, names, needs, source: text.to_string(), max_cost: options.max_cost })
+    let (root, names, needs) = parser::parse(text, tokens, options)?;
+    let reads = reads::flatten(&names, &needs);
+    let roots = reads.iter().enumerate().filter(|(_, r)| r.parent.is_none()).map(|(i, _)| i).collect();
+    Ok(Program { root, names, reads, roots, source: text.to_string(), max_cost: options.max_cost })
 }
 
 impl Program {
@@ -303,10 +306,11 @@ impl Program {
         &self.names
     }
 
-    /// What an evaluation can read of each name of [`Program::names`], in the
-    /// same order: a host may convert only that much of each variable.
-    pub fn needs(&self) -> &[Need] {
-        &self.needs
+    /// What an evaluation can read of the variables, parents first: a host
+    /// gathers one [`Part`] for each and evaluates with
+    /// [`Program::evaluate_parts`], converting nothing else.
+    pub fn reads(&self) -> &[Read] {
+        &self.reads
     }
 
     /// The source text the program was compiled from.
@@ -321,17 +325,34 @@ impl Program {
 
     /// Evaluates against any [`Bindings`], for example a borrowed [`Vars`].
     pub fn evaluate_with<B: Bindings + ?Sized>(&self, vars: &B) -> Outcome {
-        match eval::run(self, vars, eval::Want::Json) {
+        Self::outcome(eval::run(self, vars, None, eval::Want::Json))
+    }
+
+    /// Evaluates against the parts a host gathered, one per [`Program::reads`]:
+    /// the same outcome as with the whole values.
+    pub fn evaluate_parts(&self, parts: &[Part]) -> Outcome {
+        Self::outcome(self.run_parts(parts, eval::Want::Json))
+    }
+
+    fn outcome(done: Result<eval::Done, String>) -> Outcome {
+        match done {
             Ok(eval::Done::Json(v)) => Outcome::Value(v),
             Ok(_) => Outcome::Unevaluable { reason: "internal: unexpected result kind".to_string() },
             Err(reason) => Outcome::Unevaluable { reason },
         }
     }
 
+    fn run_parts(&self, parts: &[Part], want: eval::Want) -> Result<eval::Done, String> {
+        if !reads::fit(&self.reads, parts) {
+            return Err("internal: the parts do not fit the program's reads".to_string());
+        }
+        eval::run(self, &Map::new(), Some(parts), want)
+    }
+
     /// Evaluates to a CEL-typed value (keeping int, uint and double apart);
     /// the error is the unevaluable reason.
     pub fn evaluate_value<B: Bindings + ?Sized>(&self, vars: &B) -> Result<CelValue, String> {
-        match eval::run(self, vars, eval::Want::Cel)? {
+        match eval::run(self, vars, None, eval::Want::Cel)? {
             eval::Done::Cel(v) => Ok(v),
             _ => Err("internal: unexpected result kind".to_string()),
         }
@@ -345,7 +366,16 @@ impl Program {
 
     /// [`Program::approval_required`] against any [`Bindings`].
     pub fn approval_required_with<B: Bindings + ?Sized>(&self, vars: &B) -> ApprovalVerdict {
-        match eval::run(self, vars, eval::Want::Bool) {
+        Self::verdict(eval::run(self, vars, None, eval::Want::Bool))
+    }
+
+    /// [`Program::approval_required`] against the parts a host gathered.
+    pub fn approval_required_parts(&self, parts: &[Part]) -> ApprovalVerdict {
+        Self::verdict(self.run_parts(parts, eval::Want::Bool))
+    }
+
+    fn verdict(done: Result<eval::Done, String>) -> ApprovalVerdict {
+        match done {
             Ok(eval::Done::Bool(b)) => ApprovalVerdict { required: b, reason: None },
             Ok(_) => ApprovalVerdict { required: true, reason: Some("internal: unexpected result kind".to_string()) },
             Err(reason) => ApprovalVerdict { required: true, reason: Some(reason) },

@@ -9,6 +9,7 @@
 use regex::Regex;
 
 use super::lexer::{Tok, Token, RESERVED};
+use super::reads::Need;
 use super::{
     CompileError, Options, CODE_BAD_REGEX, CODE_SYNTAX, CODE_TOO_DEEP, CODE_UNKNOWN_FUNCTION, CODE_UNKNOWN_NAME, CODE_UNSUPPORTED,
     CODE_WRONG_ARGUMENTS, MAX_PATTERN_LENGTH, REGEX_SIZE_LIMIT,
@@ -140,8 +141,9 @@ pub(crate) struct Comprehension {
     pub body: Expr,
 }
 
-pub(crate) fn parse(src: &str, tokens: Vec<Token>, options: &Options) -> Result<(Expr, Vec<String>), CompileError> {
-    let mut p = Parser { src, toks: tokens, pos: 0, options, names: Vec::new(), scopes: Vec::new(), depth: 0 };
+/// The tree, the names it uses (by slot) and what it reads of each.
+pub(crate) fn parse(src: &str, tokens: Vec<Token>, options: &Options) -> Result<(Expr, Vec<String>, Vec<Need>), CompileError> {
+    let mut p = Parser { src, toks: tokens, pos: 0, options, names: Vec::new(), needs: Vec::new(), scopes: Vec::new(), depth: 0 };
     let root = p.expr()?;
     let t = p.peek();
     if t.kind != Tok::Eof {
@@ -153,7 +155,7 @@ pub(crate) fn parse(src: &str, tokens: Vec<Token>, options: &Options) -> Result<
         };
         return Err(p.err_here(format!("expected the end of the expression but found {}{hint}", t.kind.describe())));
     }
-    Ok((root, p.names))
+    Ok((root, p.names, p.needs))
 }
 
 struct Parser<'s> {
@@ -162,6 +164,9 @@ struct Parser<'s> {
     pos: usize,
     options: &'s Options,
     names: Vec<String>,
+    /// What the tree reads of each name: every selection chain from a
+    /// variable (`args.a.b`) is marked as it ends ([`Need::mark`]).
+    needs: Vec<Need>,
     scopes: Vec<String>,
     depth: usize,
 }
@@ -399,14 +404,24 @@ impl Parser<'_> {
     }
 
     fn member_suffix(&mut self, mut e: Expr, start: usize) -> Result<Expr, CompileError> {
+        // The selection chain from a variable being built; any other use of
+        // it (a call, an index, the end of the chain) reads its end whole.
+        let mut chain = match e.kind {
+            Kind::Var(slot) => Some((slot, Vec::new())),
+            _ => None,
+        };
         loop {
             if self.eat(&Tok::Dot) {
                 let t = self.bump();
                 match t.kind {
                     Tok::Ident(name) if self.at(&Tok::LParen) => {
+                        self.read(chain.take());
                         e = self.method(e, name, t.start, start)?;
                     }
                     Tok::Ident(name) | Tok::QuotedIdent(name) => {
+                        if let Some((_, fields)) = &mut chain {
+                            fields.push(name.clone());
+                        }
                         e = self.node(Kind::Select(Box::new(e), name.into()), start, t.end)?;
                     }
                     Tok::In | Tok::True | Tok::False | Tok::Null => {
@@ -417,12 +432,23 @@ impl Parser<'_> {
                     }
                 }
             } else if self.at(&Tok::LBracket) {
+                self.read(chain.take());
                 self.pos += 1;
                 let index = self.expr()?;
                 self.expect(&Tok::RBracket, "`]`")?;
                 e = self.node(Kind::Index(Box::new(e), Box::new(index)), start, self.prev_end())?;
             } else {
+                self.read(chain);
                 return Ok(e);
+            }
+        }
+    }
+
+    /// Marks the end of a selection chain as read whole.
+    fn read(&mut self, chain: Option<(u16, Vec<String>)>) {
+        if let Some((slot, fields)) = chain {
+            if let Some(need) = self.needs.get_mut(usize::from(slot)) {
+                need.mark(&fields);
             }
         }
     }
@@ -484,6 +510,7 @@ impl Parser<'_> {
         }
         if self.options.names.iter().any(|n| n == name) {
             self.names.push(name.to_string());
+            self.needs.push(Need::default());
             return Ok(Kind::Var(to_u16(self.names.len() - 1)));
         }
         if RESERVED.contains(&name) {

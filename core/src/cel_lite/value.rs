@@ -61,6 +61,9 @@ pub(crate) enum Val<'a> {
     JList(&'a [Value]),
     Map(Rc<Vec<(Val<'a>, Val<'a>)>>),
     JMap(&'a Map<String, Value>),
+    /// A map a host gathered field by field: the index of its read. Only a
+    /// selection or `has` ever sees it (the parser reads anything else whole).
+    Part(usize),
 }
 
 impl<'a> Val<'a> {
@@ -84,7 +87,7 @@ impl<'a> Val<'a> {
             Val::Double(_) => "double",
             Val::Str(_) | Val::OwnedStr(_) => "string",
             Val::List(_) | Val::JList(_) => "list",
-            Val::Map(_) | Val::JMap(_) => "map",
+            Val::Map(_) | Val::JMap(_) | Val::Part(_) => "map",
         }
     }
 
@@ -98,7 +101,7 @@ impl<'a> Val<'a> {
             Val::Double(_) => "a double",
             Val::Str(_) | Val::OwnedStr(_) => "a string",
             Val::List(_) | Val::JList(_) => "a list",
-            Val::Map(_) | Val::JMap(_) => "a map",
+            Val::Map(_) | Val::JMap(_) | Val::Part(_) => "a map",
         }
     }
 
