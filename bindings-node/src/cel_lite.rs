@@ -3,7 +3,7 @@
 //!
 //! Conversion only; the reads, evaluation and approval rule are the core's
 //! (`host::cel`). `celLiteCompile` returns `[evaluate, reads]`: `reads` is the
-//! core's [`Read`] list as `[name, parent, whole]`, from which `cel_lite.js`
+//! core's `Read` list as `[name, parent, whole]`, from which `cel_lite.js`
 //! writes one gather function per program, and `evaluate(k…, p…)` is one raw
 //! N-API function (no per-argument conversion, no class method bookkeeping)
 //! holding the compiled program. Its arguments: words of 2-bit kinds (pair 0
@@ -115,31 +115,40 @@ unsafe fn evaluate_parts(env: sys::napi_env, info: sys::napi_callback_info) -> R
     let program: &Program = unsafe { &*data.cast::<Program>() };
     let reads = program.reads().len();
     let (words, values) = args.split_at_checked((reads + 1).div_ceil(PAIRS)).ok_or_else(|| Error::from_reason("missing arguments"))?;
-    let (mut few, mut many) = ([0u32; 4], Vec::new());
-    let kinds = if words.len() <= few.len() { few.as_mut_slice() } else { many.resize(words.len(), 0); many.as_mut_slice() };
-    for (word, bits) in words.iter().zip(kinds.iter_mut()) {
-        napi_check(unsafe { sys::napi_get_value_uint32(env, *word, bits) }, "kinds")?;
-    }
-    let kind = |pair: usize| kinds.get(pair / PAIRS).map_or(0, |bits| (bits >> (2 * (pair % PAIRS))) & 3);
+    // The kinds, read a word at a time as the pairs are (in order: 0, then 1 per read).
+    let mut bits = 0;
+    let mut kind = |pair: usize| -> Result<u32> {
+        if pair.is_multiple_of(PAIRS) {
+            let word = words.get(pair / PAIRS).copied().unwrap_or(ptr::null_mut());
+            napi_check(unsafe { sys::napi_get_value_uint32(env, word, &mut bits) }, "kinds")?;
+        }
+        Ok((bits >> (2 * (pair % PAIRS))) & 3)
+    };
+    let want = kind(0)?;
     // Most programs read a few parts: kept on the stack.
     let (mut stack, mut heap): ([Part; 16], Vec<Part>) = (Default::default(), Vec::new());
-    let parts = if reads <= stack.len() { stack.get_mut(..reads).unwrap_or_default() } else { heap.resize(reads, Part::Absent); heap.as_mut_slice() };
+    let parts = if reads <= stack.len() {
+        stack.get_mut(..reads).unwrap_or_default()
+    } else {
+        heap.resize(reads, Part::Absent);
+        heap.as_mut_slice()
+    };
     for (i, ((read, value), part)) in program.reads().iter().zip(values).zip(parts.iter_mut()).enumerate() {
-        match kind(i + 1) {
+        match kind(i + 1)? {
             1 => *part = Part::Value(unsafe { to_value(env, *value, read.depth) }.map_err(|e| throw(&Env::from_raw(env), &e))?),
             2 => *part = Part::Map,
             _ => {}
         }
     }
     let mut out = ptr::null_mut();
-    if kind(0) == 1 {
-        let verdict = program.approval_required_parts(&parts);
+    if want == 1 {
+        let verdict = program.approval_required_parts(parts);
         return match verdict.reason {
             Some(reason) => unsafe { js_string(env, &reason) },
             None => napi_check(unsafe { sys::napi_get_boolean(env, verdict.required, &mut out) }, "boolean").map(|()| out),
         };
     }
-    match program.evaluate_parts(&parts) {
+    match program.evaluate_parts(parts) {
         CelOutcome::Value(v) => unsafe { to_js(env, &v) },
         CelOutcome::Unevaluable { reason } => {
             napi_check(unsafe { sys::napi_throw(env, js_string(env, &reason)?) }, "throw")?;

@@ -91,7 +91,10 @@ def test_only_the_parts_of_a_variable_an_expression_reads_are_converted() -> Non
     args = {"amount_usd": 250, "when": when, "nested": {"a": 1, "f": print}, 7: "int key"}
     assert cel_lite.compile("args.amount_usd > 100").evaluate({"args": args}) is True
     assert cel_lite.compile("args.nested.a == 1 && has(args.nested.a)").evaluate({"args": args}) is True
-    assert cel_lite.compile("args.nested.zz == 1").approval_required({"args": args}) == (True, "no such key `zz` in `args.nested`")
+    assert cel_lite.compile("args.nested.zz == 1").approval_required({"args": args}) == (
+        True,
+        "no such key `zz` in `args.nested`",
+    )
     for expr, code in [
         ("size(args) > 1", "unsupported_type"),
         ("args.amount_usd > 1 && args.nested == {}", "unsupported_type"),

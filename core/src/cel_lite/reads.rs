@@ -66,6 +66,7 @@ pub struct Read {
 pub enum Part {
     /// Not there: the variable is unbound, the field absent (or its map was
     /// not gathered field by field).
+    #[default]
     Absent,
     /// A map read field by field (only for a read that is not `whole`): its
     /// fields are the parts of the reads that name it as their parent.
