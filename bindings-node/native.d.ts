@@ -23,25 +23,6 @@ export declare class CallResult {
   toJSON(): Record<string, unknown>
 }
 
-/** A compiled cel-lite expression (native side); `cel_lite.js` wraps it. */
-export declare class CelProgram {
-  /** The source text the program was compiled from. */
-  get source(): string
-  /** The variable names the expression uses, in order of first use. */
-  get names(): Array<string>
-  /**
-   * What `cel_lite.js` gathers of each variable: `[name, need, …]`, a need
-   * being `null` (the whole value) or `[field, need, …]` (only those fields of a plain object).
-   */
-  get plan(): Array<unknown>
-  /** The handle the parts functions take (an external). */
-  get handle(): unknown
-  /** Evaluates against `vars`; throws an error of kind `unevaluable` (with `reason`) when a runtime error stops it. */
-  evaluate(vars?: Record<string, unknown> | null): unknown
-  /** The approval rule: `true`/`false`, or the reason (a string) when the expression could not decide. */
-  approvalRequired(vars?: Record<string, unknown> | null): boolean | string
-}
-
 /** One `tools/call` handed to JavaScript, and where its result goes. */
 export declare class GatewayCall {
   /** `{tool, args, principal, tenant, task, runId, approvalId}`. */
@@ -105,15 +86,14 @@ export declare class NativeTicket {}
 /** The canonical JSON text of a value (`text`: its `JSON.stringify` text, as for `definitionDigest`). */
 export declare function canonicalJson(value: unknown, text?: string | null): string
 
-/** Compiles a cel-lite expression; throws an error of kind `cel_compile` with `code`, `line`, `column` and `reason`. */
-export declare function celLiteCompile(text: string): CelProgram
+/** Throws the core's error for `vars` that are not a mapping (`type_name`) or hold an unknown `key`. */
+export declare function celLiteBadVars(typeName?: string | undefined | null, key?: string | undefined | null): void
 
 /**
- * The raw parts functions, `[evaluateParts, approvalParts]`, which take
- * `(handle, bits, ...parts)`: napi-rs's generated functions convert
- * arguments one by one, these read them all at once.
+ * Compiles a cel-lite expression: `[evaluate, reads]`, or `[null, {code, message, line, column, reason}]`
+ * (`message` rendered with the line and a caret).
  */
-export declare function celLitePartsFunctions(): [(handle: unknown, bits: number, ...parts: unknown[]) => unknown, (handle: unknown, bits: number, ...parts: unknown[]) => boolean | string]
+export declare function celLiteCompile(text: string): [((...args: unknown[]) => unknown) | null, unknown]
 
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number

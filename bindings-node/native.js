@@ -836,14 +836,13 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CallResult = nativeBinding.CallResult
-module.exports.CelProgram = nativeBinding.CelProgram
 module.exports.GatewayCall = nativeBinding.GatewayCall
 module.exports.NativeGateway = nativeBinding.NativeGateway
 module.exports.NativeHost = nativeBinding.NativeHost
 module.exports.NativeTicket = nativeBinding.NativeTicket
 module.exports.canonicalJson = nativeBinding.canonicalJson
+module.exports.celLiteBadVars = nativeBinding.celLiteBadVars
 module.exports.celLiteCompile = nativeBinding.celLiteCompile
-module.exports.celLitePartsFunctions = nativeBinding.celLitePartsFunctions
 module.exports.cliRun = nativeBinding.cliRun
 module.exports.definitionDigest = nativeBinding.definitionDigest
 module.exports.describeManifest = nativeBinding.describeManifest
