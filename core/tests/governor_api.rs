@@ -254,3 +254,21 @@ fn expired_approvals_are_not_listed_and_are_dropped() {
     let listed: Vec<String> = rt.governor().open_approvals().unwrap().into_iter().map(|a| a.id).collect();
     assert_eq!(listed, [second]);
 }
+
+/// Issue 17, item 14: a 10,000,000-character tool name is `unknown_tool`,
+/// and neither the message nor the result (whose tool name the audit event
+/// carries) holds more than 200 characters of it.
+#[test]
+fn a_huge_tool_name_is_unknown_and_cut_short_in_messages() {
+    let d = dir("huge-name", &[("harness.yaml", harness("")), ("tools/pay.yaml", tool("pay", ""))]);
+    let rt = load(&d, None, &[("pay", echo())]);
+    let ctx = CallContext { principal: Principal::new("alice"), ..CallContext::default() };
+    let name = "a".repeat(10_000_000);
+    let r = rt.call(&name, json!({}), &ctx);
+    assert_eq!(r.code.map(|c| c.as_str()), Some("unknown_tool"));
+    assert!(r.message.len() < 300, "message of {} bytes", r.message.len());
+    assert!(r.message.ends_with("…`"), "{}", r.message);
+    assert!(r.tool.chars().count() <= 201, "tool of {} chars", r.tool.len());
+    let text = serde_json::to_string(&r).unwrap();
+    assert!(text.len() < 2_000, "result of {} bytes", text.len());
+}

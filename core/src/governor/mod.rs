@@ -482,7 +482,8 @@ impl Governor {
             code: Some(refusal.code),
             step: Some(refusal.step),
             message: refusal.message,
-            tool: tool.to_string(),
+            // The name the caller gave, cut short: it reaches the audit event.
+            tool: capped(tool),
             call_id: found.call_id,
             run_id: found.run_id,
             output: None,
@@ -855,6 +856,22 @@ enum Consume {
 
 fn expired(id: &str, tool: &str) -> Refusal {
     Refusal::new(RefusalCode::ApprovalExpired, Step::Approval, format!("approval `{id}` for `{tool}` expired before the call ran"))
+}
+
+/// The longest tool name a call may give, in bytes; a longer one is
+/// `unknown_tool` at once.
+pub(crate) const MAX_TOOL_NAME_BYTES: usize = 256;
+
+/// The most characters of a caller's string echoed in a message or an audit
+/// event; longer ones end with `…` (issue 17, item 14).
+pub(crate) const MAX_ECHO_CHARS: usize = 200;
+
+/// `s`, cut to [`MAX_ECHO_CHARS`] characters with an ellipsis when longer.
+pub(crate) fn capped(s: &str) -> String {
+    match s.char_indices().nth(MAX_ECHO_CHARS) {
+        Some((at, _)) => format!("{}…", s.get(..at).unwrap_or_default()),
+        None => s.to_string(),
+    }
 }
 
 /// Step 8's verdict on what the invocation gave: the value, or the refusal.

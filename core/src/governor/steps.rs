@@ -83,6 +83,11 @@ impl Governor {
     /// Step 1: the tool exists, has a manifest, is enabled for the tenant.
     fn resolve(&self, call: &mut Deciding<'_>) -> Result<usize, Stop> {
         let (tool, ctx) = (call.tool, call.ctx);
+        // A name longer than any tool may have is unknown without a lookup,
+        // and is echoed cut short (issue 17, item 14).
+        if tool.len() > super::MAX_TOOL_NAME_BYTES {
+            return Err(refused(RefusalCode::UnknownTool, Step::Resolve, format!("no tool named `{}`", super::capped(tool))));
+        }
         let Some(&index) = self.index.get(tool) else {
             if self.unmanifested.iter().any(|n| n == tool) {
                 return Err(refused(RefusalCode::NoManifest, Step::Resolve, format!("`{tool}` has no manifest and cannot run")));
