@@ -3,7 +3,9 @@
 //! decision-path benchmark's tool (steps 1-9, 1 KB output); the per-call
 //! cost is the difference between two counts divided by the difference in N.
 //! `profile_call load PATH` loads the harness at PATH once and prints the
-//! time taken, split into reading it and building the governor (`bench/python/bench_load.py` writes such harnesses).
+//! time taken, split into reading it and building the governor;
+//! `profile_call write N DIR` writes the load benchmark's harness of N
+//! manifests into DIR (the one `benches/load.rs` and bench/python/bench_load.py load).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "profiling code")]
 
@@ -15,10 +17,19 @@ use std::hint::black_box;
 #[path = "../benches/support/decision_path.rs"]
 mod decision_path;
 use decision_path::{harness_dir, output_1kb};
+#[path = "../benches/support/load_harness.rs"]
+mod load_harness;
 
 fn main() {
     let mut argv = std::env::args().skip(1);
-    if argv.next().as_deref() == Some("load") {
+    let first = argv.next();
+    if first.as_deref() == Some("write") {
+        let n: usize = argv.next().and_then(|a| a.parse().ok()).expect("profile_call write N DIR");
+        let dir = argv.next().expect("profile_call write N DIR");
+        println!("{}", load_harness::write_load_harness(std::path::Path::new(&dir), n).display());
+        return;
+    }
+    if first.as_deref() == Some("load") {
         let path = argv.next().expect("profile_call load PATH");
         // The two halves a host calls when it reads the harness once.
         let started = std::time::Instant::now();

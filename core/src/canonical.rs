@@ -271,7 +271,9 @@ pub fn write_value(out: &mut String, value: &Value, depth: usize) -> Result<(), 
     Ok(())
 }
 
-fn enter(depth: usize) -> Result<usize, Error> {
+/// One level deeper: the depth of an array's or object's items, or
+/// `nesting_too_deep` (for writers of canonical text that build no [`Value`]).
+pub(crate) fn enter(depth: usize) -> Result<usize, Error> {
     if depth >= MAX_DEPTH {
         return Err(Error::value("nesting_too_deep", format!("value nests deeper than {MAX_DEPTH} levels")));
     }
@@ -354,6 +356,33 @@ fn write_number(out: &mut String, n: &Number) -> Result<(), Error> {
     match n.as_f64() {
         Some(f) => write_float(out, f),
         None => Err(Error::value("invalid_number", "number is not representable".to_string())),
+    }
+}
+
+/// Appends an unsigned integer as [`write_value`] would (refusing one beyond ±2^53).
+pub(crate) fn write_u64(out: &mut String, u: u64) -> Result<(), Error> {
+    write_number(out, &Number::from(u))
+}
+
+/// Appends a list of strings as [`write_value`] would; the list is at `depth`.
+pub(crate) fn write_strs(out: &mut String, items: &[String], depth: usize) -> Result<(), Error> {
+    enter(depth)?;
+    out.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_str(out, item);
+    }
+    out.push(']');
+    Ok(())
+}
+
+/// Appends a string, or `null` for none.
+pub(crate) fn write_opt_str(out: &mut String, s: Option<&str>) {
+    match s {
+        Some(s) => write_str(out, s),
+        None => out.push_str("null"),
     }
 }
 

@@ -53,25 +53,26 @@ fn rate(r: Option<manifest::Rate>) -> Option<Rate> {
     r.map(|r| Rate { count: r.count, period_ms: r.period_ms() })
 }
 
-/// What cel-lite sees as `tool`: the manifest's decision fields, picked
-/// from the tool's description ([`Tool::describe`]).
-fn tool_value(d: &Value) -> Value {
-    let pick = |k: &str| d.get(k).cloned().unwrap_or(Value::Null);
-    json!({
-        "name": pick("name"),
-        "transport": pick("transport"),
-        "risk": pick("risk"),
-        "side_effect": pick("side_effect"),
-        "data_access": pick("data_access"),
-        "egress": pick("egress"),
-        "scopes": pick("scopes"),
-        "tenants": pick("tenants"),
-        "version": pick("version"),
-        "owner": pick("owner"),
-    })
+/// What cel-lite sees as `tool`: the manifest's decision fields (the same
+/// values [`Tool::describe`] gives them).
+fn tool_value(m: &manifest::Manifest) -> Value {
+    let strings = |v: &[String]| Value::Array(v.iter().map(|s| Value::String(s.clone())).collect());
+    let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
+    let mut o = serde_json::Map::new();
+    o.insert("name".into(), Value::String(m.name.clone()));
+    o.insert("transport".into(), Value::from(manifest::transport_name(m.transport)));
+    o.insert("risk".into(), Value::from(manifest::risk_name(m.risk)));
+    o.insert("side_effect".into(), Value::from(manifest::side_effect_name(m.side_effect)));
+    o.insert("data_access".into(), strings(&m.data_access));
+    o.insert("egress".into(), strings(&m.egress));
+    o.insert("scopes".into(), strings(&m.scopes));
+    o.insert("tenants".into(), strings(&m.tenants));
+    o.insert("version".into(), text(&m.version));
+    o.insert("owner".into(), text(&m.owner));
+    Value::Object(o)
 }
 
-fn runtime(tool: &Tool, described: &Value, problems: &mut Vec<Problem>) -> ToolRuntime {
+fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
     let m = tool.manifest();
     // The schema compiled when the manifest was loaded (shared, not
     // compiled again or looked up by its text).
@@ -102,7 +103,7 @@ fn runtime(tool: &Tool, described: &Value, problems: &mut Vec<Problem>) -> ToolR
         per_tenant: rate(m.rate_limit.as_ref().and_then(|r| r.per_tenant)),
         private: m.data_access.iter().any(|d| d.starts_with("pii:")),
         egress: effective_egress(m),
-        approval_when: m.approval.as_ref().and_then(|a| compile_condition(&a.when, "spec.approval.when", problems)),
+        approval_when: approval_program(tool, problems),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
         risk: manifest::risk_name(m.risk).to_string(),
         timeout_ms: m.timeout.ms,
@@ -112,8 +113,23 @@ fn runtime(tool: &Tool, described: &Value, problems: &mut Vec<Problem>) -> ToolR
             untrusted: m.output.label == TrustLabel::Untrusted,
         },
         transport,
-        tool_value: tool_value(described),
+        tool_value: tool_value(m),
     }
+}
+
+/// `approval.when`, compiled when the manifest was checked (not again
+/// here). A tool is built only from a manifest whose condition compiled, so
+/// a missing program is a fault: the load fails closed.
+fn approval_program(tool: &Tool, problems: &mut Vec<Problem>) -> Option<Arc<Program>> {
+    let approval = tool.manifest().approval.as_ref()?;
+    let program = tool.approval_program().cloned();
+    if program.is_none() {
+        problems.push(Problem {
+            path: "spec.approval.when".to_string(),
+            ..Problem::new("cel_syntax", format!("`spec.approval.when` of `{}` was not compiled: `{}`", tool.name(), approval.when))
+        });
+    }
+    program
 }
 
 /// The hosts a call may send data to: `egress`, plus the host of an http
@@ -146,20 +162,15 @@ impl Governor {
         let mut problems = Vec::new();
         let mut tools = Vec::new();
         let mut names: HashMap<String, ()> = HashMap::new();
-        // Each tool described once: for cel-lite's `tool` and the policy
-        // version. Descriptions and runtimes are built in parallel for many
-        // tools, then taken in order (a duplicate's runtime and problems are
-        // dropped, as if never built).
+        // Runtimes are built in parallel for many tools, then taken in
+        // order (a duplicate's runtime is dropped, as if never built).
         let all: Vec<&Tool> = harness.tools().iter().chain(options.extra_tools.iter()).collect();
         let built = crate::parallel::map_in_order(&all, crate::parallel::parallelism(), |tool| {
-            let d = tool.describe();
             let mut own = Vec::new();
-            let rt = runtime(tool, &d, &mut own);
-            (d, rt, own)
+            let rt = runtime(tool, &mut own);
+            (rt, own)
         });
-        let mut described: Vec<Value> = Vec::with_capacity(all.len());
-        for (tool, (d, rt, mut own)) in all.iter().zip(built) {
-            described.push(d);
+        for (tool, (rt, mut own)) in all.iter().zip(built) {
             if names.insert(tool.name().to_string(), ()).is_some() {
                 let mut p = Problem::new("duplicate_tool", format!("tool `{}` is defined twice (a manifest file and code)", tool.name()));
                 p.file = tool.file().map(str::to_string);
@@ -240,16 +251,16 @@ impl Governor {
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let ids = if options.sequential_ids { IdSource::sequential() } else { IdSource::random() };
         let mut governor = Governor::new(tools, rules, settings, store, clock, ids, audit);
-        governor.set_policy_version(policy_version(harness, &described));
+        governor.set_policy_version(policy_version(harness, &all));
         governor.set_transports(transports);
         Ok(governor)
     }
 }
 
 /// A digest of everything that decides: the harness settings and every
-/// tool's full description. Approvals are bound to it.
-/// `tools` are the descriptions of the harness's tools and the tools registered in code, in order.
-fn policy_version(harness: &Harness, tools: &[Value]) -> String {
+/// tool's full description ([`Tool::describe`]). Approvals are bound to it.
+/// `tools` are the harness's tools and the tools registered in code, in order.
+fn policy_version(harness: &Harness, tools: &[&Tool]) -> String {
     // The canonical text of `{"harness": …, "tools": [...]}` ("harness"
     // sorts first), hashed a piece at a time instead of built whole; a value
     // with no canonical form makes it the digest of empty text, as before.
@@ -264,7 +275,8 @@ fn policy_version(harness: &Harness, tools: &[Value]) -> String {
             if i > 0 {
                 buf.push(',');
             }
-            crate::canonical::write_value(&mut buf, tool, 2)?;
+            // The canonical text of `tool.describe()`, written without building it.
+            tool.write_description(&mut buf, 2)?;
             if buf.len() >= 4096 {
                 hasher.update(buf.as_bytes());
                 buf.clear();
@@ -338,27 +350,67 @@ fn check_examples(specs: &[harness::PolicyRule], rules: &[Rule], tools: &[ToolRu
 mod tests {
     use super::*;
 
-    /// The digest as it was computed before it was streamed: the whole
-    /// canonical text of `{"harness": …, "tools": [...]}`, or of nothing.
-    fn whole_text_digest(harness: &Harness, tools: &[Value]) -> String {
-        let whole = json!({"harness": harness.describe(), "tools": tools});
+    /// The policy version as it was computed before it was streamed from
+    /// the tools: the canonical text of `{"harness": …, "tools": [describe()…]}`,
+    /// or of nothing.
+    fn whole_text_digest(harness: &Harness, tools: &[&Tool]) -> String {
+        let described: Vec<Value> = tools.iter().map(|t| t.describe()).collect();
+        let whole = json!({"harness": harness.describe(), "tools": described});
         crate::digest::sha256_tagged(crate::canonical::to_string(&whole).unwrap_or_default().as_bytes())
     }
 
+    /// Every harness under fixtures/ and examples/ that loads.
+    fn loadable_harnesses() -> Vec<Harness> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut found = Vec::new();
+        let mut dirs = vec![root.join("fixtures"), root.join("examples")];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() && !path.ends_with("node_modules") {
+                    dirs.push(path);
+                } else if path.file_name().is_some_and(|n| n == "harness.yaml") {
+                    if let Ok(h) = Harness::load(&path) {
+                        found.push(h);
+                    }
+                }
+            }
+        }
+        found
+    }
+
     #[test]
-    fn streamed_policy_version_is_the_digest_of_the_whole_text() {
+    fn the_policy_version_is_the_digest_of_every_description() {
+        let harnesses = loadable_harnesses();
+        assert!(harnesses.len() >= 5, "{} harnesses", harnesses.len());
+        let mut tools_seen = 0;
+        for harness in &harnesses {
+            let tools: Vec<&Tool> = harness.tools().iter().collect();
+            tools_seen += tools.len();
+            assert_eq!(policy_version(harness, &tools), whole_text_digest(harness, &tools), "{}", harness.dir().display());
+            // Many tools (the text is hashed a piece at a time), in another order.
+            let many: Vec<&Tool> = tools.iter().rev().cycle().take(tools.len() * 40).copied().collect();
+            assert_eq!(policy_version(harness, &many), whole_text_digest(harness, &many));
+        }
+        assert!(tools_seen >= 10, "{tools_seen} tools");
+    }
+
+    #[test]
+    fn a_description_with_no_canonical_form_makes_the_digest_of_nothing() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/load/harness_full");
         let harness = Harness::load(&dir).unwrap();
-        let tool = |i: usize| json!({"name": format!("t{i}"), "description": "é \u{1f600} \"q\"".repeat(i % 50), "n": [i, 1.5, null, true], "nested": {"z": 1, "a": {"b": [i]}}});
-        for n in [0, 1, 3, 200] {
-            let tools: Vec<Value> = (0..n).map(tool).collect();
-            assert_eq!(policy_version(&harness, &tools), whole_text_digest(&harness, &tools), "{n} tools");
+        let ok = Tool::from_manifest_value(&json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "ok"}, "spec": {"handler": "m:f"}}), "ok").unwrap();
+        // An integer beyond 2^53 has no canonical form.
+        let big = Tool::from_manifest_value(
+            &json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "big"},
+                    "spec": {"handler": "m:f", "output": {"max_bytes": 9_007_199_254_740_993u64}}}),
+            "big",
+        )
+        .unwrap();
+        for tools in [vec![&ok, &big], vec![&big, &ok], vec![&ok; 300].into_iter().chain([&big]).collect()] {
+            assert_eq!(policy_version(&harness, &tools), crate::digest::sha256_tagged(b""));
+            assert_eq!(policy_version(&harness, &tools), whole_text_digest(&harness, &tools));
         }
-        // A value with no canonical form, as the last tool or an early one.
-        let mut tools: Vec<Value> = (0..100).map(tool).collect();
-        tools.push(json!({"n": 9007199254740993u64}));
-        assert_eq!(policy_version(&harness, &tools), crate::digest::sha256_tagged(b""));
-        tools.swap(2, 100);
-        assert_eq!(policy_version(&harness, &tools), whole_text_digest(&harness, &tools));
     }
 }

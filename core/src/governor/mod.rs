@@ -121,8 +121,8 @@ pub struct ToolRuntime {
     pub private: bool,
     /// Hosts it may send to; non-empty makes it subject to the trifecta rule.
     pub egress: Vec<String>,
-    /// `approval.when`.
-    pub approval_when: Option<Program>,
+    /// `approval.when`, compiled once when the manifest was loaded.
+    pub approval_when: Option<Arc<Program>>,
     /// `approval.approver_role`.
     pub approver_role: Option<String>,
     /// `risk`.

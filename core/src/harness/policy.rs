@@ -143,7 +143,7 @@ fn parse_rules(n: &Node, cx: &mut Checker, base: &str, layer: usize, layer_mode:
         let examples = r.get("examples").map(|n| parse_examples(n, cx, &format!("{path}.examples"))).unwrap_or_default();
         r.finish(cx);
         if let Some(text) = &when {
-            manifest::check_condition(cx, text, loc.into(), &format!("{path}.when"));
+            let _ = manifest::check_condition(cx, text, loc.into(), &format!("{path}.when"));
         }
         let when = when.unwrap_or_default();
         if let (Some(name), Some(effect)) = (name, effect) {

@@ -4,6 +4,7 @@
 //! (`crate::harness`) reads files and globs and calls the same pieces.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -49,7 +50,7 @@ impl Tool {
         max_output_bytes: u64,
         cx: &mut Checker,
     ) -> Option<Tool> {
-        let ParsedManifest { manifest, schema_pos, validator } = parsed;
+        let ParsedManifest { manifest, schema_pos, validator, approval_when } = parsed;
         let digest = match digest::definition_digest(&manifest.name, &manifest.description, &manifest.input_schema) {
             Ok(d) => d,
             Err(e) => {
@@ -71,7 +72,7 @@ impl Tool {
                 return None;
             }
         };
-        Some(Tool { manifest, digest, pin, file, path, max_output_bytes, validator })
+        Some(Tool { manifest, digest, pin, file, path, max_output_bytes, validator, approval_when: approval_when.map(Arc::new) })
     }
 }
 

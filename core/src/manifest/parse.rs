@@ -11,6 +11,7 @@ use super::model::{
     PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
 };
 use super::schema::check_schema;
+use crate::cel_lite::Program;
 use crate::check::{child_path, Checker, MapReader};
 use crate::digest;
 use crate::validate::SchemaValidator;
@@ -37,16 +38,19 @@ pub(crate) fn check_header(doc: &mut MapReader<'_>, cx: &mut Checker, kind: &str
 /// Compiles a cel-lite condition (`approval.when`, a policy rule's `when`)
 /// at load, so a syntax error or an unknown name is a load problem pointing
 /// into the file. Codes are cel-lite's (`cel_syntax`, `cel_unknown_name`, …).
-pub(crate) fn check_condition(cx: &mut Checker, text: &str, at: Location, path: &str) {
+/// Returns the compiled program, which the governor keeps (it is not
+/// compiled again).
+pub(crate) fn check_condition(cx: &mut Checker, text: &str, at: Location, path: &str) -> Option<Program> {
     if text.trim().is_empty() {
         let pos = Pos { line: at.line, column: at.column, ..Pos::default() };
         cx.report("invalid_value", pos, path, format!("`{path}` is empty"));
-        return;
+        return None;
     }
     // Trailing whitespace (a block scalar's final newline) is insignificant;
     // without it an "unexpected end" points at the last character, not at an
     // empty line.
-    if let Err(e) = crate::cel_lite::compile(text.trim_end()) {
+    let compiled = crate::cel_lite::compile(text.trim_end());
+    if let Err(e) = &compiled {
         let (line, column, note) = if at.line == 0 {
             (0, 0, format!(" (line {}, column {} of the expression)", e.line(), e.column()))
         } else if at.block {
@@ -59,6 +63,7 @@ pub(crate) fn check_condition(cx: &mut Checker, text: &str, at: Location, path: 
         let pos = Pos { line, column, ..Pos::default() };
         cx.report(e.code(), pos, path, format!("`{path}` does not compile: {}{note}", e.message()));
     }
+    compiled.ok()
 }
 
 /// A manifest whose required parts are sound, with what building its tool needs.
@@ -69,6 +74,8 @@ pub(crate) struct ParsedManifest {
     pub(crate) schema_pos: Pos,
     /// The compiled `spec.input_schema`, when the manifest gives one.
     pub(crate) validator: Option<SchemaValidator>,
+    /// The compiled `spec.approval.when`, when the manifest has an approval.
+    pub(crate) approval_when: Option<Program>,
 }
 
 /// Parses and checks a manifest document. Returns the manifest when the
@@ -236,7 +243,10 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let tenants = list(cx, "tenants");
     let enabled = spec.get("enabled").and_then(|n| cx.boolean(n, "spec.enabled")).unwrap_or(true);
     let rate_limit = spec.get("rate_limit").and_then(|n| parse_rate_limit(n, cx));
-    let approval = spec.get("approval").and_then(|n| parse_approval(n, cx));
+    let (approval, approval_when) = match spec.get("approval").and_then(|n| parse_approval(n, cx)) {
+        Some((approval, program)) => (Some(approval), program),
+        None => (None, None),
+    };
     let output = parse_output(spec.get("output"), cx);
     let payload_constraints = spec.get("payload_constraints").and_then(|n| parse_payload_constraints(n, cx));
     spec.finish(cx);
@@ -272,7 +282,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         output,
         payload_constraints,
     };
-    Some(ParsedManifest { manifest, schema_pos, validator })
+    Some(ParsedManifest { manifest, schema_pos, validator, approval_when })
 }
 
 fn meta_string_or_number(cx: &mut Checker, node: Option<&Node>, path: &str) -> Option<String> {
@@ -415,7 +425,7 @@ fn parse_rate_limit(node: &Node, cx: &mut Checker) -> Option<RateLimit> {
     Some(RateLimit { per_principal, per_tenant })
 }
 
-fn parse_approval(node: &Node, cx: &mut Checker) -> Option<Approval> {
+fn parse_approval(node: &Node, cx: &mut Checker) -> Option<(Approval, Option<Program>)> {
     let mut m = cx.map(node, "spec.approval")?;
     let (when, when_location) = match m.get("when") {
         None => (Some("true".to_string()), Location::from(node.pos)),
@@ -426,12 +436,10 @@ fn parse_approval(node: &Node, cx: &mut Checker) -> Option<Approval> {
     };
     let approver_role = cx.opt_string(m.get("approver_role"), "spec.approval.approver_role");
     m.finish(cx);
-    if let Some(text) = &when {
-        check_condition(cx, text, when_location, "spec.approval.when");
-    }
+    let program = when.as_deref().and_then(|text| check_condition(cx, text, when_location, "spec.approval.when"));
     let when = when.unwrap_or_default();
     let approval = Approval { when, when_location, approver_role };
-    Some(approval)
+    Some((approval, program))
 }
 
 fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {

@@ -3,10 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
 use super::model::{risk_name, sanitizer_name, side_effect_name, transport_name, Constraint, Manifest, PinState, TrustLabel};
+use crate::canonical;
+use crate::cel_lite::Program;
+use crate::error::Error;
 use crate::validate::SchemaValidator;
 
 /// A loaded tool: its manifest, where it came from, and its digest.
@@ -19,6 +23,8 @@ pub struct Tool {
     pub(super) path: Option<PathBuf>,
     pub(super) max_output_bytes: u64,
     pub(super) validator: SchemaValidator,
+    /// `spec.approval.when`, compiled once when the manifest was checked.
+    pub(super) approval_when: Option<Arc<Program>>,
 }
 
 impl Tool {
@@ -40,6 +46,12 @@ impl Tool {
     /// The compiled `spec.input_schema` (what step 2 validates arguments with).
     pub fn validator(&self) -> &SchemaValidator {
         &self.validator
+    }
+
+    /// The compiled `spec.approval.when` (shared with the governor, which
+    /// evaluates it at step 7), when the manifest has an approval.
+    pub fn approval_program(&self) -> Option<&Arc<Program>> {
+        self.approval_when.as_ref()
     }
 
     /// The parsed manifest.
@@ -139,6 +151,143 @@ impl Tool {
     }
 }
 
+impl Tool {
+    /// Appends the canonical JSON text of [`Tool::describe`] (as
+    /// [`canonical::write_value`] would write it at `depth`) without
+    /// building the value: the governor's policy version hashes it for every
+    /// tool at load. Keys are written in code point order; a test holds the
+    /// two texts equal.
+    pub(crate) fn write_description(&self, out: &mut String, depth: usize) -> Result<(), Error> {
+        let m = &self.manifest;
+        // The depth of the description's fields (and of the nested objects' own check).
+        let depth = canonical::enter(depth)?;
+        out.push_str("{\"approval\":");
+        match &m.approval {
+            None => out.push_str("null"),
+            Some(a) => {
+                canonical::enter(depth)?;
+                out.push_str("{\"approver_role\":");
+                canonical::write_opt_str(out, a.approver_role.as_deref());
+                out.push_str(",\"when\":");
+                canonical::write_str(out, &a.when);
+                out.push('}');
+            }
+        }
+        out.push_str(",\"code_arg\":");
+        canonical::write_str(out, &m.code_arg);
+        out.push_str(",\"data_access\":");
+        canonical::write_strs(out, &m.data_access, depth)?;
+        out.push_str(",\"description\":");
+        canonical::write_str(out, &m.description);
+        out.push_str(",\"digest\":");
+        canonical::write_str(out, &self.digest);
+        out.push_str(",\"egress\":");
+        canonical::write_strs(out, &m.egress, depth)?;
+        out.push_str(",\"enabled\":");
+        out.push_str(if m.enabled { "true" } else { "false" });
+        out.push_str(",\"file\":");
+        canonical::write_opt_str(out, self.file.as_deref());
+        out.push_str(",\"handler\":");
+        canonical::write_opt_str(out, m.handler.as_deref());
+        out.push_str(",\"headers_env\":");
+        canonical::enter(depth)?;
+        out.push('{');
+        // A BTreeMap: already in code point (UTF-8 byte) order.
+        for (i, (name, var)) in m.headers_env.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            canonical::write_str(out, name);
+            out.push(':');
+            canonical::write_str(out, var);
+        }
+        out.push('}');
+        out.push_str(",\"input_schema\":");
+        canonical::write_value(out, &m.input_schema, depth)?;
+        out.push_str(",\"limits\":");
+        canonical::enter(depth)?;
+        out.push_str("{\"max_memory_mb\":");
+        canonical::write_u64(out, m.limits.max_memory_mb)?;
+        out.push_str(",\"max_output_bytes\":");
+        canonical::write_u64(out, m.limits.max_output_bytes)?;
+        out.push_str(",\"timeout\":");
+        canonical::write_str(out, &m.limits.timeout.to_text());
+        out.push_str(",\"timeout_ms\":");
+        canonical::write_u64(out, m.limits.timeout.ms)?;
+        out.push_str("},\"name\":");
+        canonical::write_str(out, &m.name);
+        out.push_str(",\"output\":");
+        canonical::enter(depth)?;
+        out.push_str("{\"label\":");
+        out.push_str(match m.output.label {
+            TrustLabel::Untrusted => "\"untrusted\"",
+            TrustLabel::Trusted => "\"trusted\"",
+        });
+        out.push_str(",\"max_bytes\":");
+        canonical::write_u64(out, self.max_output_bytes())?;
+        out.push_str(",\"sanitize\":");
+        canonical::enter(depth + 1)?;
+        out.push('[');
+        for (i, s) in m.output.sanitize.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            canonical::write_str(out, sanitizer_name(*s));
+        }
+        out.push_str("]},\"owner\":");
+        canonical::write_opt_str(out, m.owner.as_deref());
+        out.push_str(",\"payload_constraints\":");
+        match &m.payload_constraints {
+            None => out.push_str("null"),
+            // Rare and small: built as a value.
+            Some(pc) => {
+                let v = json!({"input": constraints_json(&pc.input), "output": constraints_json(&pc.output)});
+                canonical::write_value(out, &v, depth)?;
+            }
+        }
+        out.push_str(",\"pin\":");
+        canonical::write_str(out, self.pin.as_str());
+        out.push_str(",\"pinned_digest\":");
+        canonical::write_opt_str(out, m.definition_digest.as_deref());
+        out.push_str(",\"rate_limit\":");
+        match &m.rate_limit {
+            None => out.push_str("null"),
+            Some(r) => {
+                canonical::enter(depth)?;
+                out.push_str("{\"per_principal\":");
+                canonical::write_opt_str(out, r.per_principal.map(|x| x.to_text()).as_deref());
+                out.push_str(",\"per_tenant\":");
+                canonical::write_opt_str(out, r.per_tenant.map(|x| x.to_text()).as_deref());
+                out.push('}');
+            }
+        }
+        out.push_str(",\"risk\":");
+        canonical::write_str(out, risk_name(m.risk));
+        out.push_str(",\"sandbox\":");
+        canonical::write_opt_str(out, m.sandbox.as_deref());
+        out.push_str(",\"scopes\":");
+        canonical::write_strs(out, &m.scopes, depth)?;
+        out.push_str(",\"server\":");
+        canonical::write_opt_str(out, m.server.as_deref());
+        out.push_str(",\"side_effect\":");
+        canonical::write_str(out, side_effect_name(m.side_effect));
+        out.push_str(",\"tenants\":");
+        canonical::write_strs(out, &m.tenants, depth)?;
+        out.push_str(",\"timeout\":");
+        canonical::write_str(out, &m.timeout.to_text());
+        out.push_str(",\"timeout_ms\":");
+        canonical::write_u64(out, m.timeout.ms)?;
+        out.push_str(",\"transport\":");
+        canonical::write_str(out, transport_name(m.transport));
+        out.push_str(",\"url\":");
+        canonical::write_opt_str(out, m.url.as_deref());
+        out.push_str(",\"version\":");
+        canonical::write_opt_str(out, m.version.as_deref());
+        out.push('}');
+        Ok(())
+    }
+}
+
 fn constraints_json(map: &BTreeMap<String, Constraint>) -> Value {
     let mut out = Map::new();
     for (path, c) in map {
@@ -177,5 +326,55 @@ fn number_json(f: f64) -> Value {
         json!(i)
     } else {
         json!(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(spec: Value) -> Tool {
+        Tool::from_manifest_value(&json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "t", "version": "1.0", "owner": "ö"}, "spec": spec}), "t.yaml")
+            .unwrap()
+    }
+
+    fn written(t: &Tool, depth: usize) -> Result<String, String> {
+        let mut out = String::new();
+        t.write_description(&mut out, depth).map(|()| out).map_err(|e| e.code().to_string())
+    }
+
+    fn canonical(t: &Tool, depth: usize) -> Result<String, String> {
+        let mut out = String::new();
+        canonical::write_value(&mut out, &t.describe(), depth).map(|()| out).map_err(|e| e.code().to_string())
+    }
+
+    #[test]
+    fn the_written_description_is_the_canonical_text_of_describe() {
+        let mut deep = json!({"type": "string"});
+        for _ in 0..200 {
+            deep = json!({"type": "object", "properties": {"x": deep}});
+        }
+        for spec in [
+            json!({"handler": "m:f"}),
+            json!({"transport": "http", "url": "https://a.example/x", "headers_env": {"X-Ké": "TOKEN", "A": "B_1"}, "egress": ["a.example"],
+                   "description": "line\nbreak \"quoted\" \u{1f600} \u{7f}", "risk": "critical", "side_effect": "destructive",
+                   "data_access": ["pii:email", "db"], "scopes": ["a:b"], "tenants": ["acme", "beta"], "enabled": false,
+                   "rate_limit": {"per_tenant": "5/h"}, "approval": {"when": "args.x > 1.5"},
+                   "output": {"max_bytes": 1234, "sanitize": ["strip_instructions", "pii_redact"], "label": "trusted"},
+                   "payload_constraints": {"input": {"x": {"min": 1.5, "max": 3, "allowed_values": [1, "a", null, true]}, "$": {"non_empty": true}},
+                                           "output": {"items": {"min_items": 1, "max_items": 2, "max_length": 10}}},
+                   "timeout": "1500ms"}),
+            json!({"transport": "code", "sandbox": "monty", "code_arg": "src", "limits": {"timeout": "2m", "max_memory_mb": 16, "max_output_bytes": 99},
+                   "approval": {"when": true, "approver_role": "finance"}, "rate_limit": {"per_principal": "10/s"}}),
+            json!({"handler": "m:f", "input_schema": deep, "definition_digest": format!("sha256:{}", "0".repeat(64))}),
+        ] {
+            let t = tool(spec);
+            for depth in [0, 2, 300] {
+                assert_eq!(written(&t, depth), canonical(&t, depth), "{}", t.describe());
+            }
+            // Too deep for the schema (or the whole object): both refuse alike.
+            assert_eq!(written(&t, 511).is_err(), canonical(&t, 511).is_err());
+            assert_eq!(written(&t, 512), canonical(&t, 512));
+        }
     }
 }
