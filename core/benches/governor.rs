@@ -75,7 +75,7 @@ fn main() {
     };
     if let (Some(bare), Some(governed)) = (read("bare handler (1 KB output)"), read("governed call, steps 1-9 (1 KB output)")) {
         println!(
-            "governor: governed call {:.0} ns, bare handler {:.0} ns, added {:.0} ns per call (goal < 2000 ns)",
+            "governor: governed call {:.0} ns, bare handler {:.0} ns, added {:.0} ns per call (goal < 1500 ns)",
             governed,
             bare,
             governed - bare

@@ -140,25 +140,33 @@ impl Checker {
         }
     }
 
-    /// A list of strings.
-    pub fn strings(&mut self, node: &Node, path: &str) -> Option<Vec<String>> {
+    /// Reads a list: `each` gets every item with its path (`path[i]`).
+    /// Reports `wrong_type` ("`path` must be {what}, not …") and returns
+    /// false when the node is not a list.
+    pub fn list<'a>(&mut self, node: &'a Node, path: &str, what: &str, mut each: impl FnMut(&mut Self, &'a Node, &str)) -> bool {
         match &node.value {
             NodeValue::Seq(items) => {
-                let mut out = Vec::with_capacity(items.len());
-                let mut ok = true;
                 for (i, item) in items.iter().enumerate() {
-                    match self.string(item, &format!("{path}[{i}]")) {
-                        Some(s) => out.push(s),
-                        None => ok = false,
-                    }
+                    each(self, item, &format!("{path}[{i}]"));
                 }
-                ok.then_some(out)
+                true
             }
             _ => {
-                self.wrong_type(node, path, "a list of strings");
-                None
+                self.wrong_type(node, path, what);
+                false
             }
         }
+    }
+
+    /// A list of strings.
+    pub fn strings(&mut self, node: &Node, path: &str) -> Option<Vec<String>> {
+        let mut out = Vec::new();
+        let mut ok = true;
+        let is_list = self.list(node, path, "a list of strings", |cx, item, item_path| match cx.string(item, item_path) {
+            Some(s) => out.push(s),
+            None => ok = false,
+        });
+        (is_list && ok).then_some(out)
     }
 
     /// One of `choices`, by its text.

@@ -264,32 +264,38 @@ fn policy_version(harness: &Harness, tools: &[&Tool]) -> String {
     // The canonical text of `{"harness": …, "tools": [...]}` ("harness"
     // sorts first), hashed a piece at a time instead of built whole; a value
     // with no canonical form makes it the digest of empty text, as before.
+    // The tools' texts are written in parallel, a slice at a time, and
+    // hashed in order.
     use sha2::{Digest as _, Sha256};
-    let mut hasher = Sha256::new();
-    let mut buf = String::with_capacity(4096);
-    let mut write = || -> Result<(), crate::error::Error> {
-        buf.push_str("{\"harness\":");
-        crate::canonical::write_value(&mut buf, &harness.describe(), 1)?;
-        buf.push_str(",\"tools\":[");
-        for (i, tool) in tools.iter().enumerate() {
+    const SLICE: usize = 64;
+    let slices: Vec<&[&Tool]> = tools.chunks(SLICE).collect();
+    let texts = crate::parallel::map_in_order(&slices, crate::parallel::parallelism(), |slice| {
+        let mut text = String::with_capacity(slice.len() * 1024);
+        for (i, tool) in slice.iter().enumerate() {
             if i > 0 {
-                buf.push(',');
+                text.push(',');
             }
             // The canonical text of `tool.describe()`, written without building it.
-            tool.write_description(&mut buf, 2)?;
-            if buf.len() >= 4096 {
-                hasher.update(buf.as_bytes());
-                buf.clear();
-            }
+            tool.write_description(&mut text, 2)?;
         }
-        buf.push_str("]}");
-        hasher.update(buf.as_bytes());
-        Ok(())
-    };
-    match write() {
-        Ok(()) => crate::digest::hex_tagged(&hasher.finalize()),
-        Err(_) => crate::digest::sha256_tagged(b""),
+        Ok::<String, crate::error::Error>(text)
+    });
+    let mut head = String::from("{\"harness\":");
+    if crate::canonical::write_value(&mut head, &harness.describe(), 1).is_err() {
+        return crate::digest::sha256_tagged(b"");
     }
+    head.push_str(",\"tools\":[");
+    let mut hasher = Sha256::new();
+    hasher.update(head.as_bytes());
+    for (i, text) in texts.into_iter().enumerate() {
+        let Ok(text) = text else { return crate::digest::sha256_tagged(b"") };
+        if i > 0 {
+            hasher.update(b",");
+        }
+        hasher.update(text.as_bytes());
+    }
+    hasher.update(b"]}");
+    crate::digest::hex_tagged(&hasher.finalize())
 }
 
 /// Checks every rule's examples: a rule whose examples it does not decide
@@ -389,18 +395,27 @@ mod tests {
             let tools: Vec<&Tool> = harness.tools().iter().collect();
             tools_seen += tools.len();
             assert_eq!(policy_version(harness, &tools), whole_text_digest(harness, &tools), "{}", harness.dir().display());
-            // Many tools (the text is hashed a piece at a time), in another order.
-            let many: Vec<&Tool> = tools.iter().rev().cycle().take(tools.len() * 40).copied().collect();
-            assert_eq!(policy_version(harness, &many), whole_text_digest(harness, &many));
+            // In another order, and repeated.
+            let more: Vec<&Tool> = tools.iter().rev().cycle().take(tools.len() * 3).copied().collect();
+            assert_eq!(policy_version(harness, &more), whole_text_digest(harness, &more));
         }
         assert!(tools_seen >= 10, "{tools_seen} tools");
+        // Enough tools for their texts to be written on several threads.
+        let harness = harnesses.iter().find(|h| h.tools().len() >= 2).unwrap();
+        let n = crate::parallel::PARALLEL_MIN_ITEMS * 64 + 7;
+        let many: Vec<&Tool> = harness.tools().iter().cycle().take(n).collect();
+        assert_eq!(policy_version(harness, &many), whole_text_digest(harness, &many));
     }
 
     #[test]
     fn a_description_with_no_canonical_form_makes_the_digest_of_nothing() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/load/harness_full");
         let harness = Harness::load(&dir).unwrap();
-        let ok = Tool::from_manifest_value(&json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "ok"}, "spec": {"handler": "m:f"}}), "ok").unwrap();
+        let ok = Tool::from_manifest_value(
+            &json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "ok"}, "spec": {"handler": "m:f"}}),
+            "ok",
+        )
+        .unwrap();
         // An integer beyond 2^53 has no canonical form.
         let big = Tool::from_manifest_value(
             &json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "big"},
@@ -412,5 +427,11 @@ mod tests {
             assert_eq!(policy_version(&harness, &tools), crate::digest::sha256_tagged(b""));
             assert_eq!(policy_version(&harness, &tools), whole_text_digest(&harness, &tools));
         }
+        // Written on several threads, one of which meets it.
+        let mut many = vec![&ok; crate::parallel::PARALLEL_MIN_ITEMS * 64 + 7];
+        many[2000] = &big;
+        assert_eq!(policy_version(&harness, &many), crate::digest::sha256_tagged(b""));
+        many[2000] = &ok;
+        assert_ne!(policy_version(&harness, &many), crate::digest::sha256_tagged(b""));
     }
 }

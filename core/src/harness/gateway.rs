@@ -123,21 +123,7 @@ pub(crate) fn parse(node: &Node, cx: &mut Checker) -> GatewaySpec {
     if let Some(n) = g.get("http") {
         if let Some(mut h) = cx.map(n, "spec.gateway.http") {
             if let Some(keys) = h.get("keys") {
-                match &keys.value {
-                    NodeValue::Seq(items) => {
-                        for (i, item) in items.iter().enumerate() {
-                            if let Some(k) = key(item, cx, &format!("spec.gateway.http.keys[{i}]")) {
-                                spec.keys.push(k);
-                            }
-                        }
-                    }
-                    _ => cx.report(
-                        "wrong_type",
-                        keys.pos,
-                        "spec.gateway.http.keys",
-                        format!("`spec.gateway.http.keys` must be a list, not {}", keys.kind()),
-                    ),
-                }
+                cx.list(keys, "spec.gateway.http.keys", "a list", |cx, item, path| spec.keys.extend(key(item, cx, path)));
             }
             if let Some(j) = h.get("jwt") {
                 spec.jwt = jwt(j, cx);

@@ -68,23 +68,14 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
                 tools.max_output_bytes = cx.positive(n, "spec.tools.max_output_bytes").unwrap_or(DEFAULT_MAX_OUTPUT_BYTES);
             }
             if let Some(n) = t.get("approval_by_risk") {
-                match &n.value {
-                    NodeValue::Seq(items) => {
-                        for (i, item) in items.iter().enumerate() {
-                            if let Some(r) = cx.choice(item, &format!("spec.tools.approval_by_risk[{i}]"), RISKS) {
-                                if !tools.approval_by_risk.contains(&r) {
-                                    tools.approval_by_risk.push(r);
-                                }
-                            }
+                let risks = &mut tools.approval_by_risk;
+                cx.list(n, "spec.tools.approval_by_risk", "a list of risks", |cx, item, path| {
+                    if let Some(r) = cx.choice(item, path, RISKS) {
+                        if !risks.contains(&r) {
+                            risks.push(r);
                         }
                     }
-                    _ => cx.report(
-                        "wrong_type",
-                        n.pos,
-                        "spec.tools.approval_by_risk",
-                        format!("`spec.tools.approval_by_risk` must be a list of risks, not {}", n.kind()),
-                    ),
-                }
+                });
             }
             t.finish(cx);
         }

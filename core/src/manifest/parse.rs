@@ -450,23 +450,16 @@ fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {
         out.max_bytes = cx.positive(n, "spec.output.max_bytes");
     }
     if let Some(n) = m.get("sanitize") {
-        match &n.value {
-            NodeValue::Seq(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    let path = format!("spec.output.sanitize[{i}]");
-                    if let Some(s) =
-                        cx.choice(item, &path, &[("pii_redact", Sanitizer::PiiRedact), ("strip_instructions", Sanitizer::StripInstructions)])
-                    {
-                        if out.sanitize.contains(&s) {
-                            cx.report("invalid_value", item.pos, &path, format!("`{}` is listed twice", sanitizer_name(s)));
-                        } else {
-                            out.sanitize.push(s);
-                        }
-                    }
+        let sanitize = &mut out.sanitize;
+        cx.list(n, "spec.output.sanitize", "a list", |cx, item, path| {
+            if let Some(s) = cx.choice(item, path, &[("pii_redact", Sanitizer::PiiRedact), ("strip_instructions", Sanitizer::StripInstructions)]) {
+                if sanitize.contains(&s) {
+                    cx.report("invalid_value", item.pos, path, format!("`{}` is listed twice", sanitizer_name(s)));
+                } else {
+                    sanitize.push(s);
                 }
             }
-            _ => cx.report("wrong_type", n.pos, "spec.output.sanitize", format!("`spec.output.sanitize` must be a list, not {}", n.kind())),
-        }
+        });
     }
     if let Some(n) = m.get("label") {
         if let Some(l) = cx.choice(n, "spec.output.label", &[("untrusted", TrustLabel::Untrusted), ("trusted", TrustLabel::Trusted)]) {

@@ -334,8 +334,11 @@ mod tests {
     use super::*;
 
     fn tool(spec: Value) -> Tool {
-        Tool::from_manifest_value(&json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "t", "version": "1.0", "owner": "ö"}, "spec": spec}), "t.yaml")
-            .unwrap()
+        Tool::from_manifest_value(
+            &json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "t", "version": "1.0", "owner": "ö"}, "spec": spec}),
+            "t.yaml",
+        )
+        .unwrap()
     }
 
     fn written(t: &Tool, depth: usize) -> Result<String, String> {

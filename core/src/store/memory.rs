@@ -8,10 +8,21 @@ use super::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Budget, Labels, Pending
 #[derive(Debug, Default)]
 struct State {
     tat: HashMap<String, u128>,
-    run_total: HashMap<String, u64>,
-    run_tool: HashMap<String, HashMap<String, u64>>,
-    labels: HashMap<String, Labels>,
+    /// Per run: its budgets and labels, under one key (a governed call
+    /// looks its run up a few times; one map hashes the id once each time).
+    runs: HashMap<String, Run>,
     approvals: HashMap<String, PendingApproval>,
+}
+
+/// What the store knows of one run.
+#[derive(Debug, Default)]
+struct Run {
+    /// Calls counted against `budgets.max_tool_calls`.
+    total: u64,
+    /// Calls counted per tool against `budgets.per_tool`.
+    per_tool: HashMap<String, u64>,
+    /// The trifecta's labels.
+    labels: Labels,
 }
 
 /// State in this process's memory, behind one lock.
@@ -35,10 +46,7 @@ impl MemoryStore {
 
 impl Store for MemoryStore {
     fn end_run(&self, run_id: &str) -> Result<(), StoreError> {
-        let mut state = self.lock()?;
-        state.run_total.remove(run_id);
-        state.labels.remove(run_id);
-        state.run_tool.remove(run_id);
+        self.lock()?.runs.remove(run_id);
         Ok(())
     }
 
@@ -86,41 +94,43 @@ impl Store for MemoryStore {
 
     fn take_budget(&self, run_id: &str, tool: &str, max_total: Option<u64>, max_tool: Option<u64>) -> Result<Budget, StoreError> {
         let mut state = self.lock()?;
-        let total = state.run_total.get(run_id).copied().unwrap_or(0);
+        let run = state.runs.get(run_id);
+        let total = run.map_or(0, |r| r.total);
         if let Some(limit) = max_total.filter(|limit| total >= *limit) {
             return Ok(Budget::RunExhausted { limit });
         }
-        let per_tool = state.run_tool.get(run_id).and_then(|m| m.get(tool)).copied().unwrap_or(0);
+        let per_tool = run.and_then(|r| r.per_tool.get(tool)).copied().unwrap_or(0);
         if let Some(limit) = max_tool.filter(|limit| per_tool >= *limit) {
             return Ok(Budget::ToolExhausted { limit });
         }
-        state.run_total.insert(run_id.to_string(), total + 1);
-        state.run_tool.entry(run_id.to_string()).or_default().insert(tool.to_string(), per_tool + 1);
+        let run = state.runs.entry(run_id.to_string()).or_default();
+        run.total = total + 1;
+        run.per_tool.insert(tool.to_string(), per_tool + 1);
         Ok(Budget::Taken)
     }
 
     fn release_budget(&self, run_id: &str, tool: &str) -> Result<(), StoreError> {
         let mut state = self.lock()?;
-        if let Some(n) = state.run_total.get_mut(run_id) {
-            *n = n.saturating_sub(1);
-        }
-        if let Some(n) = state.run_tool.get_mut(run_id).and_then(|m| m.get_mut(tool)) {
-            *n = n.saturating_sub(1);
+        if let Some(run) = state.runs.get_mut(run_id) {
+            run.total = run.total.saturating_sub(1);
+            if let Some(n) = run.per_tool.get_mut(tool) {
+                *n = n.saturating_sub(1);
+            }
         }
         Ok(())
     }
 
     fn labels(&self, run_id: &str) -> Result<Labels, StoreError> {
-        Ok(self.lock()?.labels.get(run_id).copied().unwrap_or_default())
+        Ok(self.lock()?.runs.get(run_id).map(|r| r.labels).unwrap_or_default())
     }
 
     fn add_labels(&self, run_id: &str, labels: Labels) -> Result<Labels, StoreError> {
         let mut state = self.lock()?;
-        if let Some(known) = state.labels.get_mut(run_id) {
-            *known = known.union(labels);
-            return Ok(*known);
+        if let Some(run) = state.runs.get_mut(run_id) {
+            run.labels = run.labels.union(labels);
+            return Ok(run.labels);
         }
-        state.labels.insert(run_id.to_string(), labels);
+        state.runs.insert(run_id.to_string(), Run { labels, ..Run::default() });
         Ok(labels)
     }
 
