@@ -322,17 +322,25 @@ impl Governor {
     /// trip that also brings the run's labels when they were not read yet.
     fn rate_limits(&self, rt: &ToolRuntime, plan: &ToolPlan, call: &mut Deciding<'_>) -> Result<(), Stop> {
         let ctx = call.ctx;
-        let mut keys = Vec::with_capacity(2);
-        if let Some(rate) = rt.per_principal {
-            keys.push(RateKey { key: concat(&plan.principal_key, &ctx.principal.id), rate });
-        }
-        if let (Some(rate), Some(tenant)) = (rt.per_tenant, &ctx.tenant) {
-            keys.push(RateKey { key: concat(&plan.tenant_key, tenant), rate });
-        }
-        if keys.is_empty() {
-            return Ok(());
-        }
-        let acquired = self.store.acquire_with_labels(&keys, call.now_ms, call.run_id).map(|(acquire, labels)| {
+        let principal = rt.per_principal.map(|rate| RateKey { key: concat(&plan.principal_key, &ctx.principal.id), rate });
+        let tenant = match (rt.per_tenant, &ctx.tenant) {
+            (Some(rate), Some(tenant)) => Some(RateKey { key: concat(&plan.tenant_key, tenant), rate }),
+            _ => None,
+        };
+        // At most two keys, in order: on the stack, not in a vector (this runs on every call).
+        let (both, one);
+        let keys: &[RateKey] = match (principal, tenant) {
+            (Some(p), Some(t)) => {
+                both = [p, t];
+                &both
+            }
+            (Some(k), None) | (None, Some(k)) => {
+                one = [k];
+                &one
+            }
+            (None, None) => return Ok(()),
+        };
+        let acquired = self.store.acquire_with_labels(keys, call.now_ms, call.run_id).map(|(acquire, labels)| {
             call.trace.labels = call.trace.labels.or(labels);
             acquire
         });
