@@ -105,7 +105,10 @@ def lex(text: str) -> List[Tuple[str, Any]]:
         if kind == "ws":
             continue
         if kind == "double":
-            toks.append(("lit", float(s)))
+            d = float(s)
+            if not math.isfinite(d):  # cel-lite: a literal beyond range is a compile error
+                raise CompileError(f"double literal {s} is out of range")
+            toks.append(("lit", d))
         elif kind in ("int", "hex"):
             u = s.endswith("u")
             digits = s[:-1] if u else s
@@ -392,6 +395,15 @@ def trunc_mod(a: int, b: int) -> int:
     return a - b * trunc_div(a, b)
 
 
+def finite(d: float) -> float:
+    """cel-lite departs from CEL: a NaN or infinity made inside an expression
+    makes it unevaluable (canonical JSON has no form for them, and a NaN would
+    compare false and skip a deny rule)."""
+    if not math.isfinite(d):
+        raise CelError("not a finite double (NaN or infinity)")
+    return d
+
+
 def arith(op: str, a: Any, b: Any) -> Any:
     ta, tb = typ(a), typ(b)
     if op == "+" and ta == tb == "string":
@@ -406,10 +418,10 @@ def arith(op: str, a: Any, b: Any) -> Any:
         if op == "/":
             if b == 0.0:
                 if a == 0.0 or math.isnan(a):
-                    return math.nan
-                return math.copysign(math.inf, a) * math.copysign(1.0, b)
-            return a / b
-        return {"+": a + b, "-": a - b, "*": a * b}[op]
+                    return finite(math.nan)
+                return finite(math.copysign(math.inf, a) * math.copysign(1.0, b))
+            return finite(a / b)
+        return finite({"+": a + b, "-": a - b, "*": a * b}[op])
     if op in ("/", "%") and b == 0:
         raise CelError("division by zero")
     if op == "/":
@@ -647,9 +659,10 @@ def call(name: str, args: List[Any]) -> Any:
             return float(a)
         if t == "string":
             try:
-                return float(a)
+                d = float(a)
             except ValueError:
                 raise CelError("not a double") from None
+            return finite(d)
         raise CelError("double of what")
     if name == "string":
         if t == "string":
