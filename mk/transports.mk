@@ -47,7 +47,7 @@ SANDBOX_WORKER_RELEASE := $(SANDBOX_TARGET)/$(HOST_TRIPLE)/release/harnessweaver
 
 bench-transports: mcp-servers ## benchmark http, code (warm/cold) and mcp calls through the governor
 	cargo build --release --manifest-path sandbox/Cargo.toml --target-dir $(SANDBOX_TARGET)
-	HARNESSWEAVER_SANDBOX_WORKER=$(SANDBOX_WORKER_RELEASE) cargo bench -p harnessweaver-runtime --bench transports --features bench-peer
+	HARNESSWEAVER_SANDBOX_WORKER=$(SANDBOX_WORKER_RELEASE) cargo bench -p harnessweaver-runtime --bench transports
 	$(BENCH_ROWS) transports
 
 .PHONY: bench-transports
