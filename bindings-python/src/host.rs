@@ -273,7 +273,7 @@ impl ApprovalCallback for PyApproval {
     }
 }
 
-/// Handler refs imported by `resolve(module, attrs, base_dir) -> (fn, origin, mode, takes_key)`.
+/// Handler refs imported by `resolve(module, attrs, base_dir) -> (fn, origin, modules_in_path, mode, takes_key)`.
 struct PyResolver<'py> {
     resolve: Bound<'py, PyAny>,
     roots: Vec<PathBuf>,
@@ -295,12 +295,12 @@ impl HandlerResolver for PyResolver<'_> {
     fn resolve(&mut self, r: &HandlerRef<'_>) -> Result<Resolved, String> {
         let py = self.resolve.py();
         let got =
-            self.resolve.call1((r.module, r.attrs.to_vec(), r.base_dir)).and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, String, bool)>());
+            self.resolve.call1((r.module, r.attrs.to_vec(), r.base_dir)).and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, Vec<String>, String, bool)>());
         match got {
-            Ok((f, origin, mode, takes_idempotency_key)) => {
+            Ok((f, origin, modules_in_path, mode, takes_idempotency_key)) => {
                 let (name, mode) = mode_of(&mode);
                 self.found.insert(r.tool.to_string(), (f, name));
-                Ok(Resolved { origin, mode, takes_idempotency_key })
+                Ok(Resolved { origin, modules_in_path, mode, takes_idempotency_key })
             }
             Err(e) => Err(format!("{}: {}", name_of(py, &e), e.value(py))),
         }

@@ -255,10 +255,16 @@ fn sanitize<'py>(py: Python<'py>, value: &Bound<'py, PyAny>, sanitizers: Vec<Str
     Ok((to_py(py, &out)?, to_py(py, counts.as_map())?))
 }
 
-/// Whether a handler's code file may be named by a manifest of the harness in `base`.
+/// Why the core refuses a resolved handler ref for the harness in `base` (`None`: it may be named).
 #[pyfunction]
-fn handler_origin_allowed(origin: std::path::PathBuf, base: std::path::PathBuf, roots: Vec<std::path::PathBuf>) -> bool {
-    core::origin_allowed(&origin, &base, &roots)
+fn handler_refusal(
+    text: &str,
+    origin: Option<std::path::PathBuf>,
+    modules_in_path: Vec<String>,
+    base: std::path::PathBuf,
+    roots: Vec<std::path::PathBuf>,
+) -> Option<String> {
+    core::handler_refusal(text, origin.as_deref(), &modules_in_path, &base, &roots)
 }
 
 /// Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code.
@@ -286,7 +292,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(describe_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(sanitize, m)?)?;
-    m.add_function(wrap_pyfunction!(handler_origin_allowed, m)?)?;
+    m.add_function(wrap_pyfunction!(handler_refusal, m)?)?;
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
     host::register(m)?;
     gateway::register(m)?;

@@ -451,6 +451,8 @@ codes! {
         PathEscape => "path_escape",
         /// Two tools with one name.
         DuplicateTool => "duplicate_tool",
+        /// Two tool names equal under case folding or Unicode confusable skeletons (UTS #39).
+        ConfusableTool => "confusable_tool",
         /// A native tool with no handler.
         HandlerNotRegistered => "handler_not_registered",
         /// Python could not import a tool's `handler`.

@@ -118,6 +118,8 @@ struct Resolver {
     roots: Vec<PathBuf>,
     origins: Vec<(String, Option<PathBuf>)>,
     asked: Vec<String>,
+    /// Attribute names that are modules (as Python's `os` is an attribute of a module importing it).
+    modules: Vec<&'static str>,
 }
 
 impl HandlerResolver for Resolver {
@@ -127,7 +129,11 @@ impl HandlerResolver for Resolver {
     fn resolve(&mut self, r: &HandlerRef<'_>) -> Result<Resolved, String> {
         self.asked.push(format!("{}:{}", r.module, r.attrs.join(".")));
         match self.origins.iter().find(|(m, _)| m == r.module) {
-            Some((_, origin)) => Ok(Resolved { origin: origin.clone(), mode: HandlerMode::Async, takes_idempotency_key: true }),
+            Some((_, origin)) => {
+                let modules_in_path =
+                    (1..=r.attrs.len()).filter(|&n| r.attrs.get(n - 1).is_some_and(|a| self.modules.contains(&a.as_str()))).map(|n| r.attrs[..n].join(".")).collect();
+                Ok(Resolved { origin: origin.clone(), modules_in_path, mode: HandlerMode::Async, takes_idempotency_key: true })
+            }
             None => Err(format!("ModuleNotFoundError: no module named `{}`", r.module)),
         }
     }
@@ -159,6 +165,7 @@ fn handler_refs_resolve_through_the_host_with_the_origin_checked_in_core() {
             ("mod_builtin".into(), None),
         ],
         asked: Vec::new(),
+        modules: Vec::new(),
     };
     let options = HostOptions { handlers: vec![decl("given", HandlerMode::CallerThread)], resolver: Some(&mut resolver), ..HostOptions::default() };
     let err = Host::load(&d.join("harness.yaml"), options).unwrap_err();
@@ -423,4 +430,74 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         assert_eq!(Value::Object(built), serde_json::from_str::<Value>(&text).unwrap(), "the same fields and values");
         assert!(at.windows(2).all(|w| w[0] < w[1]), "in the JSON form's order: {text}");
     }
+}
+
+#[test]
+fn issue17_item13_a_tool_in_code_confusable_with_a_manifest_is_a_load_error() {
+    let d = dir("confusable", &[("harness.yaml", harness("")), ("tools/t.yaml", tool("refund_payment", ""))]);
+    let code = |name: &str| ManifestSource::Value {
+        value: json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": name}, "spec": {"description": "d", "handler": "x:y"}}),
+        origin: "app.py".into(),
+    };
+    let options = |name: &str| HostOptions {
+        handlers: vec![decl("refund_payment", HandlerMode::CallerThread), decl(name, HandlerMode::CallerThread)],
+        code_tools: vec![code(name)],
+        ..HostOptions::default()
+    };
+    let err = Host::load(&d.join("harness.yaml"), options("Refund_Payment")).err().expect("a confusable tool in code loaded");
+    assert_eq!(err.problems.len(), 1, "{}", err.text());
+    let p = &err.problems[0];
+    assert_eq!((p.code.as_str(), p.file.as_deref(), p.path.as_str()), ("confusable_tool", Some("app.py"), "metadata.name"));
+    assert!(p.message.contains("`Refund_Payment` in `app.py`") && p.message.contains("`refund_payment` in `tools/t.yaml`"), "{}", p.message);
+    // A distinct name given in code loads and is callable.
+    let host = Host::load(&d.join("harness.yaml"), options("refund_status")).unwrap();
+    assert_eq!(host.tools().map(|t| t.name()).collect::<Vec<_>>(), ["refund_payment", "refund_status"]);
+}
+
+#[test]
+fn issue17_item1_handler_origin_an_attribute_path_through_a_module_is_refused_in_core() {
+    // `pkg:os.system`: the module `pkg` is an installed package, but the path
+    // goes through the module `os` it imported; `pkg:shell` is a re-export of
+    // a built-in (no file); `pkg:run` is the package's own function.
+    let d = dir(
+        "through",
+        &[
+            ("harness.yaml", harness("")),
+            ("tools/a.yaml", tool("a", "").replace("mod_a:run", "mod_pkg:os.system")),
+            ("tools/b.yaml", tool("b", "").replace("mod_b:run", "mod_pkg:shell")),
+            ("tools/c.yaml", tool("c", "").replace("mod_c:run", "mod_pkg:run")),
+        ],
+    );
+    let site = dir("through-site", &[("mod_pkg.py", String::new())]);
+    let mut resolver = Resolver {
+        roots: vec![site.clone()],
+        origins: vec![("mod_pkg".into(), Some(site.join("mod_pkg.py")))],
+        asked: Vec::new(),
+        modules: vec!["os"],
+    };
+    // The fake host reports `shell` as built in.
+    struct Builtin<'a>(&'a mut Resolver);
+    impl HandlerResolver for Builtin<'_> {
+        fn package_roots(&self) -> Vec<PathBuf> {
+            self.0.package_roots()
+        }
+        fn resolve(&mut self, r: &HandlerRef<'_>) -> Result<Resolved, String> {
+            let mut found = self.0.resolve(r)?;
+            if r.attrs.join(".") == "shell" {
+                found.origin = None;
+            }
+            Ok(found)
+        }
+    }
+    let mut host = Builtin(&mut resolver);
+    let err = Host::load(&d.join("harness.yaml"), HostOptions { resolver: Some(&mut host), ..HostOptions::default() }).unwrap_err();
+    let got: Vec<(&str, &str)> = err.problems.iter().map(|p| (p.file.as_deref().unwrap(), p.code.as_str())).collect();
+    assert_eq!(got, [("tools/a.yaml", "handler_import_failed"), ("tools/b.yaml", "handler_import_failed")], "{}", err.text());
+    assert!(err.problems[0].message.contains("reaches the module `os`"), "{}", err.text());
+    assert!(err.problems[1].message.contains("built into Python"), "{}", err.text());
+    // The package's own function loads.
+    fs::remove_file(d.join("tools/a.yaml")).unwrap();
+    fs::remove_file(d.join("tools/b.yaml")).unwrap();
+    let host = Host::load(&d.join("harness.yaml"), HostOptions { resolver: Some(&mut resolver), ..HostOptions::default() }).unwrap();
+    assert_eq!(begin(&host, "c", json!({})).route(), TicketRoute::Host { mode: HandlerMode::Async, takes_idempotency_key: true });
 }

@@ -440,3 +440,62 @@ fn a_directory_means_its_harness_yaml_and_globs_skip_it() {
     assert_eq!(h.tools().len(), 1);
     assert_eq!(h.tools()[0].file(), Some("t.yaml"));
 }
+
+#[test]
+fn issue17_item13_confusable_tool_names_are_a_load_error_naming_both_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/load/confusable_tool");
+    let p = problems(&root);
+    assert_eq!(p.len(), 2, "{p:#?}");
+    at(&p[0], "confusable_tool", "tools/b.yaml", 4, 9, "metadata.name");
+    at(&p[1], "confusable_tool", "tools/d.yaml", 4, 9, "metadata.name");
+    for (p, names) in p.iter().zip([["`Refund_payment`", "`refund_payment`"], ["`wire_10`", "`wire_l0`"]]) {
+        let (a, b) = if names[0].contains("Refund") { ("tools/a.yaml", "tools/b.yaml") } else { ("tools/c.yaml", "tools/d.yaml") };
+        assert!(p.message.contains(a) && p.message.contains(b) && names.iter().all(|n| p.message.contains(n)), "{}", p.message);
+    }
+    // Each pair alone: the names that differ only by confusables clash, a
+    // plainly different name does not.
+    for (x, y, clash) in [
+        ("refund_payment", "REFUND_PAYMENT", true),
+        ("pay0", "payO", true),
+        ("burn", "bum", true),
+        ("list.files", "list_files", false),
+        ("refund_payment", "refund_payments", false),
+    ] {
+        let m = |n: &str| format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata:\n  name: {n}\nspec:\n  handler: \"a:b\"\n");
+        let dir = dir_with(&[("harness.yaml", HARNESS), ("tools/a.yaml", &m(x)), ("tools/b.yaml", &m(y))]);
+        match Harness::load(dir.join("harness.yaml")) {
+            Ok(h) => assert!(!clash && h.tools().len() == 2, "`{x}` and `{y}` both loaded"),
+            Err(e) => {
+                assert!(clash, "`{x}` and `{y}`: {e}");
+                at(&e.problems()[0], "confusable_tool", "tools/b.yaml", 4, 9, "metadata.name");
+            }
+        }
+    }
+}
+
+#[test]
+fn issue17_conformance_integer_valued_float_bounds_load_and_are_enforced() {
+    // JSON Schema counts `2.0` as an integer: every count keyword takes it.
+    let keywords = ["minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "minContains", "maxContains"];
+    for keyword in keywords {
+        let contains = if keyword.ends_with("Contains") { "contains: true, " } else { "" };
+        let schema = format!("  input_schema:\n    type: object\n    properties:\n      v: {{{contains}{keyword}: 2.0}}\n");
+        let dir = dir_with(&[("harness.yaml", HARNESS), ("tools/t.yaml", &manifest(&format!("  handler: \"a:b\"\n{schema}")))]);
+        let h = Harness::load(dir.join("harness.yaml")).unwrap_or_else(|e| panic!("{keyword}: 2.0 refused: {e}"));
+        let v = h.tools()[0].validator();
+        let (short, long) = match keyword {
+            "minLength" | "maxLength" => (serde_json::json!({"v": "a"}), serde_json::json!({"v": "abc"})),
+            "minItems" | "maxItems" => (serde_json::json!({"v": [1]}), serde_json::json!({"v": [1, 2, 3]})),
+            "minContains" | "maxContains" => (serde_json::json!({"v": [1]}), serde_json::json!({"v": [1, 2, 3]})),
+            _ => (serde_json::json!({"v": {"a": 1}}), serde_json::json!({"v": {"a": 1, "b": 2, "c": 3}})),
+        };
+        let refused = if keyword.starts_with("min") { short } else { long };
+        let got = v.check(&refused).map(|x| x.keyword);
+        assert!(got.as_deref().is_some_and(|k| k == keyword || (!contains.is_empty() && k == "contains")), "{keyword}: 2.0 not enforced: {got:?}");
+    }
+    // A fractional, negative or non-finite count is still refused.
+    for bad in ["2.5", "-1.0", ".inf"] {
+        let p = one(&format!("  handler: \"a:b\"\n  input_schema:\n    type: object\n    properties:\n      v: {{maxItems: {bad}}}\n"));
+        assert_eq!((p.code.as_str(), p.path.as_str()), ("invalid_schema", "spec.input_schema.properties.v.maxItems"), "{bad}");
+    }
+}

@@ -39,9 +39,10 @@ def _import_handler(ref: str, base: str) -> Callable[..., Any]:
     module, _, attr = ref.partition(":")
     if not module or not attr:
         raise ImportError(f"handler `{ref}` is not `module:function`")
-    fn, origin, _, _ = _resolve(module, attr.split("."), base)
-    if not origin or not _native.handler_origin_allowed(origin, base, _roots()):
-        raise ImportError(f"handler `{ref}` resolves outside the harness directory and installed packages")
+    fn, origin, modules, _, _ = _resolve(module, attr.split("."), base)
+    refusal = _native.handler_refusal(ref, origin, modules, base, _roots())
+    if refusal is not None:
+        raise ImportError(refusal.removeprefix("ImportError: "))
     return fn  # type: ignore[no-any-return]
 
 

@@ -13,6 +13,7 @@ ones on a daemon thread (:func:`inline` ones on the event loop's thread).
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import inspect
 import os
@@ -66,19 +67,41 @@ def _declare(fn: Any) -> Tuple[Any, str, bool]:
     return fn, mode, takes_key
 
 
-def _resolve(module: str, attrs: List[str], base: Any) -> Tuple[Any, Optional[str], str, bool]:
-    """Imports a manifest's ``handler`` for the core, which checks where its code lives."""
+def _defined_in(fn: Any) -> Optional[str]:
+    """The file the code of ``fn`` is defined in; None for code built into Python."""
+    for _ in range(8):  # a partial of a method, an lru_cache of a function, an instance's __call__, ...
+        if inspect.isfunction(fn):
+            return fn.__code__.co_filename
+        if inspect.isclass(fn):
+            return getattr(sys.modules.get(fn.__module__), "__file__", None)
+        if isinstance(fn, (functools.partial, _Inline)):
+            inner = fn.func if isinstance(fn, functools.partial) else fn.fn
+        else:
+            inner = getattr(fn, "__func__", None) or getattr(fn, "__wrapped__", None)
+        if inner is None and not inspect.isroutine(fn):
+            inner = getattr(type(fn), "__call__", None)
+        if inner is None:
+            return None
+        fn = inner
+    return None
+
+
+def _resolve(module: str, attrs: List[str], base: Any) -> Tuple[Any, Optional[str], List[str], str, bool]:
+    """Imports a manifest's ``handler`` and reports the facts the core decides on:
+    where the resolved callable's code is defined, and which attributes of the path were modules."""
     base = os.fspath(base)
     if base not in sys.path:
         sys.path.insert(0, base)
     fn: Any = importlib.import_module(module)
-    origin = getattr(fn, "__file__", None)
-    for part in attrs:
+    modules = []
+    for i, part in enumerate(attrs):
         fn = getattr(fn, part)
+        if inspect.ismodule(fn):
+            modules.append(".".join(attrs[: i + 1]))
     if not callable(fn):
         raise ImportError(f"`{module}:{'.'.join(attrs)}` is not callable")
     _, mode, takes_key = _declare(fn)
-    return fn, origin, mode, takes_key
+    return fn, _defined_in(fn), modules, mode, takes_key
 
 
 def _roots() -> List[str]:

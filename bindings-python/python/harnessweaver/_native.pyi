@@ -31,7 +31,7 @@ __all__ = [
     "canonical_json",
     "describe_manifest",
     "sanitize",
-    "handler_origin_allowed",
+    "handler_refusal",
     "cli_run",
     "Principal",
     "Ticket",
@@ -151,9 +151,11 @@ class ToolFailed(ToolBlocked):
 class OutputRejected(ToolBlocked):
     """Step 9 (output): the output fails the tool's output constraints."""
 
-def handler_origin_allowed(origin: str, base: str, roots: Sequence[str]) -> bool:
-    """Whether a handler whose code is in ``origin`` may be named by a manifest of
-    the harness in ``base`` (under it, or under one of ``roots``, the package directories)."""
+def handler_refusal(text: str, origin: Optional[str], modules_in_path: Sequence[str], base: str, roots: Sequence[str]) -> Optional[str]:
+    """Why the core refuses the handler ref ``text`` for the harness in ``base``, or
+    None when it may be named: the resolved callable's code (``origin``, None when
+    built in) must be under ``base`` or one of ``roots`` (the package directories),
+    and no attribute of the path may be a module (``modules_in_path``)."""
 
 def definition_digest(name: str, description: str, input_schema: Any) -> str:
     """``sha256:`` + hex SHA-256 of the canonical JSON of ``{"description",

@@ -162,6 +162,7 @@ impl Governor {
         let mut problems = Vec::new();
         let mut tools = Vec::new();
         let mut names: HashMap<String, ()> = HashMap::new();
+        let mut keys: HashMap<String, &Tool> = HashMap::new();
         // Runtimes are built in parallel for many tools, then taken in
         // order (a duplicate's runtime is dropped, as if never built).
         let all: Vec<&Tool> = harness.tools().iter().chain(options.extra_tools.iter()).collect();
@@ -178,6 +179,18 @@ impl Governor {
                 problems.push(p);
                 continue;
             }
+            // Two names a model cannot tell apart (issue 17 item 13); the
+            // manifest files were compared with each other at load.
+            let key = crate::manifest::confusable_key(tool.name());
+            if let Some(other) = keys.get(&key) {
+                let (here, there) = (tool.file().unwrap_or("code"), other.file().unwrap_or("code"));
+                let mut p = Problem::new("confusable_tool", harness::confusable_message(tool.name(), here, other.name(), there));
+                p.file = tool.file().map(str::to_string);
+                p.path = "metadata.name".into();
+                problems.push(p);
+                continue;
+            }
+            keys.insert(key, tool);
             problems.append(&mut own);
             tools.push(rt);
         }

@@ -75,6 +75,8 @@ impl Harness {
 
         let mut tools: Vec<Tool> = Vec::new();
         let mut seen: HashMap<String, String> = HashMap::new();
+        // Each confusable key (case folding, UTS #39 skeleton) with the first name and file holding it.
+        let mut keys: HashMap<String, (String, String)> = HashMap::new();
         // Read, parse and check every manifest (in parallel for many); then,
         // in file order, find duplicate names and collect the problems, so
         // the result is the same as checking the files one after another.
@@ -91,7 +93,14 @@ impl Harness {
                     // Reported before the manifest's own problems, as when checked in turn.
                     dup.problems.append(&mut mcx.problems);
                     mcx.problems = dup.problems;
+                } else if let Some((other, first)) = keys.get(&manifest::confusable_key(&name)) {
+                    duplicate = true;
+                    let mut dup = Checker::new(Some(rel.clone()));
+                    dup.report("confusable_tool", pos, "metadata.name", confusable_message(&name, &rel, other, first));
+                    dup.problems.append(&mut mcx.problems);
+                    mcx.problems = dup.problems;
                 } else {
+                    keys.insert(manifest::confusable_key(&name), (name.clone(), rel.clone()));
                     seen.insert(name, rel.clone());
                 }
             }
@@ -107,6 +116,13 @@ impl Harness {
         }
         Ok(Harness { spec, dir, tools })
     }
+}
+
+/// The `confusable_tool` message: both names and where each is defined.
+pub(crate) fn confusable_message(name: &str, file: &str, other: &str, other_file: &str) -> String {
+    format!(
+        "tool `{name}` in `{file}` is confusable with tool `{other}` in `{other_file}` (equal under case folding or Unicode confusable skeletons); rename one"
+    )
 }
 
 /// One manifest file, read, parsed and checked on its own.

@@ -17,6 +17,7 @@ mod model;
 mod parse;
 mod policy;
 
+pub(crate) use load::confusable_message;
 pub use load::problems_of;
 pub use model::{
     redact_url, ApprovalSettings, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, McpConnect, McpServer, Mode,

@@ -56,11 +56,16 @@ pub struct HandlerRef<'a> {
     pub base_dir: &'a Path,
 }
 
-/// What a host found for a handler ref.
+/// What a host found for a handler ref: facts only; the core decides.
 #[derive(Debug, Clone)]
 pub struct Resolved {
-    /// The file its code lives in (`None`: built in, no file).
+    /// The file the code of the callable finally resolved is defined in (not
+    /// the file of the module named before `:`): for `pkg:helper` where
+    /// `pkg` re-exports `os.system`, no file (`None`: built in).
     pub origin: Option<PathBuf>,
+    /// The attributes of the path after `:` that named a module, each as the
+    /// path up to it (`iniconfig:os.system` → `["os"]`).
+    pub modules_in_path: Vec<String>,
     /// How it runs.
     pub mode: HandlerMode,
     /// It takes the idempotency key.
@@ -190,6 +195,29 @@ pub fn origin_allowed(origin: &Path, dir: &Path, roots: &[PathBuf]) -> bool {
     dir.canonicalize().is_ok_and(|d| real.starts_with(d)) || roots.iter().filter_map(|r| r.canonicalize().ok()).any(|r| real.starts_with(r))
 }
 
+/// Why a resolved handler ref may not become a tool (`None`: it may), from the
+/// host's facts (issue 17 item 1). An attribute path through a module
+/// (`iniconfig:os.system`) reaches whatever that module imported, so it is
+/// refused whatever it finds; otherwise the callable's own code must be under
+/// the harness directory or a package root (`origin_allowed`), so a package
+/// re-exporting `os.system` under another name does not pass either.
+pub fn handler_refusal(text: &str, origin: Option<&Path>, modules_in_path: &[String], dir: &Path, roots: &[PathBuf]) -> Option<String> {
+    if let Some(module) = modules_in_path.first() {
+        return Some(format!(
+            "ImportError: handler `{text}` reaches the module `{module}` through its attribute path; name the module that defines the function before `:`"
+        ));
+    }
+    match origin {
+        Some(origin) if origin_allowed(origin, dir, roots) => None,
+        origin => {
+            let wher = origin.map_or_else(|| "code built into Python (no file)".to_string(), |o| format!("code in `{}`", o.display()));
+            Some(format!(
+                "ImportError: handler `{text}` resolves to {wher}, outside the harness directory and installed packages; pass the function in handlers= instead"
+            ))
+        }
+    }
+}
+
 /// Resolves the handler refs of native tools that have no handler given.
 fn resolve_refs(
     harness: &Harness,
@@ -223,16 +251,11 @@ fn resolve_refs(
         let r = HandlerRef { tool: tool.name(), text, module, attrs: &attrs, base_dir: dir };
         match resolver.resolve(&r) {
             Err(reason) => problems.push(fail(reason)),
-            Ok(found) => match &found.origin {
-                Some(origin) if origin_allowed(origin, dir, &roots) => {
+            Ok(found) => match handler_refusal(text, found.origin.as_deref(), &found.modules_in_path, dir, &roots) {
+                None => {
                     given.insert(tool.name().to_string(), HostHandler { mode: found.mode, takes_key: found.takes_idempotency_key });
                 }
-                origin => {
-                    let wher = origin.as_ref().map_or_else(|| "a built-in module".to_string(), |o| format!("`{}`", o.display()));
-                    problems.push(fail(format!(
-                        "ImportError: handler `{text}` resolves to {wher}, outside the harness directory and installed packages; pass the function in handlers= instead"
-                    )));
-                }
+                Some(reason) => problems.push(fail(reason)),
             },
         }
     }

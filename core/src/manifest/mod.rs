@@ -16,7 +16,7 @@ mod schema;
 mod tool;
 
 pub use model::{
-    is_valid_name, mcp_server_name, risk_name, sanitizer_name, side_effect_name, transport_name, Approval, CodeLimits, Constraint, Duration,
+    confusable_key, is_valid_name, mcp_server_name, risk_name, sanitizer_name, side_effect_name, transport_name, Approval, CodeLimits, Constraint, Duration,
     Location, Manifest, OutputPolicy, PayloadConstraints, PinState, Rate, RateLimit, RatePeriod, Risk, Sanitizer, SideEffect, Transport, TrustLabel,
     API_VERSION, DEFAULT_MAX_OUTPUT_BYTES, SANDBOXES,
 };

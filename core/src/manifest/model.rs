@@ -391,6 +391,15 @@ pub fn is_valid_name(name: &str) -> bool {
     name.len() <= 128 && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
 }
 
+/// The form under which two tool names count as one (issue 17 item 13): the
+/// name lowercased (case folding), then its Unicode confusable skeleton (UTS
+/// #39, so `l`, `I` and `1`, `O` and `0`, `rn` and `m` meet), lowercased again.
+/// A model reading `Refund_payment` and `refund_payment` cannot tell which it
+/// calls, so a harness may not hold both.
+pub fn confusable_key(name: &str) -> String {
+    unicode_security::skeleton(&name.to_lowercase()).flat_map(char::to_lowercase).collect()
+}
+
 /// `NAME` of an MCP tool's `server: mcp://NAME`, or `None` when it is not of that form.
 pub fn mcp_server_name(server: &str) -> Option<&str> {
     server.strip_prefix("mcp://").filter(|n| !n.is_empty() && !n.contains('/'))

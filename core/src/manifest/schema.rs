@@ -120,7 +120,9 @@ fn schema_shape(node: &Node, path: &str, cx: &mut Checker, depth: usize) {
             {
                 bad(cx, "a number");
             }
-            "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties" | "maxProperties" if !matches!(v.value, NodeValue::Int(i) if i >= 0) =>
+            // An integer per JSON Schema is a number with no fractional part, so `2.0` is one.
+            "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties" | "maxProperties" | "minContains" | "maxContains"
+                if !is_count(&v.value) =>
             {
                 bad(cx, "a whole number, 0 or more");
             }
@@ -130,5 +132,14 @@ fn schema_shape(node: &Node, path: &str, cx: &mut Checker, depth: usize) {
             },
             _ => {}
         }
+    }
+}
+
+/// A JSON Schema non-negative integer: `2` or an integer-valued float such as `2.0`.
+fn is_count(value: &NodeValue) -> bool {
+    match value {
+        NodeValue::Int(i) => *i >= 0,
+        NodeValue::Float(f) => f.is_finite() && *f >= 0.0 && f.fract() == 0.0,
+        _ => false,
     }
 }
