@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 
-import { hw } from './fixture_support.mjs'
+import { FIXTURES, hw } from './fixture_support.mjs'
 
 test('__proto__ keys are data: canonical JSON keeps them, nothing is polluted', () => {
   const value = JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {"x": 1}}, "a": 1}')
@@ -45,4 +45,21 @@ test('a handler receives __proto__ as an own key, and the output does not pollut
   assert.equal(r.decision, 'allowed')
   assert.deepEqual(seen, { a: 1 })
   assert.equal({}.polluted, undefined)
+})
+
+test('issue17 item13: confusable tool names are a load error naming both files', () => {
+  const caseDir = join(FIXTURES, 'load', 'confusable_tool')
+  let err
+  try {
+    hw.inspect(join(caseDir, 'harness.yaml'))
+  } catch (e) {
+    err = e
+  }
+  assert.ok(err instanceof hw.LoadError, `expected a LoadError, got ${err}`)
+  assert.deepEqual(err.problems.map((p) => [p.code, p.file.endsWith('tools/b.yaml') || p.file.endsWith('tools/d.yaml')]), [
+    ['confusable_tool', true], ['confusable_tool', true],
+  ])
+  const [first, second] = err.problems.map((p) => p.message)
+  assert.ok(first.includes('`Refund_payment`') && first.includes('`refund_payment`') && first.includes('tools/a.yaml'), first)
+  assert.ok(second.includes('`wire_10`') && second.includes('`wire_l0`') && second.includes('tools/c.yaml'), second)
 })

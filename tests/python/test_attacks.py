@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -385,6 +386,147 @@ def test_a_handler_module_of_another_harness_is_not_picked_up(tmp_path: Path) ->
     # `attack_handlers_x` is cached from a/: b's harness must not silently run a's code.
     with pytest.raises(hw.LoadError):
         hw.load(b / "harness.yaml")
+
+
+# Installed packages (pytest's and jsonschema's dependencies in the venv) whose
+# modules import `os`, `subprocess`, `sys` or `builtins`: a manifest naming one of
+# them reaches that module through an attribute path. Each candidate that
+# resolves in plain Python to a dangerous callable must be refused.
+THROUGH_A_MODULE = [
+    f"{package}:{path}"
+    for package in ("iniconfig", "pluggy._manager", "pluggy._hooks", "_pytest.pytester", "_pytest.compat", "packaging.tags",
+                    "jsonschema.validators", "attr._make", "hypothesis.core")
+    for path in ("os.system", "os.popen", "subprocess.getoutput", "subprocess.run", "sys.modules.get", "builtins.exec")
+]
+
+
+def _resolves(ref: str) -> bool:
+    import importlib
+
+    module, _, path = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in path.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return False
+    return callable(obj)
+
+
+def test_issue17_item1_handler_origin_attribute_paths_through_installed_packages_are_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    reachable = [ref for ref in THROUGH_A_MODULE if _resolves(ref)]
+    # Not vacuous: several packages really reach os/subprocess this way.
+    assert "iniconfig:os.system" in reachable, reachable
+    assert len({r.split(":")[0] for r in reachable}) >= 3, reachable
+    for ref in reachable:
+        t = tool("t", handler=ref, input_schema={"type": "object", "properties": {"command": {"type": "string"}}})
+        path = write(tmp_path / ref.replace(":", "_"), [t])
+        with pytest.raises(hw.LoadError) as info:
+            h = hw.load(path)
+            h.call("t", {"command": f"touch {marker}"}, principal=ALICE, raise_on_refusal=False)
+        problem = info.value.problems[0]
+        assert (problem.code, problem.path) == ("handler_import_failed", "spec.handler"), ref
+        assert "through its attribute path" in problem.message, (ref, problem.message)
+    assert not marker.exists()
+    # `harnessweaver add tool` imports the same way and refuses the same refs.
+    from harnessweaver._add_tool import _import_handler
+
+    with pytest.raises(ImportError, match="through its attribute path"):
+        _import_handler("iniconfig:os.system", str(tmp_path))
+    # Granted explicitly by the host, the same function runs.
+    t = tool("t", input_schema={"type": "object", "properties": {"command": {"type": "string"}}})
+    h = hw.load(write(tmp_path / "granted", [t]), handlers={"t": lambda command: os.system(command)})
+    assert h.call("t", {"command": f"touch {marker}"}, principal=ALICE).decision == "allowed"
+    assert marker.exists()
+
+
+def test_issue17_item1_handler_origin_is_where_the_callable_is_defined_not_its_module(tmp_path: Path) -> None:
+    """A module in the harness directory that re-exports the standard library's
+    or Python's own functions does not make them the harness's code."""
+    pkg = tmp_path / "issue17_shop"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "reexports.py").write_text(
+        textwrap.dedent(
+            """
+            import functools, os
+            from os import system as run_shell
+            from subprocess import getoutput as get_output
+            partial_shell = functools.partial(os.system)
+            class Caller:
+                __call__ = staticmethod(os.system)
+            caller = Caller()
+            """
+        ),
+        encoding="utf-8",
+    )
+    (pkg / "tools.py").write_text(
+        textwrap.dedent(
+            """
+            import functools
+            import harnessweaver as hw
+
+            def lookup(order_id):
+                return {"order": order_id}
+
+            class Api:
+                @staticmethod
+                def status(order_id):
+                    return {"status": order_id}
+
+            @functools.lru_cache(maxsize=None)
+            def cached(order_id):
+                return {"cached": order_id}
+
+            inlined = hw.inline(lookup)
+            """
+        ),
+        encoding="utf-8",
+    )
+    refused = ["run_shell", "get_output", "partial_shell", "caller"]
+    write(tmp_path, [tool(name, handler=f"issue17_shop.reexports:{name}") for name in refused])
+    with pytest.raises(hw.LoadError) as info:
+        hw.load(tmp_path / "harness.yaml")
+    assert sorted(p.file for p in info.value.problems) == sorted(f"tools/{n}.json" for n in refused)
+    for p in info.value.problems:
+        assert p.code == "handler_import_failed" and "outside the harness directory" in p.message, p.message
+    shutil.rmtree(tmp_path / "tools")
+    # The harness's own package: functions, a static method through its class,
+    # a cached function and an inline handler all load and run.
+    schema = {"type": "object", "properties": {"order_id": {"type": "string"}}}
+    own = {"lookup": "lookup", "status": "Api.status", "cached": "cached", "inlined": "inlined"}
+    path = write(tmp_path, [tool(n, handler=f"issue17_shop.tools:{a}", input_schema=schema) for n, a in own.items()])
+    h = hw.load(path)
+    assert h.call("lookup", {"order_id": "A-1"}, principal=ALICE).output == {"order": "A-1"}
+    assert h.call("status", {"order_id": "A-1"}, principal=ALICE).output == {"status": "A-1"}
+    assert h.call("cached", {"order_id": "A-1"}, principal=ALICE).output == {"cached": "A-1"}
+    assert h.call("inlined", {"order_id": "A-2"}, principal=ALICE).output == {"order": "A-2"}
+    # An installed package's own function still loads (packaging is pytest's dependency).
+    pkg_tool = tool("canon", handler="packaging.utils:canonicalize_name", input_schema={"type": "object", "properties": {"name": {"type": "string"}}})
+    h = hw.load(write(tmp_path / "installed", [pkg_tool]))
+    assert h.call("canon", {"name": "Foo_Bar"}, principal=ALICE).output == "foo-bar"
+
+
+def test_issue17_item13_confusable_tool_names_are_a_load_error_naming_both_files(tmp_path: Path) -> None:
+    from fixture_support import FIXTURES
+
+    with pytest.raises(hw.LoadError) as info:
+        hw.inspect(FIXTURES / "load" / "confusable_tool" / "harness.yaml")
+    problems = info.value.problems
+    assert [(p.code, p.file) for p in problems] == [("confusable_tool", "tools/b.yaml"), ("confusable_tool", "tools/d.yaml")]
+    assert "`Refund_payment`" in problems[0].message and "`refund_payment` in `tools/a.yaml`" in problems[0].message
+    assert "`wire_10`" in problems[1].message and "`wire_l0` in `tools/c.yaml`" in problems[1].message
+    # A tool given in code is compared with the manifests too.
+    path = write(tmp_path, [tool("refund_payment")])
+    twin = hw.ToolDescription.from_manifest({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "REFUND_PAYMENT"}, "spec": {"description": "d", "handler": "x:y"}})
+    with pytest.raises(hw.LoadError) as info:
+        hw.load(path, handlers={"refund_payment": echo}, tools=[(twin, echo)])
+    assert [p.code for p in info.value.problems] == ["confusable_tool"]
+    # Distinct names load, and both are callable.
+    other = hw.ToolDescription.from_manifest({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "refund_status"}, "spec": {"description": "d", "handler": "x:y"}})
+    h = hw.load(path, handlers={"refund_payment": echo}, tools=[(other, echo)])
+    assert {h.call(n, {}, principal=ALICE).decision for n in ("refund_payment", "refund_status")} == {"allowed"}
 
 
 # ------------------------------------------------------------------ resource exhaustion
