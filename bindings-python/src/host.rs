@@ -294,8 +294,10 @@ impl HandlerResolver for PyResolver<'_> {
     }
     fn resolve(&mut self, r: &HandlerRef<'_>) -> Result<Resolved, String> {
         let py = self.resolve.py();
-        let got =
-            self.resolve.call1((r.module, r.attrs.to_vec(), r.base_dir)).and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, Vec<String>, String, bool)>());
+        let got = self
+            .resolve
+            .call1((r.module, r.attrs.to_vec(), r.base_dir))
+            .and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, Vec<String>, String, bool)>());
         match got {
             Ok((f, origin, modules_in_path, mode, takes_idempotency_key)) => {
                 let (name, mode) = mode_of(&mode);

@@ -130,8 +130,10 @@ impl HandlerResolver for Resolver {
         self.asked.push(format!("{}:{}", r.module, r.attrs.join(".")));
         match self.origins.iter().find(|(m, _)| m == r.module) {
             Some((_, origin)) => {
-                let modules_in_path =
-                    (1..=r.attrs.len()).filter(|&n| r.attrs.get(n - 1).is_some_and(|a| self.modules.contains(&a.as_str()))).map(|n| r.attrs[..n].join(".")).collect();
+                let modules_in_path = (1..=r.attrs.len())
+                    .filter(|&n| r.attrs.get(n - 1).is_some_and(|a| self.modules.contains(&a.as_str())))
+                    .map(|n| r.attrs[..n].join("."))
+                    .collect();
                 Ok(Resolved { origin: origin.clone(), modules_in_path, mode: HandlerMode::Async, takes_idempotency_key: true })
             }
             None => Err(format!("ModuleNotFoundError: no module named `{}`", r.module)),

@@ -28,7 +28,8 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     let dir = suite_dir().join("draft2020-12");
-    let mut files: Vec<PathBuf> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    let mut files: Vec<PathBuf> =
+        fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
     files.sort();
     let mut out = Vec::new();
     for file in files {
@@ -72,8 +73,11 @@ fn issue17_conformance_json_schema_test_suite_draft2020_12_through_step_2() {
     let dir = std::env::temp_dir().join(format!("hw-json-schema-suite-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(dir.join("tools")).unwrap();
-    fs::write(dir.join("harness.yaml"), "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.json\"]\n")
-        .unwrap();
+    fs::write(
+        dir.join("harness.yaml"),
+        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.json\"]\n",
+    )
+    .unwrap();
     let mut names: Vec<String> = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         fs::write(dir.join(format!("tools/s{i}.json")), serde_json::to_string_pretty(&manifest(i, case)).unwrap()).unwrap();
@@ -118,14 +122,18 @@ fn issue17_conformance_json_schema_test_suite_draft2020_12_through_step_2() {
         }
     }
     let _ = fs::remove_dir_all(&dir);
-    let expected: BTreeMap<String, String> =
-        serde_json::from_str(&fs::read_to_string(suite_dir().join("expected_failures.json")).unwrap()).unwrap();
+    let expected: BTreeMap<String, String> = serde_json::from_str(&fs::read_to_string(suite_dir().join("expected_failures.json")).unwrap()).unwrap();
     let listed: BTreeSet<String> = expected.keys().cloned().collect();
     if let Some(dump) = std::env::var_os("HW_SUITE_DUMP") {
         fs::write(dump, serde_json::to_string_pretty(&failures).unwrap()).unwrap();
     }
     let failures: BTreeSet<String> = failures.into_keys().collect();
-    let _ = writeln!(std::io::stderr(), "json-schema-test-suite draft2020-12: {} cases, {run} tests run, {} expected failures", cases.len(), listed.len());
+    let _ = writeln!(
+        std::io::stderr(),
+        "json-schema-test-suite draft2020-12: {} cases, {run} tests run, {} expected failures",
+        cases.len(),
+        listed.len()
+    );
     let unexpected: Vec<&String> = failures.difference(&listed).collect();
     let stale: Vec<&String> = listed.difference(&failures).collect();
     assert!(unexpected.is_empty() && stale.is_empty(), "failing but not in expected_failures.json: {unexpected:#?}\nlisted but passing: {stale:#?}");

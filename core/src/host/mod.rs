@@ -32,7 +32,9 @@ pub use crate::runtime::SpecFormat;
 pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
-pub use load::{handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions};
+pub use load::{
+    handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions,
+};
 pub use watchdog::{Interrupter, Watchdog};
 
 use crate::clock::ManualClock;

@@ -16,9 +16,9 @@ mod schema;
 mod tool;
 
 pub use model::{
-    confusable_key, is_valid_name, mcp_server_name, risk_name, sanitizer_name, side_effect_name, transport_name, Approval, CodeLimits, Constraint, Duration,
-    Location, Manifest, OutputPolicy, PayloadConstraints, PinState, Rate, RateLimit, RatePeriod, Risk, Sanitizer, SideEffect, Transport, TrustLabel,
-    API_VERSION, DEFAULT_MAX_OUTPUT_BYTES, SANDBOXES,
+    confusable_key, is_valid_name, mcp_server_name, risk_name, sanitizer_name, side_effect_name, transport_name, Approval, CodeLimits, Constraint,
+    Duration, Location, Manifest, OutputPolicy, PayloadConstraints, PinState, Rate, RateLimit, RatePeriod, Risk, Sanitizer, SideEffect, Transport,
+    TrustLabel, API_VERSION, DEFAULT_MAX_OUTPUT_BYTES, SANDBOXES,
 };
 pub use tool::Tool;
 
