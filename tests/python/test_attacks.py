@@ -394,8 +394,17 @@ def test_a_handler_module_of_another_harness_is_not_picked_up(tmp_path: Path) ->
 # resolves in plain Python to a dangerous callable must be refused.
 THROUGH_A_MODULE = [
     f"{package}:{path}"
-    for package in ("iniconfig", "pluggy._manager", "pluggy._hooks", "_pytest.pytester", "_pytest.compat", "packaging.tags",
-                    "jsonschema.validators", "attr._make", "hypothesis.core")
+    for package in (
+        "iniconfig",
+        "pluggy._manager",
+        "pluggy._hooks",
+        "_pytest.pytester",
+        "_pytest.compat",
+        "packaging.tags",
+        "jsonschema.validators",
+        "attr._make",
+        "hypothesis.core",
+    )
     for path in ("os.system", "os.popen", "subprocess.getoutput", "subprocess.run", "sys.modules.get", "builtins.exec")
 ]
 
@@ -503,7 +512,11 @@ def test_issue17_item1_handler_origin_is_where_the_callable_is_defined_not_its_m
     assert h.call("cached", {"order_id": "A-1"}, principal=ALICE).output == {"cached": "A-1"}
     assert h.call("inlined", {"order_id": "A-2"}, principal=ALICE).output == {"order": "A-2"}
     # An installed package's own function still loads (packaging is pytest's dependency).
-    pkg_tool = tool("canon", handler="packaging.utils:canonicalize_name", input_schema={"type": "object", "properties": {"name": {"type": "string"}}})
+    pkg_tool = tool(
+        "canon",
+        handler="packaging.utils:canonicalize_name",
+        input_schema={"type": "object", "properties": {"name": {"type": "string"}}},
+    )
     h = hw.load(write(tmp_path / "installed", [pkg_tool]))
     assert h.call("canon", {"name": "Foo_Bar"}, principal=ALICE).output == "foo-bar"
 
@@ -519,12 +532,26 @@ def test_issue17_item13_confusable_tool_names_are_a_load_error_naming_both_files
     assert "`wire_10`" in problems[1].message and "`wire_l0` in `tools/c.yaml`" in problems[1].message
     # A tool given in code is compared with the manifests too.
     path = write(tmp_path, [tool("refund_payment")])
-    twin = hw.ToolDescription.from_manifest({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "REFUND_PAYMENT"}, "spec": {"description": "d", "handler": "x:y"}})
+    twin = hw.ToolDescription.from_manifest(
+        {
+            "apiVersion": "harnessweaver/v1",
+            "kind": "Tool",
+            "metadata": {"name": "REFUND_PAYMENT"},
+            "spec": {"description": "d", "handler": "x:y"},
+        }
+    )
     with pytest.raises(hw.LoadError) as info:
         hw.load(path, handlers={"refund_payment": echo}, tools=[(twin, echo)])
     assert [p.code for p in info.value.problems] == ["confusable_tool"]
     # Distinct names load, and both are callable.
-    other = hw.ToolDescription.from_manifest({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "refund_status"}, "spec": {"description": "d", "handler": "x:y"}})
+    other = hw.ToolDescription.from_manifest(
+        {
+            "apiVersion": "harnessweaver/v1",
+            "kind": "Tool",
+            "metadata": {"name": "refund_status"},
+            "spec": {"description": "d", "handler": "x:y"},
+        }
+    )
     h = hw.load(path, handlers={"refund_payment": echo}, tools=[(other, echo)])
     assert {h.call(n, {}, principal=ALICE).decision for n in ("refund_payment", "refund_status")} == {"allowed"}
 

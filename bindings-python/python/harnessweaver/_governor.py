@@ -74,12 +74,13 @@ def _defined_in(fn: Any) -> Optional[str]:
             return fn.__code__.co_filename
         if inspect.isclass(fn):
             return getattr(sys.modules.get(fn.__module__), "__file__", None)
+        inner: Any
         if isinstance(fn, (functools.partial, _Inline)):
             inner = fn.func if isinstance(fn, functools.partial) else fn.fn
         else:
             inner = getattr(fn, "__func__", None) or getattr(fn, "__wrapped__", None)
         if inner is None and not inspect.isroutine(fn):
-            inner = getattr(type(fn), "__call__", None)
+            inner = getattr(type(fn), "__call__", None)  # noqa: B004 - the code an instance runs when called
         if inner is None:
             return None
         fn = inner

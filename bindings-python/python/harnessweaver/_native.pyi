@@ -151,7 +151,9 @@ class ToolFailed(ToolBlocked):
 class OutputRejected(ToolBlocked):
     """Step 9 (output): the output fails the tool's output constraints."""
 
-def handler_refusal(text: str, origin: Optional[str], modules_in_path: Sequence[str], base: str, roots: Sequence[str]) -> Optional[str]:
+def handler_refusal(
+    text: str, origin: Optional[str], modules_in_path: Sequence[str], base: str, roots: Sequence[str]
+) -> Optional[str]:
     """Why the core refuses the handler ref ``text`` for the harness in ``base``, or
     None when it may be named: the resolved callable's code (``origin``, None when
     built in) must be under ``base`` or one of ``roots`` (the package directories),
@@ -366,7 +368,7 @@ class Host:
         tools: Sequence[Tuple[Any, Optional[str]]],
         audit: Optional[Callable[[Dict[str, Any]], Any]],
         on_approval: Optional[Callable[[Dict[str, Any], Dict[str, Any]], Any]],
-        resolve: Optional[Callable[[str, List[str], Any], Tuple[Callable[..., Any], Optional[str], str, bool]]],
+        resolve: Optional[Callable[[str, List[str], Any], Tuple[Callable[..., Any], Optional[str], List[str], str, bool]]],
         roots: Sequence[str],
         runner: Callable[[Callable[..., Any], Dict[str, Any], float], Tuple[str, Any]],
         clock_ms: Optional[int] = None,
