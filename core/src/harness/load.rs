@@ -86,21 +86,21 @@ impl Harness {
             // Duplicates are found by the written name, even when the
             // manifest has other problems.
             if let Some((name, pos)) = name {
-                if let Some(first) = seen.get(&name) {
+                let key = manifest::confusable_key(&name);
+                let clash = if let Some(first) = seen.get(&name) {
+                    Some(("duplicate_tool", format!("tool `{name}` is defined in both `{first}` and `{rel}`")))
+                } else {
+                    keys.get(&key).map(|(other, first)| ("confusable_tool", confusable_message(&name, &rel, other, first)))
+                };
+                if let Some((code, message)) = clash {
                     duplicate = true;
                     let mut dup = Checker::new(Some(rel.clone()));
-                    dup.report("duplicate_tool", pos, "metadata.name", format!("tool `{name}` is defined in both `{first}` and `{rel}`"));
+                    dup.report(code, pos, "metadata.name", message);
                     // Reported before the manifest's own problems, as when checked in turn.
                     dup.problems.append(&mut mcx.problems);
                     mcx.problems = dup.problems;
-                } else if let Some((other, first)) = keys.get(&manifest::confusable_key(&name)) {
-                    duplicate = true;
-                    let mut dup = Checker::new(Some(rel.clone()));
-                    dup.report("confusable_tool", pos, "metadata.name", confusable_message(&name, &rel, other, first));
-                    dup.problems.append(&mut mcx.problems);
-                    mcx.problems = dup.problems;
                 } else {
-                    keys.insert(manifest::confusable_key(&name), (name.clone(), rel.clone()));
+                    keys.insert(key, (name.clone(), rel.clone()));
                     seen.insert(name, rel.clone());
                 }
             }
