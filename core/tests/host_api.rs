@@ -446,7 +446,7 @@ fn issue17_item13_a_tool_in_code_confusable_with_a_manifest_is_a_load_error() {
         code_tools: vec![code(name)],
         ..HostOptions::default()
     };
-    let err = Host::load(&d.join("harness.yaml"), options("Refund_Payment")).err().expect("a confusable tool in code loaded");
+    let err = Host::load(&d.join("harness.yaml"), options("Refund_Payment")).expect_err("a confusable tool in code loaded");
     assert_eq!(err.problems.len(), 1, "{}", err.text());
     let p = &err.problems[0];
     assert_eq!((p.code.as_str(), p.file.as_deref(), p.path.as_str()), ("confusable_tool", Some("app.py"), "metadata.name"));
