@@ -220,28 +220,13 @@ fn an_unreachable_server_fails_the_load_when_eager_and_the_call_when_lazy() {
 
 #[test]
 fn a_streamable_http_server() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(mcp_python())
-        .arg(root().join("tests/mcp/py_server.py"))
-        .args(["--http", &port.to_string()])
-        .stderr(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "the streamable HTTP server did not start");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let server = McpServer::Url { url: format!("http://127.0.0.1:{port}/mcp"), headers_env: BTreeMap::new() };
+    let web = HttpMcp::start();
+    let server = web.server();
     let add = served("web", &server, "add");
     // A URL server is another party: test mode would refuse it (R14).
     let dir = harness_in("production", "mcp-http", &yaml_server("web", &server), "eager", vec![manifest("web", &add, "30s", |_| {})]);
     let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(call(&rt, "add", json!({"a": 20, "b": 22})).output, Some(json!("42")));
-    drop(rt);
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Issue 17 item 4: a server process that dies (here mid-call, so the test

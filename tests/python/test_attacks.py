@@ -20,7 +20,7 @@ import textwrap
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 import pytest
 
@@ -558,7 +558,11 @@ def test_issue17_item12_invalid_value_named_by_path_and_rule_only(tmp_path: Path
         "unsupported_type": {"hunter2-in-a-set"},
         "invalid_string": "hunter2\ud800",
     }
-    outputs = {code: (lambda v: (lambda **k: {"n": [0, {"a/b": v}]}))(v) for code, v in bad_values.items()}
+
+    def returning(value: Any) -> Callable[..., Any]:
+        return lambda **k: {"n": [0, {"a/b": value}]}
+
+    outputs = {code: returning(v) for code, v in bad_values.items()}
     names = {code: f"out_{i}" for i, code in enumerate(bad_values)}
     h = hw.load(
         write(tmp_path, [tool("t")] + [tool(n) for n in names.values()]),

@@ -70,7 +70,7 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     };
     if !has_column(conn)? {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        if !has_column(&*tx)? {
+        if !has_column(&tx)? {
             tx.execute_batch(
                 "ALTER TABLE hw_approval ADD COLUMN principal TEXT NOT NULL DEFAULT '';
                  UPDATE hw_approval SET principal = coalesce(json_extract(body, '$.principal.id'), '');",

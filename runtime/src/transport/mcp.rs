@@ -77,12 +77,20 @@ pub struct McpTool {
 
 type Client = RunningService<RoleClient, ()>;
 
+/// The values handed to a server when it was started or reached (its `env`
+/// or `headers_env` values); none when it was handed nothing.
+type Secrets = Option<Arc<[String]>>;
+
+/// A connection just opened: the client, the values it was handed, and why
+/// served definitions differ from their manifests (tool name → reason).
+type Opened = (Arc<Client>, Vec<String>, HashMap<String, String>);
+
 #[derive(Default)]
 struct Connection {
     client: Option<Arc<Client>>,
     /// The values handed to the server when it was started or reached (its
     /// `env` or `headers_env` values): step 9 masks their echoes.
-    secrets: Option<Arc<[String]>>,
+    secrets: Secrets,
     /// Tool name → why its served definition does not match, from the last `tools/list`.
     mismatches: HashMap<String, String>,
     /// A `tools/list` has been compared.
@@ -201,7 +209,7 @@ impl McpHub {
     /// The live client of `slot` and the secrets it was handed, connecting
     /// (and checking the served definitions) when there is none or the old
     /// one has closed.
-    fn connected(&self, slot: &Slot) -> Result<(Arc<Client>, Option<Arc<[String]>>), String> {
+    fn connected(&self, slot: &Slot) -> Result<(Arc<Client>, Secrets), String> {
         let mut conn = slot.conn.lock().map_err(|_| format!("MCP server `{}` is unusable", slot.name))?;
         if let Some(client) = conn.client.as_ref().filter(|c| alive(c)) {
             return Ok((client.clone(), conn.secrets.clone()));
@@ -235,7 +243,7 @@ impl McpHub {
     }
 
     /// Starts or reaches the server, and lists and compares its tools.
-    fn open(&self, slot: &Slot) -> Result<(Arc<Client>, Vec<String>, HashMap<String, String>), String> {
+    fn open(&self, slot: &Slot) -> Result<Opened, String> {
         let client = self.block(async { tokio::time::timeout(CONNECT_TIMEOUT, connect(&slot.name, &slot.config)).await });
         let (client, secrets) = match client {
             Ok(Ok(c)) => c,
