@@ -371,7 +371,7 @@ unsafe fn returned(env: sys::napi_env, value: sys::napi_value) -> Outcome {
     }
     match unsafe { to_value(env, value, 0) } {
         Ok(v) => Outcome::Returned(v),
-        Err(e) => Outcome::NotJson { reason: e.to_string() },
+        Err(e) => Outcome::not_json(&e),
     }
 }
 

@@ -23,7 +23,7 @@ use napi_derive::napi;
 use serde_json::{json, Map, Value};
 
 fn value_error(code: &'static str, message: impl Into<String>) -> CoreError {
-    CoreError::Value { code, message: message.into() }
+    CoreError::value(code, message)
 }
 
 /// A failed N-API call while converting (a bug, or an exception thrown by a getter).
@@ -137,7 +137,8 @@ unsafe fn array(env: sys::napi_env, value: sys::napi_value, depth: usize) -> std
     for i in 0..len {
         let mut item = ptr::null_mut();
         check(unsafe { sys::napi_get_element(env, value, i, &mut item) }, "array element")?;
-        items.push(unsafe { to_value(env, item, depth)? });
+        // A failure names where it is (a JSON pointer), never the value.
+        items.push(unsafe { to_value(env, item, depth) }.map_err(|e| e.at_index(i as usize))?);
     }
     Ok(Value::Array(items))
 }
@@ -155,7 +156,9 @@ unsafe fn object(env: sys::napi_env, value: sys::napi_value, depth: usize) -> st
         check(unsafe { sys::napi_get_element(env, keys, i, &mut key) }, "object key")?;
         // [[Get]] of an own key: an own `__proto__` data property is read as itself.
         check(unsafe { sys::napi_get_property(env, value, key, &mut item) }, "object property")?;
-        map.insert(unsafe { string(env, key)? }, unsafe { to_value(env, item, depth)? });
+        let key = unsafe { string(env, key)? };
+        let item = unsafe { to_value(env, item, depth) }.map_err(|e| e.at_key(&key))?;
+        map.insert(key, item);
     }
     Ok(Value::Object(map))
 }

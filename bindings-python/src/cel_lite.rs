@@ -57,7 +57,7 @@ impl<'py> Host for Python3<'_, 'py> {
 
     fn field(&self, map: &Self::Map, read: usize, name: &str) -> Result<Option<Self::Value>, Error> {
         let found = self.0.get(read).map_or_else(|| map.get_item(name), |key| map.get_item(key.bind(self.1)));
-        found.map_err(|e| Error::Value { code: "invalid_value", message: e.to_string() })
+        found.map_err(|e| Error::value("invalid_value", e.to_string()))
     }
 
     fn convert(&self, value: &Self::Value, depth: usize) -> Result<serde_json::Value, Error> {

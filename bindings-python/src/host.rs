@@ -541,7 +541,7 @@ fn args_value(py: Python<'_>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Value
 }
 
 fn returned(value: &Bound<'_, PyAny>) -> Outcome {
-    to_value(value, 0).map_or_else(|e| Outcome::NotJson { reason: e.to_string() }, Outcome::Returned)
+    to_value(value, 0).map_or_else(|e| Outcome::not_json(&e), Outcome::Returned)
 }
 
 fn deliver(py: Python<'_>, result: core::CallResult, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {

@@ -98,7 +98,7 @@ fn load_err(py: Python<'_>, err: &LoadErrors) -> PyErr {
 }
 
 fn value_error(code: &'static str, message: String) -> Error {
-    Error::Value { code, message }
+    Error::value(code, message)
 }
 
 /// Converts a Python value to the core's JSON value directly (no JSON text in between).
@@ -129,8 +129,10 @@ fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Error> {
     if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
         let depth = enter(depth)?;
         let iter = obj.try_iter().map_err(|e| value_error("invalid_value", e.to_string()))?;
+        // A failure names where it is (a JSON pointer), never the value.
         return iter
-            .map(|item| to_value(&item.map_err(|e| value_error("invalid_value", e.to_string()))?, depth))
+            .enumerate()
+            .map(|(i, item)| to_value(&item.map_err(|e| value_error("invalid_value", e.to_string()))?, depth).map_err(|e| e.at_index(i)))
             .collect::<Result<_, _>>()
             .map(Value::Array);
     }
@@ -142,7 +144,8 @@ fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Error> {
                 return Err(value_error("non_string_key", format!("object keys must be strings, found a key of type `{}`", type_name(&key))));
             };
             let key = key.to_cow().map_err(|_| value_error("invalid_string", "key is not valid Unicode (lone surrogate)".into()))?;
-            map.insert(key.into_owned(), to_value(&item, depth)?);
+            let item = to_value(&item, depth).map_err(|e| e.at_key(&key))?;
+            map.insert(key.into_owned(), item);
         }
         return Ok(Value::Object(map));
     }

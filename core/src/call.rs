@@ -7,6 +7,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::canonical;
@@ -284,6 +285,15 @@ pub struct Ticket {
 pub enum InvokeOutcome {
     /// The tool returned this value.
     Returned(Value),
+    /// A core transport reached the tool with these secret values (http
+    /// `headers_env` values, an MCP server's `env` or `headers_env` values)
+    /// and it returned `value`: step 9 masks every echo of them first.
+    ReturnedWithSecrets {
+        /// What the tool returned.
+        value: Value,
+        /// The values handed out for the call (never shown, audited or logged).
+        secrets: Arc<[String]>,
+    },
     /// The tool raised or failed; `kind` is a short, safe name (an exception class).
     Failed { kind: String },
     /// The tool overran its timeout and was abandoned.

@@ -63,7 +63,9 @@ pub enum Error {
     /// A harness or manifest failed to load; every problem found is listed.
     Load(Vec<Problem>),
     /// A value that has no portable JSON form (NaN, huge integers, too deep).
-    Value { code: &'static str, message: String },
+    /// The message names the rule, never the value; `path` is the JSON
+    /// pointer to it inside the value converted (empty: the value itself).
+    Value { code: &'static str, message: String, path: String },
     /// A bad argument from the host (a malformed principal, an unknown option).
     InvalidArgument { code: &'static str, message: String },
     /// A file could not be read or written.
@@ -71,8 +73,38 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn value(code: &'static str, message: String) -> Self {
-        Self::Value { code, message }
+    /// A value error with no path yet.
+    pub fn value(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Value { code, message: message.into(), path: String::new() }
+    }
+
+    /// The error of a value found under `key` of an object: its path gains
+    /// that step in front (a JSON pointer, `~` and `/` escaped; a long key
+    /// is cut short, as every caller's string in a message is).
+    pub fn at_key(self, key: &str) -> Self {
+        self.prefixed(&crate::text::capped(key).replace('~', "~0").replace('/', "~1"))
+    }
+
+    /// The error of a value found at `index` of an array.
+    pub fn at_index(self, index: usize) -> Self {
+        self.prefixed(&index.to_string())
+    }
+
+    fn prefixed(self, step: &str) -> Self {
+        match self {
+            Self::Value { code, message, path } => Self::Value { code, message, path: format!("/{step}{path}") },
+            other => other,
+        }
+    }
+
+    /// Where a value error is: the JSON pointer to the value (`/` for the
+    /// value itself); `None` for other errors.
+    pub fn pointer(&self) -> Option<&str> {
+        match self {
+            Self::Value { path, .. } if path.is_empty() => Some("/"),
+            Self::Value { path, .. } => Some(path),
+            _ => None,
+        }
     }
 
     /// The stable snake_case code.
@@ -123,7 +155,11 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            Self::Value { message, .. } | Self::InvalidArgument { message, .. } | Self::Io { message } => f.write_str(message),
+            // Caller strings in them are cut short (issue 17, item 14).
+            Self::Value { message, path, .. } if !path.is_empty() => f.write_str(&crate::text::cap_message(format!("at `{path}`: {message}"))),
+            Self::Value { message, .. } | Self::InvalidArgument { message, .. } | Self::Io { message } => {
+                f.write_str(&crate::text::cap_message(message.clone()))
+            }
         }
     }
 }

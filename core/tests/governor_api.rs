@@ -272,3 +272,82 @@ fn a_huge_tool_name_is_unknown_and_cut_short_in_messages() {
     let text = serde_json::to_string(&r).unwrap();
     assert!(text.len() < 2_000, "result of {} bytes", text.len());
 }
+
+/// Issue 17 item 14 (the rest): every caller string a refusal, an error or an
+/// audit event echoes (principal and run ids, a tenant, an approval id, a
+/// handler's failure kind, an approver's note) is cut to 200 characters with
+/// an ellipsis in one place, whatever step or host produced it.
+#[test]
+fn issue17_item14_caller_strings_are_capped_in_messages_and_audit() {
+    use harnessweaver_core::audit::MemorySink;
+    let d = dir(
+        "huge-strings",
+        &[
+            ("harness.yaml", harness("")),
+            ("tools/pay.yaml", tool("pay", "  risk: high\n")),
+            ("tools/acme.yaml", tool("acme", "  tenants: [acme]\n")),
+            ("tools/boom.yaml", tool("boom", "")),
+        ],
+    );
+    let huge = |c: &str| c.repeat(1_000_000);
+    let kind = huge("K");
+    let boom: Handler = Arc::new(move |_: &Value, _: &str| Err(kind.clone()));
+    let sink = Arc::new(MemorySink::new());
+    let options = LoadOptions {
+        handlers: [("pay", echo()), ("acme", echo()), ("boom", boom)].into_iter().map(|(n, h)| (n.to_string(), h)).collect(),
+        governor: GovernorOptions { audit: Some(sink.clone()), ..GovernorOptions::default() },
+        ..LoadOptions::default()
+    };
+    let rt = Runtime::load(d.join("harness.yaml"), options).unwrap();
+    let ctx = CallContext {
+        principal: Principal::new(huge("p")),
+        run_id: Some(huge("r")),
+        tenant: Some(huge("t")),
+        approval_id: Some(huge("a")),
+        ..CallContext::default()
+    };
+    let short = |what: &str, s: &str| assert!(s.chars().count() <= 2_001, "{what}: {} chars", s.len());
+    let results = [rt.call("acme", json!({}), &ctx), rt.call("boom", json!({}), &ctx), rt.call("pay", json!({}), &ctx)];
+    assert_eq!(
+        results.iter().map(|r| r.code.map(|c| c.as_str())).collect::<Vec<_>>(),
+        [Some("tenant_not_enabled"), Some("handler_error"), Some("approval_required")]
+    );
+    for r in &results {
+        short("message", &r.message);
+        for reason in &r.reasons {
+            short("reason", reason);
+            for c in ["a", "K"] {
+                assert!(!reason.contains(&c.repeat(201)), "reason: {} chars", reason.len());
+            }
+        }
+        for c in ["t", "K"] {
+            assert!(!r.message.contains(&c.repeat(201)), "message: {} chars", r.message.len());
+        }
+    }
+    assert!(results[0].message.contains(&format!("tenant `{}…`", "t".repeat(200))), "{}", &results[0].message[..300]);
+    assert!(
+        results[2].reasons.iter().any(|x| x.contains(&format!("approval `{}…` does not exist", "a".repeat(200)))),
+        "{:?}",
+        results[2].reasons.len()
+    );
+    // An approver's note on a denial is echoed in the next call's reasons: cut too.
+    let alice = CallContext { principal: Principal::new("alice"), ..CallContext::default() };
+    let pending = rt.call("pay", json!({"usd": 1}), &alice);
+    let id = pending.approval.unwrap().id;
+    rt.governor().deny(&id, "bob", &huge("n")).unwrap();
+    let denied = rt.call("pay", json!({"usd": 1}), &CallContext { approval_id: Some(id), ..alice });
+    assert_eq!(denied.code.map(|c| c.as_str()), Some("approval_denied"));
+    assert!(denied.reasons.iter().all(|x| x.chars().count() < 300), "{:?}", denied.reasons.iter().map(String::len).collect::<Vec<_>>());
+    // Errors too: an unknown approval id of a million characters.
+    let err = rt.governor().approve(&huge("z"), &bob()).unwrap_err().to_string();
+    assert!(err.chars().count() < 300, "error of {} chars", err.len());
+    // And the audit trail: every event's caller strings are cut.
+    let events = sink.events();
+    assert!(events.len() >= 4);
+    for e in &events {
+        let line = serde_json::to_string(e).unwrap();
+        assert!(line.len() < 2_000, "an audit line of {} bytes", line.len());
+    }
+    assert_eq!(events[0].principal, format!("{}…", "p".repeat(200)));
+    assert_eq!(events[0].run_id, format!("{}…", "r".repeat(200)));
+}

@@ -85,7 +85,8 @@ impl Ctx {
         let behaviour = &self.behaviours[ticket.tool()];
         let handler = self.handlers[ticket.tool()].clone();
         let outcome = if behaviour.get("unserializable").is_some() {
-            Outcome::NotJson { reason: "a Rust runner stands in for a host object".into() }
+            // A Rust runner stands in for a host object with no JSON form.
+            Outcome::not_json(&harnessweaver_core::error::Error::value("unsupported_type", "a host object"))
         } else if mode == HandlerMode::CallerThread {
             match handler(ticket.args(), ticket.idempotency_key()) {
                 Ok(v) => Outcome::Returned(v),
@@ -117,6 +118,10 @@ fn run_scenario(path: &Path) {
     let _ = fs::remove_dir_all(&dir);
     // `servers: {"http": "fixture-http"}`: the shared test server, its base URL for `{{http}}`.
     let http = case.get("servers").and_then(|s| s.get("http")).map(|_| transport_support::HttpServer::start());
+    // `env`: variables the harness reads (`headers_env`), set before the load.
+    for (var, value) in case.get("env").and_then(Value::as_object).into_iter().flatten() {
+        std::env::set_var(var, value.as_str().unwrap());
+    }
     for (rel, text) in case["files"].as_object().unwrap() {
         let p = dir.join(rel);
         fs::create_dir_all(p.parent().unwrap()).unwrap();

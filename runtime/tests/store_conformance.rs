@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harnessweaver_core::store::{Acquire, ApprovalState, Budget, Labels, MemoryStore, PendingApproval, Rate, RateKey, Store};
+use harnessweaver_core::store::{Acquire, ApprovalState, Bounded, Budget, Labels, MemoryStore, PendingApproval, Rate, RateKey, Store};
 use harnessweaver_runtime::store::{RedisClock, RedisOptions, RedisStore, SqliteOptions, SqliteStore};
 use serde_json::json;
 use support::{scratch_dir, RedisServer};
@@ -203,6 +203,60 @@ fn expired_approvals_are_dropped_and_not_counted(b: &Backend, drops_at_once: boo
     assert!(s.approval("apr-live").unwrap().is_some());
 }
 
+/// Issue 17 review: the approval limit is counted through a per-principal
+/// index (other principals' approvals do not enter it) and the count and the
+/// put are one atomic step: racing asks never pass the limit together; a
+/// decided or expired approval frees its place.
+fn approval_limit_per_principal_atomic(b: &Backend) {
+    let s = &b.store;
+    let mine = |id: &str, who: &str, state: ApprovalState| {
+        let mut a = approval(id, T0, state);
+        a.principal = json!({"id": who});
+        a
+    };
+    // Many approvals of other principals, open and decided.
+    for i in 0..50 {
+        s.put_approval(&mine(&format!("other-{i}"), &format!("p{}", i % 7), ApprovalState::Pending)).unwrap();
+    }
+    for i in 0..3 {
+        assert_eq!(s.put_approval_bounded(&mine(&format!("a-{i}"), "alice", ApprovalState::Pending), 3, T0).unwrap(), Bounded::Put { open: i });
+    }
+    assert_eq!(s.put_approval_bounded(&mine("a-3", "alice", ApprovalState::Pending), 3, T0).unwrap(), Bounded::Full { open: 3 });
+    assert_eq!(s.approval("a-3").unwrap(), None, "a refused ask is not stored");
+    assert_eq!(s.prune_and_count_open("alice", T0).unwrap(), 3);
+    // Approved still counts; used and denied free their place.
+    assert!(s.transition("a-0", ApprovalState::Pending, ApprovalState::Approved, Some("bob"), None).unwrap());
+    assert_eq!(s.prune_and_count_open("alice", T0).unwrap(), 3);
+    assert!(s.transition("a-0", ApprovalState::Approved, ApprovalState::Used, None, None).unwrap());
+    assert!(s.transition("a-1", ApprovalState::Pending, ApprovalState::Denied, Some("bob"), Some("no")).unwrap());
+    assert_eq!(s.prune_and_count_open("alice", T0).unwrap(), 1);
+    assert_eq!(s.put_approval_bounded(&mine("a-4", "alice", ApprovalState::Pending), 3, T0).unwrap(), Bounded::Put { open: 1 });
+    // Expired ones free their place too (they expire at T0 + 3_600_000).
+    let later = T0 + 3_600_000;
+    assert_eq!(s.put_approval_bounded(&mine("a-5", "alice", ApprovalState::Pending), 3, later).unwrap(), Bounded::Put { open: 0 });
+    // Racing asks, each through its own handle as separate processes would: exactly the limit is stored.
+    let barrier = Arc::new(std::sync::Barrier::new(8));
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let s = if b.durable { (b.reopen)() } else { b.store.clone() };
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                (0..4)
+                    .filter(|i| {
+                        let mut a = approval(&format!("race-{t}-{i}"), T0, ApprovalState::Pending);
+                        a.principal = json!({"id": "carol"});
+                        matches!(s.put_approval_bounded(&a, 5, T0).unwrap(), Bounded::Put { .. })
+                    })
+                    .count()
+            })
+        })
+        .collect();
+    let stored: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(stored, 5);
+    assert_eq!(s.prune_and_count_open("carol", T0).unwrap(), 5);
+}
+
 fn approvals_single_use_under_races(b: &Backend) {
     for round in 0..5 {
         let id = format!("race-{round}");
@@ -329,6 +383,10 @@ macro_rules! conformance {
                 super::expired_approvals_are_dropped_and_not_counted(&$backend(), stringify!($backend) != "redis");
             }
             #[test]
+            fn issue17_review_approval_limit_per_principal_atomic() {
+                super::approval_limit_per_principal_atomic(&$backend());
+            }
+            #[test]
             fn approvals_single_use_under_races() {
                 super::approvals_single_use_under_races(&$backend());
             }
@@ -372,7 +430,10 @@ fn redis_keys_are_namespaced_and_expire() {
     let mut c = server.conn();
     let mut keys: Vec<String> = ::redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
     keys.sort();
-    assert_eq!(keys, ["hw:{shop}:apr-open:all", "hw:{shop}:apr:apr-1", "hw:{shop}:rl:rl/ping/tenant/acme", "hw:{shop}:run:run-1"]);
+    assert_eq!(
+        keys,
+        ["hw:{shop}:apr-by:alice", "hw:{shop}:apr-open:all", "hw:{shop}:apr:apr-1", "hw:{shop}:rl:rl/ping/tenant/acme", "hw:{shop}:run:run-1"]
+    );
     let ttl = |k: &str| -> i64 { ::redis::cmd("PTTL").arg(k).query(&mut server.conn()).unwrap() };
     // One call of 10/min: the bucket is spent after one interval (6 s).
     let rl = ttl("hw:{shop}:rl:rl/ping/tenant/acme");
@@ -381,6 +442,9 @@ fn redis_keys_are_namespaced_and_expire() {
     assert!(run > 50_000 && run <= 60_000, "{run}");
     let apr = ttl("hw:{shop}:apr:apr-1");
     assert!(apr > 3_600_000 && apr <= 3_660_000, "{apr}");
+    // The principal's open index lives as long as its last approval.
+    let by = ttl("hw:{shop}:apr-by:alice");
+    assert!(by > 3_600_000 && by <= 3_660_000, "{by}");
 }
 
 #[test]
@@ -398,6 +462,59 @@ fn redis_one_round_trip_per_decision() {
         assert_eq!(s.round_trip_count() - before, 50);
         assert_eq!(s.round_trips(), Some(s.round_trip_count()));
     }
+}
+
+/// Issue 17 review: the approval limit costs one round trip per ask on
+/// Redis, however many approvals other principals hold (it used to read
+/// every open approval).
+#[test]
+fn issue17_review_redis_approval_limit_is_one_round_trip() {
+    let server = RedisServer::start();
+    let options = RedisOptions { namespace: "limit-rt".into(), clock: RedisClock::Caller, ..RedisOptions::default() };
+    let s = RedisStore::open(&server.url(), options).unwrap();
+    let ask = |id: &str, who: &str| {
+        let mut a = approval(id, T0, ApprovalState::Pending);
+        a.principal = json!({"id": who});
+        a
+    };
+    s.put_approval_bounded(&ask("warm", "zed"), 100, T0).unwrap(); // connects and loads the script
+    for others in [0, 300] {
+        for i in 0..others {
+            s.put_approval(&ask(&format!("o-{others}-{i}"), "others")).unwrap();
+        }
+        let before = s.round_trip_count();
+        for i in 0..10 {
+            s.put_approval_bounded(&ask(&format!("m-{others}-{i}"), "mine"), 100, T0).unwrap();
+        }
+        assert_eq!(s.round_trip_count() - before, 10, "with {others} approvals of others");
+    }
+}
+
+/// Issue 17 review: a SQLite file made before approvals had a principal
+/// column is migrated when opened, and its open approvals count.
+#[test]
+fn issue17_review_sqlite_old_file_is_migrated() {
+    let dir = scratch_dir("sqlite-migrate");
+    let path = dir.join("state.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE hw_approval (id TEXT PRIMARY KEY, body TEXT NOT NULL, state TEXT NOT NULL,
+             decided_by TEXT, note TEXT, created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL) WITHOUT ROWID;",
+        )
+        .unwrap();
+        let a = approval("old-1", T0, ApprovalState::Pending);
+        conn.execute(
+            "INSERT INTO hw_approval VALUES (?1, ?2, 'pending', NULL, NULL, ?3, ?4)",
+            rusqlite::params![a.id, serde_json::to_string(&a).unwrap(), T0 as i64, a.expires_ms as i64],
+        )
+        .unwrap();
+    }
+    let s = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(s.prune_and_count_open("alice", T0).unwrap(), 1);
+    assert_eq!(s.put_approval_bounded(&approval("new-1", T0, ApprovalState::Pending), 1, T0).unwrap(), Bounded::Full { open: 1 });
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -52,7 +52,37 @@ fn posts_json_with_key_and_headers_from_the_environment() {
     assert_eq!(out["body"], json!({"order": "A-1", "n": 2}));
     assert_eq!(out["headers"]["idempotency-key"], "key-123");
     assert_eq!(out["headers"]["content-type"], "application/json");
-    assert_eq!(out["headers"]["authorization"], "Bearer s3cret-value");
+    // The server echoed the secret header: step 9 masks it (issue 17, item 10).
+    assert_eq!(out["headers"]["authorization"], "[SECRET]");
+    assert_eq!(r.output_report.unwrap().redactions.get("secret.echoed"), Some(&1));
+}
+
+/// Issue 17 item 10: a server that reflects the `headers_env` secret, raw or
+/// encoded (URL, base64, base64 inside a longer text, JSON-escaped), in a
+/// format no sanitizer knows: every form reaches the model as `[SECRET]`,
+/// counted in the output report; the sanitizers still run after.
+#[test]
+fn issue17_item10_secret_echo_masked_in_http_outputs() {
+    let server = HttpServer::start();
+    let secret = "k3y/With+Slash\"Quote 42";
+    std::env::set_var("HW_TEST_HTTP_REFLECTED", secret);
+    let more = "  headers_env:\n    X-Api-Key: HW_TEST_HTTP_REFLECTED\n  output:\n    sanitize: [pii_redact]\n";
+    let (_d, rt) = load("http-reflect", "production", &[("reflect", http_tool(&format!("{}/reflect", server.url()), more))]);
+    let r = call(&rt, "reflect", json!({}));
+    assert!(r.is_allowed(), "{r:?}");
+    let text = r.output.clone().unwrap().as_str().unwrap().to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    for line in &lines {
+        assert!(line.contains("[SECRET]"), "{line}");
+        assert!(!line.contains("Slash") && !line.contains("Quote"), "{line}");
+    }
+    let report = r.output_report.unwrap();
+    assert_eq!(report.redactions.get("secret.echoed"), Some(&5), "{report:?}");
+    // The same server without the secret: nothing to mask, nothing counted.
+    std::env::set_var("HW_TEST_HTTP_REFLECTED", "");
+    let r = call(&rt, "reflect", json!({}));
+    assert_eq!(r.output_report.unwrap().redactions.get("secret.echoed"), None);
 }
 
 #[test]
@@ -226,10 +256,13 @@ fn redirect_to_other_port_is_refused() {
     assert!(r.is_allowed(), "{r:?}");
     let out = r.output.unwrap();
     assert_eq!((out["method"].as_str(), &out["body"]), (Some("POST"), &json!({"card": "4111"})));
-    assert_eq!(out["headers"]["authorization"], "Bearer redirect-s3cret");
+    // The server got the secret; its echo reaches the model masked (item 10).
+    assert_eq!(out["headers"]["authorization"], "[SECRET]");
     // A: the three first requests, and the same-origin redirect's target.
-    let paths: Vec<String> = seen(&a).iter().map(|r| r["path"].as_str().unwrap().to_string()).collect();
+    let got = seen(&a);
+    let paths: Vec<String> = got.iter().map(|r| r["path"].as_str().unwrap().to_string()).collect();
     assert_eq!(paths.last().map(String::as_str), Some("/echo"), "{paths:?}");
+    assert_eq!(got.last().unwrap()["headers"]["authorization"], "Bearer redirect-s3cret");
     assert_eq!(seen(&b), Vec::<Value>::new());
 }
 

@@ -93,8 +93,12 @@ fn served(name: &str, server: &McpServer, tool: &str) -> Value {
 }
 
 fn harness(dir_name: &str, servers: &str, connect: &str, tools: Vec<(String, String)>) -> Dir {
+    harness_in("test", dir_name, servers, connect, tools)
+}
+
+fn harness_in(mode: &str, dir_name: &str, servers: &str, connect: &str, tools: Vec<(String, String)>) -> Dir {
     let yaml = format!(
-        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.yaml\"]\n  mcp:\n    connect: {connect}\n    servers:\n{servers}"
+        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: {mode}\n  tools:\n    manifests: [\"tools/*.yaml\"]\n  mcp:\n    connect: {connect}\n    servers:\n{servers}"
     );
     let mut files = vec![("harness.yaml".to_string(), yaml)];
     files.extend(tools);
@@ -216,27 +220,13 @@ fn an_unreachable_server_fails_the_load_when_eager_and_the_call_when_lazy() {
 
 #[test]
 fn a_streamable_http_server() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(mcp_python())
-        .arg(root().join("tests/mcp/py_server.py"))
-        .args(["--http", &port.to_string()])
-        .stderr(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "the streamable HTTP server did not start");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let server = McpServer::Url { url: format!("http://127.0.0.1:{port}/mcp"), headers_env: BTreeMap::new() };
+    let web = HttpMcp::start();
+    let server = web.server();
     let add = served("web", &server, "add");
-    let dir = harness("mcp-http", &yaml_server("web", &server), "eager", vec![manifest("web", &add, "30s", |_| {})]);
+    // A URL server is another party: test mode would refuse it (R14).
+    let dir = harness_in("production", "mcp-http", &yaml_server("web", &server), "eager", vec![manifest("web", &add, "30s", |_| {})]);
     let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(call(&rt, "add", json!({"a": 20, "b": 22})).output, Some(json!("42")));
-    drop(rt);
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Issue 17 item 4: a server process that dies (here mid-call, so the test
@@ -282,5 +272,157 @@ fn a_restarted_server_with_a_changed_definition_is_a_digest_mismatch() {
         let r = call(&rt, "add", json!({"a": 1, "b": 1}));
         assert_eq!((r.code.map(|c| c.as_str()), r.step.map(|s| s.as_str())), (Some("digest_mismatch"), Some("pin")), "{r:?}");
         assert!(r.reasons.iter().any(|x| x.contains("another definition of `add`")), "{r:?}");
+    }
+}
+
+/// A pinned manifest for `def` with `extra` spec lines (indented two spaces).
+fn manifest_with(server: &str, def: &Value, extra: &str) -> (String, String) {
+    let (path, text) = manifest(server, def, "30s", |_| {});
+    (path, format!("{text}{extra}"))
+}
+
+/// A streamable-HTTP py_server.py on a free port; killed on drop.
+struct HttpMcp {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpMcp {
+    fn start() -> HttpMcp {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(mcp_python())
+            .arg(root().join("tests/mcp/py_server.py"))
+            .args(["--http", &port.to_string()])
+            .stderr(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "the streamable HTTP server did not start");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        HttpMcp { child, port }
+    }
+
+    fn server(&self) -> McpServer {
+        McpServer::Url { url: format!("http://127.0.0.1:{}/mcp", self.port), headers_env: BTreeMap::new() }
+    }
+}
+
+impl Drop for HttpMcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn in_run(rt: &Runtime, run: &str, tool: &str, args: Value) -> CallResult {
+    rt.call(tool, args, &CallContext { principal: Principal::new("alice"), run_id: Some(run.into()), ..CallContext::default() })
+}
+
+fn code(r: &CallResult) -> Option<&'static str> {
+    r.code.map(|c| c.as_str())
+}
+
+/// Issue 17 item 5: an MCP tool sends its arguments to another party, so in a
+/// private + untrusted run it is refused `trifecta` like any tool with egress,
+/// whether its server is a command or a URL, unless its manifest says
+/// explicitly `egress: []`. The same calls run in a clean run.
+#[test]
+fn issue17_item5_mcp_tools_are_egress_in_a_private_untrusted_run() {
+    let web = HttpMcp::start();
+    let local = py_server(&[]);
+    let defs: BTreeMap<&str, Value> = ["shout", "add", "pid", "whoami"].iter().map(|t| (*t, served("py", &local, t))).collect();
+    let web_slow = served("web", &web.server(), "slow");
+    let servers = format!("{}{}", yaml_server("py", &local), yaml_server("web", &web.server()));
+    let mut tools = vec![
+        // Reads personal data: the run becomes private (its output is trusted).
+        manifest_with("py", &defs["shout"], "  data_access: [\"pii:customer\"]\n  output:\n    label: trusted\n"),
+        // Its output is untrusted: the run becomes untrusted.
+        manifest_with("py", &defs["add"], "  output:\n    label: untrusted\n"),
+        // No `egress` written: the command server is egress.
+        manifest_with("py", &defs["pid"], ""),
+        // `egress: []` written: the manifest says it sends nothing out.
+        manifest_with("py", &defs["whoami"], "  egress: []\n"),
+    ];
+    // A tool of the URL server, no `egress` written.
+    tools.push(manifest_with("web", &web_slow, ""));
+    let dir = harness_in("production", "mcp-egress", &servers, "eager", tools);
+    let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+
+    // A clean run: every tool runs.
+    for (tool, args) in [("pid", json!({})), ("slow", json!({"ms": 1})), ("whoami", json!({}))] {
+        let r = in_run(&rt, "clean", tool, args);
+        assert!(r.is_allowed(), "{tool}: {r:?}");
+    }
+    // Private, then untrusted.
+    assert!(in_run(&rt, "dirty", "shout", json!({"text": "ada@example.com"})).is_allowed());
+    assert!(in_run(&rt, "dirty", "add", json!({"a": 1, "b": 1})).is_allowed());
+    for (tool, args, server) in [("pid", json!({}), "mcp://py"), ("slow", json!({"ms": 1}), "mcp://web")] {
+        let r = in_run(&rt, "dirty", tool, args.clone());
+        assert_eq!((code(&r), r.step.map(|s| s.as_str())), (Some("trifecta"), Some("flow")), "{tool}: {r:?}");
+        let ctx = CallContext { principal: Principal::new("alice"), run_id: Some("dirty".into()), ..CallContext::default() };
+        let explained = rt.explain(tool, args, &ctx);
+        assert!(format!("{explained:?}").contains(server), "{tool}: {explained:?}");
+    }
+    // Said explicitly: no egress, so it runs in the same run.
+    let r = in_run(&rt, "dirty", "whoami", json!({}));
+    assert!(r.is_allowed(), "{r:?}");
+}
+
+/// Issue 17 item 5: in `mode: test` a URL MCP server is refused at step 8 like
+/// the http transport (R14), and not even connected at load; a command
+/// server still runs.
+#[test]
+fn issue17_item5_test_mode_refuses_url_mcp_servers() {
+    let web = HttpMcp::start();
+    let add = served("web", &web.server(), "add");
+    let servers = yaml_server("web", &web.server());
+    // In production the same harness calls the server.
+    let prod = harness_in("production", "mcp-url-prod", &servers, "eager", vec![manifest("web", &add, "30s", |_| {})]);
+    let rt = harnessweaver_runtime::load(prod.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(call(&rt, "add", json!({"a": 20, "b": 22})).output, Some(json!("42")));
+    drop(rt);
+    let test = harness_in("test", "mcp-url-test", &servers, "eager", vec![manifest("web", &add, "30s", |_| {})]);
+    let rt = harnessweaver_runtime::load(test.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let r = call(&rt, "add", json!({"a": 20, "b": 22}));
+    assert_eq!((code(&r), r.step.map(|s| s.as_str())), (Some("transport_refused"), Some("invoke")), "{r:?}");
+    assert!(r.message.contains("test mode"), "{}", r.message);
+    drop(rt);
+    // Not connected at load either: a URL with no server behind it loads in test mode.
+    drop(web);
+    let dead = harness_in("test", "mcp-url-dead", &servers, "eager", vec![manifest("web", &add, "30s", |_| {})]);
+    let rt = harnessweaver_runtime::load(dead.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(code(&call(&rt, "add", json!({"a": 1, "b": 1}))), Some("transport_refused"));
+}
+
+/// Issue 17 item 10: a server that echoes the token it was started with (its
+/// `env`), raw or encoded, never gets it to the model: step 9 masks every
+/// form before the sanitizers and counts them in the output report.
+#[test]
+fn issue17_item10_mcp_env_token_echo_is_masked() {
+    let token = "tok/9f8e\"7d6c+5b4a é";
+    std::env::set_var("HW_TEST_MCP_ECHO_TOKEN", token);
+    let server = py_server(&[("TOKEN", "HW_TEST_MCP_ECHO_TOKEN")]);
+    let echo = served("py", &server, "echo_token");
+    let dir = harness("mcp-echo-token", &yaml_server("py", &server), "eager", vec![manifest("py", &echo, "30s", |_| {})]);
+    let rt = harnessweaver_runtime::load(dir.harness(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let base64_token = {
+        let out = Command::new("python3")
+            .args(["-c", "import base64,sys; print(base64.b64encode(sys.argv[1].encode()).decode())", token])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    for encoding in ["raw", "url", "base64", "base64_inside", "json"] {
+        let r = call(&rt, "echo_token", json!({"encoding": encoding}));
+        assert!(r.is_allowed(), "{encoding}: {r:?}");
+        let text = r.output.as_ref().unwrap().as_str().unwrap().to_string();
+        assert!(text.contains("[SECRET]"), "{encoding}: {text}");
+        for leak in ["9f8e", "7d6c", &base64_token] {
+            assert!(!text.contains(leak), "{encoding}: `{leak}` in {text}");
+        }
+        assert_eq!(r.output_report.as_ref().unwrap().redactions.get("secret.echoed"), Some(&1), "{encoding}: {r:?}");
     }
 }

@@ -10,11 +10,15 @@ server, a different definition at the next load). `HW_MCP_EXPECT_TOKEN`, when
 set, is the value the `whoami` tool reports whether the server got in its
 environment as `TOKEN` (never the value itself). `crash` ends the process
 at once, mid-call (a server that dies); `pid` answers the process id (which
-process answered, after a restart).
+process answered, after a restart). `echo_token` answers the `TOKEN` it was
+started with, raw or encoded (a server that echoes its secret back).
 """
 import asyncio
+import base64
+import json
 import os
 import sys
+import urllib.parse
 
 from mcp.server.mcpserver import MCPServer
 
@@ -62,6 +66,19 @@ def whoami() -> str:
     token = "token matches" if expected is not None and os.environ.get("TOKEN") == expected else "no token"
     leaked = "HW_MCP_SECRET_NOT_PASSED" in os.environ
     return f"{token}; unrelated variable passed: {leaked}"
+
+
+@server.tool(description="Echoes the TOKEN variable back, raw or encoded.", structured_output=False)
+def echo_token(encoding: str) -> str:
+    token = os.environ.get("TOKEN", "")
+    forms = {
+        "raw": f"token={token}",
+        "url": "next=" + urllib.parse.quote(token, safe=""),
+        "base64": base64.b64encode(token.encode()).decode(),
+        "base64_inside": base64.b64encode(json.dumps({"user": "svc", "token": token}).encode()).decode(),
+        "json": json.dumps({"debug": {"token": token}}),
+    }
+    return forms[encoding]
 
 
 if __name__ == "__main__":

@@ -63,3 +63,26 @@ test('issue17 item13: confusable tool names are a load error naming both files',
   assert.ok(first.includes('`Refund_payment`') && first.includes('`refund_payment`') && first.includes('tools/a.yaml'), first)
   assert.ok(second.includes('`wire_10`') && second.includes('`wire_l0`') && second.includes('tools/c.yaml'), second)
 })
+
+test('issue17_item12: an invalid value is named by its JSON pointer and rule only, in args and handler outputs', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hw-attack-'))
+  mkdirSync(join(dir, 'tools'))
+  const manifest = (name) => JSON.stringify({
+    apiVersion: 'harnessweaver/v1', kind: 'Tool', metadata: { name },
+    spec: { transport: 'native', handler: `h:${name}`, description: 'd', input_schema: { type: 'object' } },
+  })
+  writeFileSync(join(dir, 'tools', 't.json'), manifest('t'))
+  writeFileSync(join(dir, 'tools', 'big.json'), manifest('big'))
+  writeFileSync(join(dir, 'harness.yaml'), JSON.stringify({ apiVersion: 'harnessweaver/v1', kind: 'Harness', spec: { mode: 'test', tools: { manifests: ['tools/*.json'] } } }))
+  const huge = 2n ** 64n + 987654321n
+  const h = hw.load(join(dir, 'harness.yaml'), { tools: { t: (args) => args, big: () => ({ n: [0, { 'a/b': huge }] }) } })
+  await assert.rejects(h.call('t', { order: { items: [1, huge] } }, { principal: { id: 'p' } }), (e) => {
+    assert.equal(e.code, 'integer_out_of_range')
+    assert.ok(e.message.startsWith('at `/order/items/1`: '), e.message)
+    assert.ok(!e.message.includes('987654321'), e.message)
+    return true
+  })
+  const r = await h.call('big', {}, { principal: { id: 'p' }, raiseOnRefusal: false })
+  assert.equal(r.code, 'handler_error')
+  assert.equal(r.message, '`big` returned a value with no JSON form (at `/n/1/a~1b`: `integer_out_of_range`)')
+})

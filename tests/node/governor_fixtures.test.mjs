@@ -83,6 +83,8 @@ async function runScenario(path) {
   const c = read(path)
   const dir = mkdtempSync(join(tmpdir(), `hw-gov-node-${name}-`))
   const http = c.servers && c.servers.http ? await startHttpServer() : null
+  // `env`: variables the harness reads (`headers_env`), set before the load.
+  Object.assign(process.env, c.env || {})
   try {
     for (const [rel, text] of Object.entries(c.files)) {
       mkdirSync(dirname(join(dir, rel)), { recursive: true })

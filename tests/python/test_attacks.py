@@ -21,7 +21,7 @@ import textwrap
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 import pytest
 
@@ -715,3 +715,37 @@ def test_out_of_range_integer_is_never_echoed(tmp_path: Path, capfd: pytest.Capt
     captured = capfd.readouterr()
     assert digits not in captured.err, captured.err
     assert digits not in captured.out, captured.out
+
+
+def test_issue17_item12_invalid_value_named_by_path_and_rule_only(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue 17, item 12: a value with no portable JSON form, in args or in a
+    handler's output, is named by its JSON pointer and its rule only: never
+    echoed, and nothing goes to stdout or stderr."""
+    big = 2**64 + 987654321
+    bad_values = {
+        "integer_out_of_range": big,
+        "unsupported_type": {"hunter2-in-a-set"},
+        "invalid_string": "hunter2\ud800",
+    }
+
+    def returning(value: Any) -> Callable[..., Any]:
+        return lambda **k: {"n": [0, {"a/b": value}]}
+
+    outputs = {code: returning(v) for code, v in bad_values.items()}
+    names = {code: f"out_{i}" for i, code in enumerate(bad_values)}
+    h = hw.load(
+        write(tmp_path, [tool("t")] + [tool(n) for n in names.values()]),
+        handlers={"t": echo, **{names[c]: f for c, f in outputs.items()}},
+    )
+    for code, value in bad_values.items():
+        with pytest.raises(hw.InvalidValueError) as info:
+            h.call("t", {"order": {"items": [1, value]}}, principal=ALICE)
+        assert info.value.code == code
+        message = str(info.value)
+        assert message.startswith("at `/order/items/1`: "), message
+        assert "987654321" not in message and "hunter2" not in message, message
+        r = h.call(names[code], {}, principal=ALICE, raise_on_refusal=False)
+        assert r.code == "handler_error"
+        assert r.message == f"`{names[code]}` returned a value with no JSON form (at `/n/1/a~1b`: `{code}`)", r.message
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == "", captured

@@ -96,6 +96,8 @@ def run_scenario(path: Path, tmp: Path) -> None:
 
 
 def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpServer]) -> None:
+    # `env`: variables the harness reads (`headers_env`), set before the load.
+    os.environ.update(case.get("env", {}))
     for rel, text in case["files"].items():
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -20,9 +20,13 @@ Routes (any method; POST bodies are read as JSON when they parse):
   /redirect-loop      302 to itself
   /redirect-port/<code>/<port>/<path>   <code> to http://127.0.0.1:<port>/<path> (the same host, another port)
   /seen               200 JSON: every request this server got before (method, path, the echoed headers)
+  /reflect            200 text/plain: the x-api-key header back, raw and encoded (URL, base64, base64 of
+                      a JSON object holding it, JSON-escaped), one per line: a server that echoes a secret
 """
+import base64
 import json
 import socket
+import urllib.parse
 import sys
 import threading
 import time
@@ -78,6 +82,16 @@ class Handler(BaseHTTPRequestHandler):
         if head == "echo":
             headers = {h: self.headers[h] for h in ECHOED if self.headers.get(h) is not None}
             return self._json(200, {"method": self.command, "path": self.path, "body": body, "headers": headers})
+        if head == "reflect":
+            key = self.headers.get("x-api-key") or ""
+            lines = [
+                f"raw: {key}",
+                "url: " + urllib.parse.quote(key, safe=""),
+                "base64: " + base64.b64encode(key.encode()).decode(),
+                "inside: " + base64.b64encode(json.dumps({"user": "svc", "key": key}).encode()).decode(),
+                "json: " + json.dumps({"key": key}),
+            ]
+            return self._send(200, "\n".join(lines).encode(), "text/plain; charset=utf-8")
         if head == "text":
             return self._send(200, b"plain text", "text/plain; charset=utf-8")
         if head == "json-bad":

@@ -134,9 +134,18 @@ fn approval_program(tool: &Tool, problems: &mut Vec<Problem>) -> Option<Arc<Prog
 
 /// The hosts a call may send data to: `egress`, plus the host of an http
 /// tool's `url` (its arguments go there whether or not `egress` says so, so
-/// the trifecta rule must see it; issue 10, trifecta evasions).
+/// the trifecta rule must see it; issue 10, trifecta evasions), plus the
+/// server of an MCP tool (`mcp://NAME`: its arguments go to another party)
+/// unless the manifest says explicitly that it sends nothing out with
+/// `egress: []` (issue 17, item 5).
 fn effective_egress(m: &manifest::Manifest) -> Vec<String> {
     let mut egress = m.egress.clone();
+    if m.transport == manifest::Transport::Mcp && !(m.egress_declared && m.egress.is_empty()) {
+        let server = m.server.clone().unwrap_or_else(|| "mcp".to_string());
+        if !egress.contains(&server) {
+            egress.push(server);
+        }
+    }
     if m.transport == manifest::Transport::Http {
         if let Some(url) = &m.url {
             let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);

@@ -43,6 +43,7 @@ impl Governor {
                 (Decision::Allowed, None, None, format!("`{tool}` would run"), Vec::new())
             }
             Err(Stop::Refused(r)) => {
+                let r = super::shown(r);
                 let mut details = vec![r.message.clone()];
                 details.extend(r.reasons.iter().cloned());
                 trace.steps.push(StepTrace { step: r.step, verdict: "refuse", code: Some(r.code), details });
@@ -59,7 +60,7 @@ impl Governor {
                 (Decision::Pending, Some(RefusalCode::ApprovalRequired), Some(Step::Approval), message, request.reasons)
             }
         };
-        Explanation { tool: tool.to_string(), decision, code, step, message, reasons, steps: trace.steps, would_refuse: trace.shadow }
+        Explanation { tool: super::capped(tool), decision, code, step, message, reasons, steps: trace.steps, would_refuse: trace.shadow }
     }
 }
 

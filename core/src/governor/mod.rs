@@ -36,6 +36,7 @@ use crate::cel_lite::{Bindings, Program};
 use crate::clock::{Clock, IdSource};
 use crate::digest::sha256_tagged;
 use crate::store::{Labels, PendingApproval, Rate, Store};
+use crate::text::cap_message;
 use crate::validate::{Constraints, SchemaValidator};
 use crate::{canonical, sanitize};
 use steps::Deciding;
@@ -476,6 +477,7 @@ impl Governor {
 
     /// The result (and audit event) of a call a step refused.
     fn end_refused(&self, refusal: Refusal, tool: &str, ctx: &CallContext, found: Decided) -> CallResult {
+        let refusal = shown(refusal);
         let labels = found.labels.unwrap_or_else(|| self.store.labels(&found.run_id).unwrap_or_default());
         let result = CallResult {
             decision: Decision::Refused,
@@ -507,12 +509,12 @@ impl Governor {
             code: Some(RefusalCode::ApprovalRequired),
             step: Some(Step::Approval),
             message: format!("`{tool}` needs approval by a human before it runs; approval id `{}`", request.id),
-            tool: tool.to_string(),
+            tool: capped(tool),
             call_id: found.call_id,
             run_id: found.run_id,
             output: None,
             output_report: None,
-            reasons: request.reasons.clone(),
+            reasons: request.reasons.iter().cloned().map(cap_message).collect(),
             approval: Some(request),
             retry_after_ms: None,
             labels,
@@ -529,19 +531,30 @@ impl Governor {
         let Some(rt) = self.tools.get(ticket.tool_index) else {
             return self.finish_refused(ticket, Refusal::new(RefusalCode::UnknownTool, Step::Resolve, "the tool is gone"), invoke_us, 0);
         };
-        let value = match invoke_verdict(&ticket, outcome) {
-            Ok(value) => value,
+        let returned = match invoke_verdict(&ticket, outcome) {
+            Ok(returned) => returned,
             Err(refusal) => return self.finish_refused(ticket, refusal, invoke_us, 0),
         };
-        match self.output(rt, &ticket, value) {
+        match self.output(rt, &ticket, returned) {
             Ok(shaped) => self.finish_allowed(ticket, rt, shaped, invoke_us, output_started),
             Err(refusal) => self.finish_refused(ticket, refusal, invoke_us, self.elapsed_us(output_started)),
         }
     }
 
-    /// Step 9: the output constraints, the sanitizers, the cut to
-    /// `max_bytes`, and the run's label.
-    fn output(&self, rt: &ToolRuntime, ticket: &Ticket, value: Value) -> Result<Shaped, Refusal> {
+    /// Step 9: the masking of the secrets handed out for the call, the
+    /// output constraints, the sanitizers, the cut to `max_bytes`, and the
+    /// run's label.
+    fn output(&self, rt: &ToolRuntime, ticket: &Ticket, returned: Returned) -> Result<Shaped, Refusal> {
+        let Returned { value, secrets } = returned;
+        // Before anything reads the output: an echoed secret is masked
+        // whatever format the upstream chose (issue 17, item 10).
+        let (value, mut redactions) = match secrets.map(|s| sanitize::SecretMask::new(&s[..])).filter(|m| !m.is_empty()) {
+            Some(mask) => {
+                let (value, report) = sanitize::mask_secrets(&value, &mask);
+                (value, report.counts.as_map().clone())
+            }
+            None => (value, Counts::new()),
+        };
         if let Some(v) = rt.output_constraints.check(&value) {
             let at = if v.pointer.is_empty() { "/" } else { v.pointer.as_str() };
             let message = format!("the output of `{}` at `{at}` fails `{}`", ticket.tool, v.keyword);
@@ -549,11 +562,15 @@ impl Governor {
         }
         // No sanitizer: the value is already what step 9 would rebuild (an
         // object's keys come out in the same sorted order), so skip the copy.
-        let (value, redactions) = if rt.output.sanitize.is_empty() {
-            (value, Counts::new())
+        let value = if rt.output.sanitize.is_empty() {
+            value
         } else {
             let (value, report) = sanitize::apply(&value, &rt.output.sanitize);
-            (value, report.counts.as_map().clone())
+            for (kind, n) in report.counts.iter() {
+                let slot = redactions.entry(kind.to_string()).or_insert(0);
+                *slot = slot.saturating_add(n);
+            }
+            value
         };
         let (value, truncated) = cut(value, rt.output.max_bytes);
         let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
@@ -641,6 +658,7 @@ impl Governor {
     }
 
     fn finish_refused(&self, ticket: Ticket, refusal: Refusal, invoke_us: u64, output_us: u64) -> CallResult {
+        let refusal = shown(refusal);
         let labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         let result = CallResult {
             decision: Decision::Refused,
@@ -726,9 +744,17 @@ impl Governor {
         }
     }
 
-    fn record(&self, event: AuditEvent) {
+    fn record(&self, mut event: AuditEvent) {
         if !self.audit_on {
             return;
+        }
+        // Every caller string of the event, cut short in one place (issue
+        // 17, item 14): a 10 MB principal id or run id makes no 10 MB line.
+        for field in [&mut event.tool, &mut event.principal, &mut event.run_id, &mut event.call_id] {
+            cap_in_place(field);
+        }
+        for field in [&mut event.tenant, &mut event.approval_id].into_iter().flatten() {
+            cap_in_place(field);
         }
         if let Err(e) = self.audit.record(&event) {
             // The decision stands; the failure to record it must be visible.
@@ -862,32 +888,53 @@ fn expired(id: &str, tool: &str) -> Refusal {
 /// `unknown_tool` at once.
 pub(crate) const MAX_TOOL_NAME_BYTES: usize = 256;
 
-/// The most characters of a caller's string echoed in a message or an audit
-/// event; longer ones end with `…` (issue 17, item 14).
-pub(crate) const MAX_ECHO_CHARS: usize = 200;
-
-/// `s`, cut to [`MAX_ECHO_CHARS`] characters with an ellipsis when longer.
+/// `s` cut short for a message or an audit event (issue 17, item 14).
 pub(crate) fn capped(s: &str) -> String {
-    match s.char_indices().nth(MAX_ECHO_CHARS) {
-        Some((at, _)) => format!("{}…", s.get(..at).unwrap_or_default()),
-        None => s.to_string(),
+    crate::text::capped(s).into_owned()
+}
+
+/// Whatever caller strings a refusal's message and reasons echo (ids, a
+/// tenant, a handler's error kind, a transport's reason, an approver's
+/// note), cut short in one place before it reaches a result (issue 17,
+/// item 14).
+fn shown(mut refusal: Refusal) -> Refusal {
+    refusal.message = cap_message(refusal.message);
+    refusal.reasons = refusal.reasons.into_iter().map(cap_message).collect();
+    refusal
+}
+
+/// What a tool returned, with the secrets its transport handed out for the
+/// call (none for host handlers and the code transport).
+struct Returned {
+    value: Value,
+    secrets: Option<Arc<[String]>>,
+}
+
+/// Cuts `s` short in place when it is longer than a message may echo.
+fn cap_in_place(s: &mut String) {
+    if let std::borrow::Cow::Owned(short) = crate::text::capped(s) {
+        *s = short;
     }
 }
 
 /// Step 8's verdict on what the invocation gave: the value, or the refusal.
-fn invoke_verdict(ticket: &Ticket, outcome: InvokeOutcome) -> Result<Value, Refusal> {
+fn invoke_verdict(ticket: &Ticket, outcome: InvokeOutcome) -> Result<Returned, Refusal> {
     let tool = &ticket.tool;
     match outcome {
-        InvokeOutcome::Returned(value) => Ok(value),
-        InvokeOutcome::Failed { kind } => Err(Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{tool}` failed ({kind})"))),
+        InvokeOutcome::Returned(value) => Ok(Returned { value, secrets: None }),
+        InvokeOutcome::ReturnedWithSecrets { value, secrets } => Ok(Returned { value, secrets: Some(secrets) }),
+        // The one way in for what hosts and transports say of a failure:
+        // a kind of any length is cut short here (issue 17, item 14).
+        InvokeOutcome::Failed { kind } => {
+            Err(Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{tool}` failed ({})", crate::text::capped(&kind))))
+        }
         InvokeOutcome::TimedOut => {
             Err(Refusal::new(RefusalCode::Timeout, Step::Invoke, format!("`{tool}` took longer than {} ms and was abandoned", ticket.timeout_ms)))
         }
+        // The reason names where and which rule (host::Outcome::not_json),
+        // never the value, and nothing goes to stderr (issue 17, item 12).
         InvokeOutcome::NotJson { reason } => {
-            // The host's reason varies by language; it goes to the host's
-            // log, never into the result, so every language agrees.
-            eprintln!("harnessweaver: `{tool}` returned a value with no JSON form: {reason}");
-            Err(Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{tool}` returned a value with no JSON form")))
+            Err(Refusal::new(RefusalCode::HandlerError, Step::Invoke, format!("`{tool}` returned a value with no JSON form ({reason})")))
         }
         InvokeOutcome::TransportRefused { reason } => Err(Refusal::new(RefusalCode::TransportRefused, Step::Invoke, reason)),
         InvokeOutcome::SandboxError { message } => Err(Refusal::new(RefusalCode::SandboxError, Step::Invoke, message)),

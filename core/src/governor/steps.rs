@@ -9,7 +9,7 @@ use super::trace::Trace;
 use super::{concat, condition, expired, store_down, ArgsDigest, CallVars, Consume, Governor, Refusal, Stop, ToolPlan, ToolRuntime};
 use crate::call::{ApprovalRequest, CallContext, RefusalCode, Step, Transport};
 use crate::harness::{Effect, TrifectaMode};
-use crate::store::{Acquire, ApprovalState, Budget, Labels, PendingApproval, RateKey};
+use crate::store::{Acquire, ApprovalState, Bounded, Budget, Labels, PendingApproval, RateKey};
 
 /// One call being decided: what the steps read, and what they found.
 pub(super) struct Deciding<'a> {
@@ -447,24 +447,6 @@ impl Governor {
     /// runs) unless the callback approves.
     fn ask_approval(&self, mut request: ApprovalRequest, call: &mut Deciding<'_>) -> Result<(), Stop> {
         let ctx = call.ctx;
-        // Expired approvals go; a principal's open ones are bounded, so
-        // undecided calls cannot fill the store.
-        match self.store.prune_and_count_open(&ctx.principal.id, call.now_ms) {
-            Ok(open) if open >= self.settings.max_open_approvals_per_principal => {
-                let mut r = Refusal::new(
-                    RefusalCode::ApprovalLimit,
-                    Step::Approval,
-                    format!(
-                        "this principal already has {open} approvals waiting (the limit is {}); decide or let some expire before asking for more",
-                        self.settings.max_open_approvals_per_principal
-                    ),
-                );
-                r.reasons = std::mem::take(&mut request.reasons);
-                return Err(Stop::Refused(r));
-            }
-            Ok(_) => {}
-            Err(e) => return Err(Stop::Refused(store_down(Step::Approval, &e))),
-        }
         request.id = self.ids.next("apr");
         let pending = PendingApproval {
             id: request.id.clone(),
@@ -486,8 +468,22 @@ impl Governor {
             original_args_digest: None,
             asked_by: std::mem::take(&mut call.asked_by),
         };
-        if let Err(e) = self.store.put_approval(&pending) {
-            return Err(Stop::Refused(store_down(Step::Approval, &e)));
+        // Expired approvals go; a principal's open ones are bounded, so
+        // undecided calls cannot fill the store. The count and the put are
+        // one step of the store: racing asks cannot pass the limit together.
+        let limit = self.settings.max_open_approvals_per_principal;
+        match self.store.put_approval_bounded(&pending, limit, call.now_ms) {
+            Ok(Bounded::Put { .. }) => {}
+            Ok(Bounded::Full { open }) => {
+                let mut r = Refusal::new(
+                    RefusalCode::ApprovalLimit,
+                    Step::Approval,
+                    format!("this principal already has {open} approvals waiting (the limit is {limit}); decide or let some expire before asking for more"),
+                );
+                r.reasons = std::mem::take(&mut request.reasons);
+                return Err(Stop::Refused(r));
+            }
+            Err(e) => return Err(Stop::Refused(store_down(Step::Approval, &e))),
         }
         let Some(callback) = &self.approval_callback else {
             return Err(Stop::Pending(Box::new(request)));
@@ -529,7 +525,7 @@ impl Governor {
         match approval.state {
             ApprovalState::Denied => {
                 let mut r = Refusal::new(RefusalCode::ApprovalDenied, Step::Approval, format!("a reviewer denied this call of `{tool}`"));
-                r.reasons.extend(approval.note.map(|n| format!("note: {n}")));
+                r.reasons.extend(approval.note.map(|n| format!("note: `{n}`")));
                 Consume::Refuse(r)
             }
             ApprovalState::Used => Consume::Ask(format!("approval `{id}` does not cover this exact call")),

@@ -154,7 +154,7 @@ impl<'t> Host for JsonText<'t> {
     fn convert(&self, value: &&'t str, _depth: usize) -> Result<Value, Error> {
         serde_json::from_str(value).map_err(|e| {
             if e.to_string().starts_with("recursion limit exceeded") {
-                Error::Value { code: "nesting_too_deep", message: "value nests deeper than 128 levels (JSON text)".to_string() }
+                Error::value("nesting_too_deep", "value nests deeper than 128 levels (JSON text)")
             } else {
                 invalid_json(&e)
             }

@@ -196,14 +196,23 @@ pub enum Begun {
     Pending(CallResult),
 }
 
+impl Outcome {
+    /// A handler's value that has no JSON form, named by the JSON pointer to
+    /// the part that failed and the rule it broke (`at `/n`: `integer_out_of_range``),
+    /// the same in every language and never the value (issue 17, item 12).
+    pub fn not_json(error: &Error) -> Outcome {
+        Outcome::NotJson { reason: format!("at `{}`: `{}`", error.pointer().unwrap_or("/"), error.code()) }
+    }
+}
+
 /// What a host handler did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// It returned this value.
     Returned(Value),
-    /// It returned something with no JSON form (the reason goes to the log only).
+    /// It returned something with no JSON form.
     NotJson {
-        /// Why (the host's words).
+        /// Where and which rule (from [`Outcome::not_json`]): never the value.
         reason: String,
     },
     /// It raised or threw `kind` (the exception class or error name).

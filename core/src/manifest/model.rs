@@ -326,6 +326,9 @@ pub struct Manifest {
     pub data_access: Vec<String>,
     /// `spec.egress`.
     pub egress: Vec<String>,
+    /// `spec.egress` is written in the manifest (an MCP tool with `egress: []`
+    /// written says it sends nothing out; without it, its server is egress).
+    pub egress_declared: bool,
     /// `spec.scopes`.
     pub scopes: Vec<String>,
     /// `spec.tenants` (empty: all).

@@ -233,6 +233,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         })
         .unwrap_or(SideEffect::None);
     let risk = spec.get("risk").and_then(|n| cx.choice(n, "spec.risk", RISKS)).unwrap_or(Risk::Low);
+    let egress_declared = spec.get("egress").is_some();
     let mut list = |cx: &mut Checker, key: &str| {
         let path = format!("spec.{key}");
         spec.get(key).and_then(|n| cx.strings(n, &path)).unwrap_or_default()
@@ -274,6 +275,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         risk,
         data_access,
         egress,
+        egress_declared,
         scopes,
         tenants,
         enabled,

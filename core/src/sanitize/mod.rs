@@ -18,6 +18,7 @@
 mod instructions;
 mod keys;
 mod pii;
+pub mod secrets;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -27,6 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use instructions::{find_instructions, strip_instructions};
 pub use keys::key_kind;
 pub use pii::{find_pii, pii_redact, PiiKind};
+pub use secrets::SecretMask;
 
 /// How many replacements of each kind a sanitizer made. Kinds are stable
 /// strings: PII kinds are the placeholder names (`EMAIL`, `PHONE`, …),
@@ -141,6 +143,20 @@ impl std::fmt::Display for Sanitizer {
     }
 }
 
+/// A rewrite of one text that [`apply`]'s walk runs on every string value
+/// and object key: the sanitizers of `output.sanitize` in order, or the
+/// mask of a call's handed-out secrets.
+pub(crate) trait TextPass {
+    /// The text rewritten (borrowed when unchanged) and what was replaced.
+    fn run<'t>(&self, text: &'t str) -> (Cow<'t, str>, Counts);
+}
+
+impl TextPass for [Sanitizer] {
+    fn run<'t>(&self, text: &'t str) -> (Cow<'t, str>, Counts) {
+        sanitize_text(text, self)
+    }
+}
+
 /// Runs `sanitizers` in order over one text.
 pub fn sanitize_text<'a>(text: &'a str, sanitizers: &[Sanitizer]) -> (Cow<'a, str>, Counts) {
     let mut counts = Counts::new();
@@ -171,7 +187,16 @@ pub fn apply(value: &Value, sanitizers: &[Sanitizer]) -> (Value, Report) {
     (out, report)
 }
 
-fn walk(value: &Value, sanitizers: &[Sanitizer], redact_keys: bool, key_rule: Option<PiiKind>, report: &mut Report) -> Value {
+/// Masks every form of the secrets in `mask` in every string value and
+/// object key of `value` (keys that mask to one name stay distinct, as in
+/// [`apply`]).
+pub fn mask_secrets(value: &Value, mask: &SecretMask) -> (Value, Report) {
+    let mut report = Report::default();
+    let out = walk(value, mask, false, None, &mut report);
+    (out, report)
+}
+
+fn walk<P: TextPass + ?Sized>(value: &Value, pass: &P, redact_keys: bool, key_rule: Option<PiiKind>, report: &mut Report) -> Value {
     match value {
         Value::String(s) => {
             if let Some(kind) = key_rule {
@@ -182,7 +207,7 @@ fn walk(value: &Value, sanitizers: &[Sanitizer], redact_keys: bool, key_rule: Op
                     return Value::String(kind.placeholder().to_owned());
                 }
             }
-            let (out, counts) = sanitize_text(s, sanitizers);
+            let (out, counts) = pass.run(s);
             report.counts.merge(&counts);
             match out {
                 Cow::Borrowed(_) => Value::String(s.clone()),
@@ -198,7 +223,7 @@ fn walk(value: &Value, sanitizers: &[Sanitizer], redact_keys: bool, key_rule: Op
         },
         Value::Array(items) => {
             let rule = key_rule.filter(|k| k.applies_to_arrays());
-            Value::Array(items.iter().map(|v| walk(v, sanitizers, redact_keys, rule, report)).collect())
+            Value::Array(items.iter().map(|v| walk(v, pass, redact_keys, rule, report)).collect())
         }
         Value::Object(map) => {
             // Keys in sorted order so that renaming is deterministic whatever
@@ -208,7 +233,7 @@ fn walk(value: &Value, sanitizers: &[Sanitizer], redact_keys: bool, key_rule: Op
             let mut used: BTreeSet<String> = BTreeSet::new();
             let mut changed: Vec<(&String, String)> = Vec::new();
             for k in &sorted {
-                let (nk, counts) = sanitize_text(k, sanitizers);
+                let (nk, counts) = pass.run(k);
                 report.counts.merge(&counts);
                 match nk {
                     Cow::Borrowed(_) => {
@@ -243,7 +268,7 @@ fn walk(value: &Value, sanitizers: &[Sanitizer], redact_keys: bool, key_rule: Op
             for (k, name) in renamed {
                 let Some(v) = map.get(k) else { continue };
                 let rule = if redact_keys { key_kind(k) } else { None };
-                out.insert(name, walk(v, sanitizers, redact_keys, rule, report));
+                out.insert(name, walk(v, pass, redact_keys, rule, report));
             }
             Value::Object(out)
         }

@@ -1,9 +1,9 @@
 //! The in-memory store: the embedded default, one process.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
-use super::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
+use super::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Bounded, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
 
 #[derive(Debug, Default)]
 struct State {
@@ -12,6 +12,58 @@ struct State {
     /// looks its run up a few times; one map hashes the id once each time).
     runs: HashMap<String, Run>,
     approvals: HashMap<String, PendingApproval>,
+    /// Per principal id: the ids of its open (pending or approved)
+    /// approvals, so the approval limit is counted without a scan.
+    open_by: HashMap<String, HashSet<String>>,
+    /// Every approval by expiry: expired ones are dropped from the front
+    /// without a scan of the rest.
+    by_expiry: BTreeSet<(u64, String)>,
+}
+
+impl State {
+    /// Stores `approval`, replacing one with its id, and indexes it.
+    fn put_approval(&mut self, approval: &PendingApproval) {
+        self.forget_approval(&approval.id);
+        self.by_expiry.insert((approval.expires_ms, approval.id.clone()));
+        if approval.is_open() {
+            self.open_by.entry(approval.principal_id().to_string()).or_default().insert(approval.id.clone());
+        }
+        self.approvals.insert(approval.id.clone(), approval.clone());
+    }
+
+    /// Removes the approval `id` and its index entries.
+    fn forget_approval(&mut self, id: &str) {
+        if let Some(old) = self.approvals.remove(id) {
+            self.by_expiry.remove(&(old.expires_ms, old.id.clone()));
+            self.close(old.principal_id(), id);
+        }
+    }
+
+    /// Takes `id` out of its principal's open approvals.
+    fn close(&mut self, principal: &str, id: &str) {
+        if let Some(open) = self.open_by.get_mut(principal) {
+            open.remove(id);
+            if open.is_empty() {
+                self.open_by.remove(principal);
+            }
+        }
+    }
+
+    /// Drops every approval that expired at or before `now_ms`.
+    fn prune_approvals(&mut self, now_ms: u64) {
+        while let Some((expires, id)) = self.by_expiry.first().cloned() {
+            if expires > now_ms {
+                break;
+            }
+            self.forget_approval(&id);
+            // An entry whose approval was replaced under another expiry.
+            self.by_expiry.remove(&(expires, id));
+        }
+    }
+
+    fn open_of(&self, principal: &str) -> u64 {
+        self.open_by.get(principal).map_or(0, |ids| u64::try_from(ids.len()).unwrap_or(u64::MAX))
+    }
 }
 
 /// What the store knows of one run.
@@ -135,8 +187,19 @@ impl Store for MemoryStore {
     }
 
     fn put_approval(&self, approval: &PendingApproval) -> Result<(), StoreError> {
-        self.lock()?.approvals.insert(approval.id.clone(), approval.clone());
+        self.lock()?.put_approval(approval);
         Ok(())
+    }
+
+    fn put_approval_bounded(&self, approval: &PendingApproval, limit: u64, now_ms: u64) -> Result<Bounded, StoreError> {
+        let mut state = self.lock()?;
+        state.prune_approvals(now_ms);
+        let open = state.open_of(approval.principal_id());
+        if open >= limit {
+            return Ok(Bounded::Full { open });
+        }
+        state.put_approval(approval);
+        Ok(Bounded::Put { open })
     }
 
     fn approval(&self, id: &str) -> Result<Option<PendingApproval>, StoreError> {
@@ -145,7 +208,7 @@ impl Store for MemoryStore {
 
     fn transition(&self, id: &str, from: ApprovalState, to: ApprovalState, by: Option<&str>, note: Option<&str>) -> Result<bool, StoreError> {
         let mut state = self.lock()?;
-        match state.approvals.get_mut(id) {
+        let closed = match state.approvals.get_mut(id) {
             Some(approval) if approval.state == from => {
                 approval.state = to;
                 if let Some(by) = by {
@@ -154,22 +217,20 @@ impl Store for MemoryStore {
                 if let Some(note) = note {
                     approval.note = Some(note.to_string());
                 }
-                Ok(true)
+                (from.is_open() && !to.is_open()).then(|| approval.principal_id().to_string())
             }
-            _ => Ok(false),
+            _ => return Ok(false),
+        };
+        if let Some(principal) = closed {
+            state.close(&principal, id);
         }
+        Ok(true)
     }
 
     fn prune_and_count_open(&self, principal_id: &str, now_ms: u64) -> Result<u64, StoreError> {
         let mut state = self.lock()?;
-        state.approvals.retain(|_, a| a.expires_ms > now_ms);
-        let open = state
-            .approvals
-            .values()
-            .filter(|a| matches!(a.state, ApprovalState::Pending | ApprovalState::Approved))
-            .filter(|a| a.principal.get("id").and_then(serde_json::Value::as_str) == Some(principal_id))
-            .count();
-        Ok(u64::try_from(open).unwrap_or(u64::MAX))
+        state.prune_approvals(now_ms);
+        Ok(state.open_of(principal_id))
     }
 
     fn open_approvals(&self) -> Result<Vec<PendingApproval>, StoreError> {

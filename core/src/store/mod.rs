@@ -176,6 +176,40 @@ pub struct PendingApproval {
     pub asked_by: Vec<String>,
 }
 
+/// What [`Store::put_approval_bounded`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bounded {
+    /// Stored; the principal had this many approvals open before it.
+    Put {
+        /// Open approvals of the principal before this one.
+        open: u64,
+    },
+    /// Not stored: the principal already has this many open (at or past the limit).
+    Full {
+        /// Open approvals of the principal.
+        open: u64,
+    },
+}
+
+impl PendingApproval {
+    /// The id of the principal who asked (`principal.id`; empty when absent).
+    pub fn principal_id(&self) -> &str {
+        self.principal.get("id").and_then(Value::as_str).unwrap_or_default()
+    }
+
+    /// Pending or approved: it still counts against its principal's limit.
+    pub fn is_open(&self) -> bool {
+        self.state.is_open()
+    }
+}
+
+impl ApprovalState {
+    /// Pending or approved (not yet denied or used).
+    pub fn is_open(self) -> bool {
+        matches!(self, Self::Pending | Self::Approved)
+    }
+}
+
 /// The store could not be reached or refused the operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreError {
@@ -224,13 +258,18 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Drops approvals that expired at or before `now_ms` (in any state;
     /// stores that expire keys by time, like Redis, may leave that to the
     /// server) and returns how many approvals `principal_id` still has open
-    /// (pending or approved, not expired). The governor calls it before it
-    /// asks for a new approval, to bound them per principal.
-    fn prune_and_count_open(&self, principal_id: &str, now_ms: u64) -> Result<u64, StoreError> {
-        let open = self.open_approvals()?;
-        let mine = open.iter().filter(|a| a.expires_ms > now_ms && a.principal.get("id").and_then(Value::as_str) == Some(principal_id));
-        Ok(u64::try_from(mine.count()).unwrap_or(u64::MAX))
-    }
+    /// (pending or approved, not expired), read from a per-principal index:
+    /// the cost does not grow with the approvals of other principals.
+    fn prune_and_count_open(&self, principal_id: &str, now_ms: u64) -> Result<u64, StoreError>;
+
+    /// Stores `approval` (pending) unless its principal already has `limit`
+    /// or more approvals open, in one atomic step of the store: expired
+    /// approvals are dropped, the principal's open ones counted through the
+    /// per-principal index, and the new one stored only below the limit, so
+    /// racing asks (threads, processes, hosts) never pass it together. The
+    /// governor calls it for every approval it asks for
+    /// (`spec.approvals.max_open_per_principal`, refused `approval_limit`).
+    fn put_approval_bounded(&self, approval: &PendingApproval, limit: u64, now_ms: u64) -> Result<Bounded, StoreError>;
 
     /// [`Store::acquire`], also returning the run's labels when the backend
     /// reads them in the same round trip (Redis); `None` when it does not.

@@ -30,7 +30,7 @@ use redis::{ConnectionLike, ErrorKind, ServerErrorKind, Value as RValue};
 
 use super::sqlite::approval_from_row;
 use harnessweaver_core::harness::redact_url;
-use harnessweaver_core::store::{Acquire, ApprovalState, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
+use harnessweaver_core::store::{Acquire, ApprovalState, Bounded, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
 
 /// Which clock the rate-limit script reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,31 +184,65 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return redis.call('HMGET', KEYS[1], 'private', 'untrusted')
 ";
 
-/// KEYS: the approval, the open index. ARGV: id, from, to, has_by, by,
-/// has_note, note. Returns 1 when this caller moved it.
+/// KEYS: the approval, the open index, its principal's open index. ARGV:
+/// id, from, to, has_by, by, has_note, note. Returns 1 when this caller
+/// moved it.
 const TRANSITION: &str = r"
 if redis.call('HGET', KEYS[1], 'state') ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], 'state', ARGV[3])
 if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'decided_by', ARGV[5]) end
 if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'note', ARGV[7]) end
-if ARGV[3] ~= 'pending' and ARGV[3] ~= 'approved' then redis.call('ZREM', KEYS[2], ARGV[1]) end
+if ARGV[3] ~= 'pending' and ARGV[3] ~= 'approved' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('ZREM', KEYS[3], ARGV[1])
+end
 return 1
 ";
 
-/// KEYS: the approval, the open index. ARGV: body, state, has_by, by,
-/// has_note, note, ttl ms, created ms, id. Replaces the approval.
-const PUT_APPROVAL: &str = r"
+/// The body of [`PUT_APPROVAL`] and [`PUT_APPROVAL_BOUNDED`]. KEYS: the
+/// approval, the open index, its principal's open index (scored by expiry).
+/// ARGV: body, state, has_by, by, has_note, note, ttl ms, created ms, id,
+/// expires ms, principal id. Replaces the approval.
+macro_rules! put_approval_lua {
+    () => {
+        r"
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'body', ARGV[1], 'state', ARGV[2])
+redis.call('HSET', KEYS[1], 'body', ARGV[1], 'state', ARGV[2], 'principal', ARGV[11])
 if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'decided_by', ARGV[4]) end
 if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'note', ARGV[6]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 if ARGV[2] == 'pending' or ARGV[2] == 'approved' then
   redis.call('ZADD', KEYS[2], ARGV[8], ARGV[9])
+  redis.call('ZADD', KEYS[3], ARGV[10], ARGV[9])
+  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[3], ARGV[7]) end
 else
   redis.call('ZREM', KEYS[2], ARGV[9])
+  redis.call('ZREM', KEYS[3], ARGV[9])
 end
-return 1
+"
+    };
+}
+
+/// Stores an approval (see [`put_approval_lua`]). Returns 1.
+const PUT_APPROVAL: &str = concat!(put_approval_lua!(), "return 1\n");
+
+/// The approval limit in one step: drops the principal's expired approvals
+/// from its index, counts the open ones, and stores the approval only below
+/// the limit. ARGV as [`PUT_APPROVAL`], then now ms, limit. Returns
+/// `{stored (0 or 1), open before}`.
+const PUT_APPROVAL_BOUNDED: &str = concat!(
+    "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[12])\n",
+    "local open = redis.call('ZCARD', KEYS[3])\n",
+    "if open >= tonumber(ARGV[13]) then return {0, open} end\n",
+    put_approval_lua!(),
+    "return {1, open}\n"
+);
+
+/// KEYS: a principal's open index. ARGV: now ms. Drops the expired entries
+/// and returns how many are left.
+const COUNT_OPEN: &str = r"
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+return redis.call('ZCARD', KEYS[1])
 ";
 
 /// KEYS: approvals. Returns each one's body, state, decided_by, note.
@@ -227,6 +261,8 @@ struct Scripts {
     add_labels: Lua,
     transition: Lua,
     put_approval: Lua,
+    put_approval_bounded: Lua,
+    count_open: Lua,
     read_approvals: Lua,
 }
 
@@ -329,6 +365,8 @@ impl RedisStore {
                 add_labels: Lua::new(ADD_LABELS),
                 transition: Lua::new(TRANSITION),
                 put_approval: Lua::new(PUT_APPROVAL),
+                put_approval_bounded: Lua::new(PUT_APPROVAL_BOUNDED),
+                count_open: Lua::new(COUNT_OPEN),
                 read_approvals: Lua::new(READ_APPROVALS),
             },
             round_trips: AtomicU64::new(0),
@@ -517,26 +555,25 @@ impl Store for RedisStore {
     }
 
     fn put_approval(&self, approval: &PendingApproval) -> Result<(), StoreError> {
-        let body = serde_json::to_string(approval).map_err(|e| StoreError::new(format!("approval: {e}")))?;
-        let key = self.key("apr", &approval.id);
-        // Kept `run_ttl` past its expiry (measured on the caller's clock, so
-        // a fixture's clock does not expire it at once).
-        let ttl = approval.expires_ms.saturating_sub(approval.created_ms).saturating_add(self.options.run_ttl_ms).max(1);
-        // A script, not MULTI: Redis Cluster connections take no transactions.
-        let keys = [key, self.key("apr-open", "all")];
-        let args = [
-            body,
-            approval.state.as_str().to_string(),
-            flag(approval.decided_by.is_some()),
-            approval.decided_by.clone().unwrap_or_default(),
-            flag(approval.note.is_some()),
-            approval.note.clone().unwrap_or_default(),
-            ttl.to_string(),
-            approval.created_ms.to_string(),
-            approval.id.clone(),
-        ];
+        let (keys, args) = self.approval_put_args(approval)?;
         let _: i64 = self.with(|conn| self.eval(conn, &self.scripts.put_approval, &keys, &args))?;
         Ok(())
+    }
+
+    fn put_approval_bounded(&self, approval: &PendingApproval, limit: u64, now_ms: u64) -> Result<Bounded, StoreError> {
+        let (keys, mut args) = self.approval_put_args(approval)?;
+        args.extend([now_ms.to_string(), limit.to_string()]);
+        let reply: Vec<i64> = self.with(|conn| self.eval(conn, &self.scripts.put_approval_bounded, &keys, &args))?;
+        let open = reply.get(1).map_or(0, |n| u64::try_from(*n).unwrap_or(0));
+        Ok(if reply.first() == Some(&1) { Bounded::Put { open } } else { Bounded::Full { open } })
+    }
+
+    fn prune_and_count_open(&self, principal_id: &str, now_ms: u64) -> Result<u64, StoreError> {
+        // Approval keys expire by TTL; the principal's index drops its
+        // expired entries here.
+        let keys = [self.key("apr-by", principal_id)];
+        let open: i64 = self.with(|conn| self.eval(conn, &self.scripts.count_open, &keys, &[now_ms.to_string()]))?;
+        Ok(u64::try_from(open).unwrap_or(0))
     }
 
     fn approval(&self, id: &str) -> Result<Option<PendingApproval>, StoreError> {
@@ -547,7 +584,17 @@ impl Store for RedisStore {
     }
 
     fn transition(&self, id: &str, from: ApprovalState, to: ApprovalState, by: Option<&str>, note: Option<&str>) -> Result<bool, StoreError> {
-        let keys = [self.key("apr", id), self.key("apr-open", "all")];
+        // The principal's index is a key the script must be given: read
+        // whose approval it is first (it never changes once stored).
+        let principal = if from.is_open() && !to.is_open() {
+            let mut cmd = redis::cmd("HGET");
+            cmd.arg(self.key("apr", id)).arg("principal");
+            let owner: Option<String> = self.with(|conn| self.query(conn, &cmd))?;
+            owner.unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let keys = [self.key("apr", id), self.key("apr-open", "all"), self.key("apr-by", &principal)];
         let args = [
             id.to_string(),
             from.as_str().to_string(),
@@ -593,6 +640,32 @@ impl Store for RedisStore {
 
     fn round_trips(&self) -> Option<u64> {
         Some(self.round_trip_count())
+    }
+}
+
+impl RedisStore {
+    /// The keys and arguments of [`PUT_APPROVAL`] for `approval`.
+    fn approval_put_args(&self, approval: &PendingApproval) -> Result<([String; 3], Vec<String>), StoreError> {
+        let body = serde_json::to_string(approval).map_err(|e| StoreError::new(format!("approval: {e}")))?;
+        // Kept `run_ttl` past its expiry (measured on the caller's clock, so
+        // a fixture's clock does not expire it at once).
+        let ttl = approval.expires_ms.saturating_sub(approval.created_ms).saturating_add(self.options.run_ttl_ms).max(1);
+        // A script, not MULTI: Redis Cluster connections take no transactions.
+        let keys = [self.key("apr", &approval.id), self.key("apr-open", "all"), self.key("apr-by", approval.principal_id())];
+        let args = vec![
+            body,
+            approval.state.as_str().to_string(),
+            flag(approval.decided_by.is_some()),
+            approval.decided_by.clone().unwrap_or_default(),
+            flag(approval.note.is_some()),
+            approval.note.clone().unwrap_or_default(),
+            ttl.to_string(),
+            approval.created_ms.to_string(),
+            approval.id.clone(),
+            approval.expires_ms.to_string(),
+            approval.principal_id().to_string(),
+        ];
+        Ok((keys, args))
     }
 }
 

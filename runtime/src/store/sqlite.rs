@@ -22,7 +22,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 
 use harnessweaver_core::audit::{AuditEvent, AuditSink};
 use harnessweaver_core::error::Error;
-use harnessweaver_core::store::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
+use harnessweaver_core::store::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Bounded, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
 use harnessweaver_core::{Clock, SystemClock};
 
 const SCHEMA: &str = "
@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS hw_run_tool (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS hw_approval (
     id TEXT PRIMARY KEY, body TEXT NOT NULL, state TEXT NOT NULL,
-    decided_by TEXT, note TEXT, created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL
+    decided_by TEXT, note TEXT, created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL,
+    principal TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS hw_approval_open ON hw_approval (state, created_ms);
 CREATE TABLE IF NOT EXISTS hw_audit (
@@ -47,6 +48,56 @@ CREATE TABLE IF NOT EXISTS hw_audit (
     event TEXT NOT NULL
 );
 ";
+
+/// Indexes on `hw_approval.principal` (a column files made before it lack
+/// until [`migrate`] adds it): the approval limit counts a principal's open
+/// approvals through the first, and drops expired ones through the second,
+/// without a scan of the table.
+const APPROVAL_INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS hw_approval_principal ON hw_approval (principal, expires_ms) WHERE state IN ('pending', 'approved');
+CREATE INDEX IF NOT EXISTS hw_approval_expiry ON hw_approval (expires_ms);
+";
+
+/// A principal's open approvals, not expired at `?2` (through `hw_approval_principal`).
+const COUNT_OPEN: &str = "SELECT count(*) FROM hw_approval WHERE principal = ?1 AND state IN ('pending', 'approved') AND expires_ms > ?2";
+
+/// Adds `hw_approval.principal` to a file made before it (filled from each
+/// approval's body), then the indexes that read it. Safe when several
+/// processes open the file at once: the check is repeated under the write lock.
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let has_column = |c: &Connection| -> rusqlite::Result<bool> {
+        c.query_row("SELECT count(*) FROM pragma_table_info('hw_approval') WHERE name = 'principal'", [], |r| r.get::<_, i64>(0)).map(|n| n > 0)
+    };
+    if !has_column(conn)? {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if !has_column(&tx)? {
+            tx.execute_batch(
+                "ALTER TABLE hw_approval ADD COLUMN principal TEXT NOT NULL DEFAULT '';
+                 UPDATE hw_approval SET principal = coalesce(json_extract(body, '$.principal.id'), '');",
+            )?;
+        }
+        tx.commit()?;
+    }
+    conn.execute_batch(APPROVAL_INDEXES)
+}
+
+fn put_approval_row(conn: &Connection, approval: &PendingApproval, body: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO hw_approval (id, body, state, decided_by, note, created_ms, expires_ms, principal)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        approval.id,
+        body,
+        approval.state.as_str(),
+        approval.decided_by,
+        approval.note,
+        i64::try_from(approval.created_ms).unwrap_or(i64::MAX),
+        i64::try_from(approval.expires_ms).unwrap_or(i64::MAX),
+        approval.principal_id(),
+    ])?;
+    Ok(())
+}
 
 /// Housekeeping (dropping spent rate buckets, old runs and decided
 /// approvals) runs on one call in this many.
@@ -103,7 +154,7 @@ impl Pool {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::new(format!("sqlite: cannot create `{}`: {e}", dir.display())))?;
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.error(&e))?;
+        let mut conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.error(&e))?;
         conn.busy_timeout(self.options.busy_timeout).map_err(|e| self.error(&e))?;
         // SQLite opens a file it cannot write read-only without a word;
         // every decision writes, so that is the store being unavailable.
@@ -115,6 +166,7 @@ impl Pool {
         let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(|e| self.error(&e))?;
         conn.execute_batch("PRAGMA synchronous = NORMAL;").map_err(|e| self.error(&e))?;
         conn.execute_batch(SCHEMA).map_err(|e| self.error(&e))?;
+        migrate(&mut conn).map_err(|e| self.error(&e))?;
         Ok(conn)
     }
 
@@ -344,21 +396,26 @@ impl Store for SqliteStore {
 
     fn put_approval(&self, approval: &PendingApproval) -> Result<(), StoreError> {
         let body = serde_json::to_string(approval).map_err(|e| StoreError::new(format!("approval: {e}")))?;
+        self.pool.with(|conn| put_approval_row(conn, approval, &body))
+    }
+
+    fn put_approval_bounded(&self, approval: &PendingApproval, limit: u64, now_ms: u64) -> Result<Bounded, StoreError> {
+        let body = serde_json::to_string(approval).map_err(|e| StoreError::new(format!("approval: {e}")))?;
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
         self.pool.with(|conn| {
-            conn.execute(
-                "INSERT OR REPLACE INTO hw_approval (id, body, state, decided_by, note, created_ms, expires_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    approval.id,
-                    body,
-                    approval.state.as_str(),
-                    approval.decided_by,
-                    approval.note,
-                    i64::try_from(approval.created_ms).unwrap_or(i64::MAX),
-                    i64::try_from(approval.expires_ms).unwrap_or(i64::MAX),
-                ],
-            )?;
-            Ok(())
+            // One write transaction: every process sharing the file sees
+            // the count and the insert together.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.prepare_cached("DELETE FROM hw_approval WHERE expires_ms <= ?1")?.execute(params![now])?;
+            let open = to_u64(tx.prepare_cached(COUNT_OPEN)?.query_row(params![approval.principal_id(), now], |r| r.get(0))?);
+            let bounded = if open >= limit {
+                Bounded::Full { open }
+            } else {
+                put_approval_row(&tx, approval, &body)?;
+                Bounded::Put { open }
+            };
+            tx.commit()?;
+            Ok(bounded)
         })
     }
 
@@ -388,12 +445,8 @@ impl Store for SqliteStore {
         let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
         self.pool.with(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.execute("DELETE FROM hw_approval WHERE expires_ms <= ?1", params![now])?;
-            let open: i64 = tx.query_row(
-                "SELECT count(*) FROM hw_approval WHERE state IN ('pending', 'approved') AND json_extract(body, '$.principal.id') = ?1",
-                params![principal_id],
-                |r| r.get(0),
-            )?;
+            tx.prepare_cached("DELETE FROM hw_approval WHERE expires_ms <= ?1")?.execute(params![now])?;
+            let open: i64 = tx.prepare_cached(COUNT_OPEN)?.query_row(params![principal_id, now], |r| r.get(0))?;
             tx.commit()?;
             Ok(to_u64(open))
         })

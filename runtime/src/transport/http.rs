@@ -17,6 +17,8 @@
 //!   call before it is read whole.
 //! - A non-2xx status is `handler_error` with the status; a JSON response
 //!   (`application/json`, `*+json`) becomes its value, anything else text.
+//!   The header values sent go with it, so that step 9 masks them wherever
+//!   the server echoes them (issue 17, item 10).
 //! - TLS: rustls (ring) with the platform's verifier and roots.
 
 use std::collections::BTreeMap;
@@ -159,16 +161,27 @@ impl HttpClient {
             if bytes.is_empty() {
                 return InvokeOutcome::Returned(Value::Null);
             }
-            if is_json {
-                return match serde_json::from_slice::<Value>(&bytes) {
-                    Ok(v) => InvokeOutcome::Returned(v),
-                    Err(_) => InvokeOutcome::Failed { kind: "the response says JSON but is not valid JSON".into() },
-                };
-            }
-            return InvokeOutcome::Returned(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+            let value = if is_json {
+                match serde_json::from_slice::<Value>(&bytes) {
+                    Ok(v) => v,
+                    Err(_) => return InvokeOutcome::Failed { kind: "the response says JSON but is not valid JSON".into() },
+                }
+            } else {
+                Value::String(String::from_utf8_lossy(&bytes).into_owned())
+            };
+            return returned(value, &headers);
         }
         InvokeOutcome::Failed { kind: format!("more than {MAX_REDIRECTS} redirects") }
     }
+}
+
+/// The response's value, with the header values sent (the `headers_env`
+/// secrets) for step 9 to mask should the server echo them.
+fn returned(value: Value, headers: &[(String, String)]) -> InvokeOutcome {
+    if headers.is_empty() {
+        return InvokeOutcome::Returned(value);
+    }
+    InvokeOutcome::ReturnedWithSecrets { value, secrets: headers.iter().map(|(_, v)| v.clone()).collect() }
 }
 
 /// The headers of `headers_env`, read now. Errors name the variable only.

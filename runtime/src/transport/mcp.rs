@@ -25,7 +25,9 @@
 //! - `tools/call` carries the validated arguments. The output is the
 //!   `structuredContent` when the server sends one, otherwise the text
 //!   contents joined with newlines, otherwise the content list as JSON.
-//!   `isError` is `handler_error`; a server that cannot be reached, or that
+//!   The values the server was handed (`env`, `headers_env`) go with the
+//!   output, so step 9 masks them wherever the server echoes them (issue 17,
+//!   item 10). `isError` is `handler_error`; a server that cannot be reached, or that
 //!   closes the connection during the call, is `transport_refused`; the
 //!   ticket's timeout is `timeout`.
 
@@ -75,9 +77,20 @@ pub struct McpTool {
 
 type Client = RunningService<RoleClient, ()>;
 
+/// The values handed to a server when it was started or reached (its `env`
+/// or `headers_env` values); none when it was handed nothing.
+type Secrets = Option<Arc<[String]>>;
+
+/// A connection just opened: the client, the values it was handed, and why
+/// served definitions differ from their manifests (tool name → reason).
+type Opened = (Arc<Client>, Vec<String>, HashMap<String, String>);
+
 #[derive(Default)]
 struct Connection {
     client: Option<Arc<Client>>,
+    /// The values handed to the server when it was started or reached (its
+    /// `env` or `headers_env` values): step 9 masks their echoes.
+    secrets: Secrets,
     /// Tool name → why its served definition does not match, from the last `tools/list`.
     mismatches: HashMap<String, String>,
     /// A `tools/list` has been compared.
@@ -193,12 +206,13 @@ impl McpHub {
         }
     }
 
-    /// The live client of `slot`, connecting (and checking the served
-    /// definitions) when there is none or the old one has closed.
-    fn connected(&self, slot: &Slot) -> Result<Arc<Client>, String> {
+    /// The live client of `slot` and the secrets it was handed, connecting
+    /// (and checking the served definitions) when there is none or the old
+    /// one has closed.
+    fn connected(&self, slot: &Slot) -> Result<(Arc<Client>, Secrets), String> {
         let mut conn = slot.conn.lock().map_err(|_| format!("MCP server `{}` is unusable", slot.name))?;
         if let Some(client) = conn.client.as_ref().filter(|c| alive(c)) {
-            return Ok(client.clone());
+            return Ok((client.clone(), conn.secrets.clone()));
         }
         conn.client = None;
         if let Some(at) = conn.retry_at {
@@ -208,13 +222,14 @@ impl McpHub {
             }
         }
         match self.open(slot) {
-            Ok((client, mismatches)) => {
+            Ok((client, secrets, mismatches)) => {
                 conn.mismatches = mismatches;
                 conn.checked = true;
                 conn.failures = 0;
                 conn.retry_at = None;
                 conn.client = Some(client.clone());
-                Ok(client)
+                conn.secrets = (!secrets.is_empty()).then(|| secrets.into());
+                Ok((client, conn.secrets.clone()))
             }
             Err(message) => {
                 // Bounded backoff: 250 ms, 500 ms, … up to 30 s between attempts.
@@ -228,9 +243,9 @@ impl McpHub {
     }
 
     /// Starts or reaches the server, and lists and compares its tools.
-    fn open(&self, slot: &Slot) -> Result<(Arc<Client>, HashMap<String, String>), String> {
+    fn open(&self, slot: &Slot) -> Result<Opened, String> {
         let client = self.block(async { tokio::time::timeout(CONNECT_TIMEOUT, connect(&slot.name, &slot.config)).await });
-        let client = match client {
+        let (client, secrets) = match client {
             Ok(Ok(c)) => c,
             Ok(Err(message)) => return Err(message),
             Err(_) => return Err(format!("MCP server `{}` did not answer within {} s", slot.name, CONNECT_TIMEOUT.as_secs())),
@@ -241,7 +256,7 @@ impl McpHub {
             Ok(Err(_)) => return Err(format!("MCP server `{}` did not list its tools", slot.name)),
             Err(_) => return Err(format!("MCP server `{}` did not list its tools within {} s", slot.name, CONNECT_TIMEOUT.as_secs())),
         };
-        Ok((Arc::new(client), compare(&slot.name, &slot.tools, &served)))
+        Ok((Arc::new(client), secrets, compare(&slot.name, &slot.tools, &served)))
     }
 
     /// Why `tool`'s served definition does not match its manifest, if it
@@ -265,7 +280,7 @@ impl McpHub {
         let Some(slot) = self.slots.get(&tool.server) else {
             return InvokeOutcome::TransportRefused { reason: format!("`{}`: MCP server `{}` is not configured", ticket.tool, tool.server) };
         };
-        let client = match self.connected(slot) {
+        let (client, secrets) = match self.connected(slot) {
             Ok(c) => c,
             Err(message) => return InvokeOutcome::TransportRefused { reason: format!("`{}` was not called: {message}", ticket.tool) },
         };
@@ -297,7 +312,10 @@ impl McpHub {
                     InvokeOutcome::Failed { kind: service_error(&e) }
                 }
             }
-            Ok(Ok(result)) => output(result),
+            Ok(Ok(result)) => match (output(result), secrets) {
+                (InvokeOutcome::Returned(value), Some(secrets)) => InvokeOutcome::ReturnedWithSecrets { value, secrets },
+                (outcome, _) => outcome,
+            },
         }
     }
 }
@@ -363,7 +381,7 @@ pub fn list_served(name: &str, config: &McpServer) -> Result<Vec<Value>, String>
     let rt =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("the MCP runtime could not start ({})", e.kind()))?;
     rt.block_on(async {
-        let client =
+        let (client, _secrets) =
             tokio::time::timeout(CONNECT_TIMEOUT, connect(name, config)).await.map_err(|_| format!("MCP server `{name}` did not answer"))??;
         let tools = client.list_all_tools().await.map_err(|_| format!("MCP server `{name}` did not list its tools"))?;
         let _ = client.cancel().await;
@@ -380,7 +398,10 @@ pub fn list_served(name: &str, config: &McpServer) -> Result<Vec<Value>, String>
     })
 }
 
-async fn connect(name: &str, config: &McpServer) -> Result<Client, String> {
+/// Starts or reaches the server; also returns the values it was handed
+/// from the host's environment (`env` values, `headers_env` values).
+async fn connect(name: &str, config: &McpServer) -> Result<(Client, Vec<String>), String> {
+    let mut secrets = Vec::new();
     match config {
         McpServer::Command { command, args, env } => {
             let mut cmd = tokio::process::Command::new(command);
@@ -394,13 +415,17 @@ async fn connect(name: &str, config: &McpServer) -> Result<Client, String> {
                 let Some(v) = std::env::var_os(var) else {
                     return Err(format!("environment variable `{var}` for `{key}` of MCP server `{name}` is not set"));
                 };
+                if let Some(text) = v.to_str() {
+                    secrets.push(text.to_string());
+                }
                 cmd.env(key, v);
             }
             let (transport, _stderr) = TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .map_err(|e| format!("MCP server `{name}` could not start `{command}` ({})", e.kind()))?;
-            ().serve(transport).await.map_err(|_| format!("MCP server `{name}` did not complete the MCP handshake"))
+            let client = ().serve(transport).await.map_err(|_| format!("MCP server `{name}` did not complete the MCP handshake"))?;
+            Ok((client, secrets))
         }
         McpServer::Url { url, headers_env } => {
             let mut headers = HashMap::new();
@@ -409,6 +434,7 @@ async fn connect(name: &str, config: &McpServer) -> Result<Client, String> {
                 let Some(value) = std::env::var(var).ok() else {
                     return Err(format!("environment variable `{var}` for header `{header}` of MCP server `{name}` is not set"));
                 };
+                secrets.push(value.clone());
                 if header.eq_ignore_ascii_case("authorization") {
                     // rmcp sends it itself, as `Bearer <token>`.
                     auth = Some(value.strip_prefix("Bearer ").map_or(value.clone(), str::to_string));
@@ -430,7 +456,8 @@ async fn connect(name: &str, config: &McpServer) -> Result<Client, String> {
             }
             let client = reqwest::Client::builder().build().map_err(|_| format!("MCP server `{name}`: the HTTP client could not be built (TLS)"))?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
-            ().serve(transport).await.map_err(|_| format!("MCP server `{name}` at `{url}` did not complete the MCP handshake"))
+            let client = ().serve(transport).await.map_err(|_| format!("MCP server `{name}` at `{url}` did not complete the MCP handshake"))?;
+            Ok((client, secrets))
         }
     }
 }

@@ -26,7 +26,12 @@
 //!   process, `harnessweaver-sandbox` (S4), found by [`code::find_worker`].
 //! - [`mcp`]: `tools/call` on an MCP server declared in harness.yaml (rmcp on
 //!   a tokio runtime owned here); the served definitions are checked against
-//!   the manifests at load or first use (the rug-pull check).
+//!   the manifests at load or first use (the rug-pull check). In test mode a
+//!   server reached by `url` is refused like http (R14), and not connected.
+//!
+//! The values a transport hands out for a call (http `headers_env`, an MCP
+//! server's `env` and `headers_env`) come back with the output
+//! ([`InvokeOutcome::ReturnedWithSecrets`]) for step 9 to mask.
 //!
 //! Every failure comes back as an outcome the governor maps to a stable code
 //! (`timeout`, `handler_error`, `transport_refused`, `sandbox_error`), with a
@@ -42,7 +47,7 @@ use std::sync::Arc;
 
 use harnessweaver_core::error::Problem;
 use harnessweaver_core::governor::{InvokeOutcome, Ticket, Transport};
-use harnessweaver_core::harness::{HarnessSpec, Mode};
+use harnessweaver_core::harness::{HarnessSpec, McpServer, Mode};
 use harnessweaver_core::manifest::{self, Tool};
 
 /// What a host may choose about the transports.
@@ -60,6 +65,9 @@ enum ToolTransport {
     Http(http::HttpTool),
     Code(code::CodeTool),
     Mcp(mcp::McpTool),
+    /// A tool of a `url` MCP server in test mode: never reached (R14), not
+    /// even connected at load.
+    McpUrlInTestMode,
 }
 
 /// The transports of one loaded harness: the http client, the sandbox pool
@@ -110,11 +118,15 @@ impl Transports {
                 manifest::Transport::Mcp => {
                     let server = m.server.clone().unwrap_or_default();
                     let name = mcp::server_name(&server).unwrap_or_default().to_string();
-                    if !spec.mcp_servers.contains_key(&name) {
+                    let Some(config) = spec.mcp_servers.get(&name) else {
                         let mut p = Problem::new("unknown_mcp_server", format!("`{server}` names no server of `spec.mcp.servers` in harness.yaml"));
                         p.file = tool.file().map(str::to_string);
                         p.path = "spec.server".into();
                         problems.push(p);
+                        continue;
+                    };
+                    if spec.mode == Mode::Test && matches!(config, McpServer::Url { .. }) {
+                        compiled.insert(m.name.clone(), ToolTransport::McpUrlInTestMode);
                         continue;
                     }
                     let t =
@@ -193,6 +205,9 @@ impl Transports {
             Some(ToolTransport::Mcp(tool)) => match &self.mcp {
                 Some(hub) => hub.invoke(tool, ticket),
                 None => InvokeOutcome::TransportRefused { reason: format!("`{}`: its MCP server is not configured", ticket.tool) },
+            },
+            Some(ToolTransport::McpUrlInTestMode) => InvokeOutcome::TransportRefused {
+                reason: format!("`{}` was not called: the harness is in test mode, where an MCP server reached by url is not called", ticket.tool),
             },
             None => InvokeOutcome::Failed { kind: "no transport is configured for this tool".into() },
         }
