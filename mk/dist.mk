@@ -48,4 +48,21 @@ test-dist: build-python build-node build-sandbox ## install the packages (packed
 	$(PY) tools/dist/package.py --profile debug --out $(DIST_TEST)
 	env -u HARNESSWEAVER_SANDBOX_WORKER HW_DIST=$(DIST_TEST) $(PY) -m pytest -q tests/dist
 
-.PHONY: dist test-dist
+# The sdist builds: pip makes a wheel of it as a user without the wheel would
+# (maturin's PEP 517 backend, in the dev profile and this tree's target/ so
+# the registry crates of the debug build are reused), and that wheel installs
+# into a fresh venv and governs a call.
+SDIST_TEST := $(ROOT)/target/sdist-test
+test-sdist: build-python ## build a wheel from the sdist with pip and make a governed call with it
+	rm -rf $(SDIST_TEST) && mkdir -p $(SDIST_TEST)
+	$(VENV)/bin/maturin sdist --manifest-path bindings-python/Cargo.toml --out $(SDIST_TEST)
+	CARGO_TARGET_DIR=$(ROOT)/target MATURIN_PEP517_ARGS="--profile dev" \
+		$(PY) -m pip wheel --no-deps --no-build-isolation -w $(SDIST_TEST) $(SDIST_TEST)/harnessweaver-*.tar.gz
+	python3 -m venv $(SDIST_TEST)/venv
+	$(SDIST_TEST)/venv/bin/pip install --quiet --no-index $(SDIST_TEST)/harnessweaver-*.whl
+	cd $(SDIST_TEST) && env -u VIRTUAL_ENV venv/bin/python -c 'import harnessweaver as hw, json; \
+		h = hw.load("$(ROOT)/examples/shop/harness.yaml"); \
+		r = h.call("lookup_order", {"order_id": "A-1001"}, principal={"id": "bot"}); \
+		assert r.decision == "allowed" and r.output["customer"] == "[EMAIL]", r; print("sdist wheel:", r.decision)'
+
+.PHONY: dist test-dist test-sdist

@@ -113,7 +113,10 @@ fn loaded_library_dir() -> Option<PathBuf> {
         let mut fields = line.splitn(6, ' ');
         let (start, end) = fields.next()?.split_once('-')?;
         let (start, end) = (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?);
-        (start..end).contains(&here).then(|| fields.nth(4)).flatten().map(str::trim_start)
+        if !(start..end).contains(&here) {
+            return None;
+        }
+        fields.nth(4).map(str::trim_start)
     })?;
     let file = Path::new(file);
     if file.is_absolute() {
