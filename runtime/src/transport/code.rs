@@ -106,7 +106,7 @@ pub fn find_worker(explicit: Option<&Path>) -> Result<PathBuf, String> {
 /// address names the file.
 #[cfg(target_os = "linux")]
 fn loaded_library_dir() -> Option<PathBuf> {
-    let here = loaded_library_dir as usize;
+    let here = loaded_library_dir as *const () as usize;
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     let file = maps.lines().find_map(|line| {
         // address range, perms, offset, device, inode, then the path after padding.
