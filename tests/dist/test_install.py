@@ -11,6 +11,7 @@ and runs this file; `make dist` makes the release ones the same way.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -63,7 +64,8 @@ def test_artifacts_are_packed() -> None:
     assert DIST is not None
     names = sorted(p.name for p in DIST.iterdir())
     assert [n for n in names if n.endswith(".whl") and "-cp39-abi3-" in n], names
-    assert "harnessweaver-0.1.0.tgz" in names and "harnessweaver-linux-x64-gnu-0.1.0.tgz" in names, names
+    version = json.loads((ROOT / "bindings-node" / "package.json").read_text(encoding="utf-8"))["version"]
+    assert f"harnessweaver-{version}.tgz" in names and f"harnessweaver-linux-x64-gnu-{version}.tgz" in names, names
 
 
 def test_python_page_runs_against_the_installed_wheel(tmp_path: Path) -> None:
@@ -126,7 +128,8 @@ def test_npm_without_the_platform_package_says_so(tmp_path: Path) -> None:
     work.mkdir()
     env = doc_blocks.prepare_installed(work, DIST)
     run(["npm", "init", "-y"], work, env)
-    run(["npm", "install", "--omit=optional", "--no-audit", "--no-fund", str(DIST / "harnessweaver-0.1.0.tgz")], work, env)
+    main = next(p for p in DIST.glob("harnessweaver-*.tgz") if "-linux-" not in p.name)
+    run(["npm", "install", "--omit=optional", "--no-audit", "--no-fund", str(main)], work, env)
     assert not (work / "node_modules" / "harnessweaver-linux-x64-gnu").exists()
     done = run(["node", "-e", "require('harnessweaver')"], work, env, ok=False)
     assert done.returncode != 0

@@ -149,7 +149,11 @@ def build_wheel(libs: Dict[str, Path], plat: str, out: Path, work: Path) -> Path
 
 def npm_pack(staging: Path, out: Path) -> Path:
     done = subprocess.run(
-        ["npm", "pack", "--json", "--pack-destination", str(out.resolve())], cwd=staging, check=True, capture_output=True, text=True
+        ["npm", "pack", "--json", "--pack-destination", str(out.resolve())],
+        cwd=staging,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return out / json.loads(done.stdout)[0]["filename"]
 
