@@ -7,7 +7,7 @@
 TEST_TARGETS += lint
 
 LINT_PY_STAMP := $(VENV)/.hw-lint-requirements.stamp
-LINT_PY_PATHS := bindings-python/python tests/python
+LINT_PY_PATHS := bindings-python/python tests/python tests/dist tools/dist
 # Workspaces of their own (excluded from the root one), formatted with the same rustfmt.toml.
 FMT_EXTRA_MANIFESTS := sandbox/Cargo.toml tools/uniffi-bindgen/Cargo.toml fuzz/Cargo.toml
 # maturin builds pyo3 with these two variables; clippy runs with the same ones

@@ -167,3 +167,28 @@ fn a_missing_worker_is_a_clear_sandbox_error() {
     let r = run(&rt, "py", json!({"code": "1"}));
     assert!(sandbox_error(&r).contains("does not exist"), "{}", r.message);
 }
+
+/// `doctor` fails (not warns) when a code tool's worker cannot be found, and
+/// passes once `HARNESSWEAVER_SANDBOX_WORKER` names it. The binary runs in a
+/// child process so the variable changes nothing in this one.
+#[test]
+fn doctor_fails_when_the_sandbox_worker_is_missing() {
+    let dir =
+        Dir::new("code-doctor", vec![("harness.yaml".into(), harness_yaml("test", "")), tool_yaml("py", "  transport: code\n  sandbox: monty\n")]);
+    let doctor = |worker: Option<&std::path::Path>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_harnessweaver"));
+        cmd.arg("doctor").arg(dir.harness()).env_remove("HARNESSWEAVER_SANDBOX_WORKER");
+        if let Some(w) = worker {
+            cmd.env("HARNESSWEAVER_SANDBOX_WORKER", w);
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, out) = doctor(None);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("error: code tools: the sandbox worker `harnessweaver-sandbox` was not found"), "{out}");
+    assert!(out.contains("the sandbox worker is missing"), "{out}");
+    let (code, out) = doctor(Some(&sandbox_worker()));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("sandbox worker"), "{out}");
+}

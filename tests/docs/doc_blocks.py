@@ -17,6 +17,10 @@ attributes ``key=value`` or bare words):
   spaces are stripped. A line ``...`` (indented or not) matches any number
   of lines.
 - any block with ``skip``: not run, not compared (say why in the prose).
+- any block with ``install``: the reader's install step. Run only against
+  installed packages (``run_page(..., installed=DIST)``, what ``make
+  test-dist`` does, with ``$HW_DIST`` naming the packed artifacts); skipped
+  otherwise, where the repository's own builds stand in for it.
 - ``exit=N`` on a run block: the exit status it must end with (default 0).
 - other languages (``yaml``, ``json``, ``rust``, ``ts`` without ``file=``…):
   shown only.
@@ -25,7 +29,11 @@ The directory holds a copy of ``examples/``; ``harnessweaver``, ``python``
 and ``pip`` are the venv's, ``node`` resolves ``import ... from
 "harnessweaver"`` to ``bindings-node`` and ``npx tsc`` to its TypeScript
 devDependency (``npx harnessweaver`` to the npm package's command line), and
-``$HW_REPO`` is the repository root.
+``$HW_REPO`` is the repository root. Against installed packages the directory
+starts empty and nothing of the repository is on the way: ``.venv/bin`` and
+``node_modules/.bin`` of the directory come first on ``PATH`` (what the
+install blocks make), the repository's venv and ``HARNESSWEAVER_SANDBOX_WORKER``
+are gone, and npm may reach its registry.
 """
 
 from __future__ import annotations
@@ -119,6 +127,34 @@ def _lines(text: str) -> List[str]:
     return lines
 
 
+def prepare_installed(workdir: Path, dist: Path, python3: Optional[str] = None) -> Dict[str, str]:
+    """The environment of a reader's empty project directory on a machine
+    where the packages in `dist` are all there is of harnessweaver.
+    `python3`: the interpreter `python3` names there (a test of the oldest
+    supported one), through a folder next to `workdir`."""
+    repo_bins = {str(ROOT / ".venv" / "bin"), str(ROOT / "bindings-node" / "node_modules" / ".bin")}
+    if os.environ.get("VIRTUAL_ENV"):
+        repo_bins.add(str(Path(os.environ["VIRTUAL_ENV"]) / "bin"))
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p not in repo_bins]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HW_TEST", "npm_", "NPM_"))}
+    for name in ("VIRTUAL_ENV", "PYTHONPATH", "HARNESSWEAVER_SANDBOX_WORKER", "CARGO_BUILD_TARGET"):
+        env.pop(name, None)
+    if python3:
+        shims = workdir.parent / f"{workdir.name}.python3"
+        shims.mkdir(exist_ok=True)
+        if not (shims / "python3").exists():
+            (shims / "python3").symlink_to(python3)
+        path.insert(0, str(shims))
+    env["PATH"] = os.pathsep.join([str(workdir / ".venv" / "bin"), str(workdir / "node_modules" / ".bin"), *path])
+    env["HW_DIST"] = str(dist)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["NO_COLOR"] = "1"
+    env["npm_config_update_notifier"] = "false"
+    env["npm_config_fund"] = "false"
+    env["npm_config_audit"] = "false"
+    return env
+
+
 def prepare(workdir: Path) -> Dict[str, str]:
     """Fills `workdir` as a reader's project directory would be, and returns
     the environment the blocks run with."""
@@ -177,16 +213,20 @@ def console_output(block: Block) -> str:
     return "\n".join(line for line in block.text.splitlines() if not line.startswith("$ "))
 
 
-def run_page(page: Path, workdir: Path, timeout: float = 300) -> Tuple[List[str], List[Failure]]:
+def run_page(
+    page: Path, workdir: Path, timeout: float = 300, installed: Optional[Path] = None, python3: Optional[str] = None
+) -> Tuple[List[str], List[Failure]]:
     """Runs every block of `page` in `workdir`. Returns a log of what ran and
-    the failures (empty when the page works as written)."""
+    the failures (empty when the page works as written). `installed`: the
+    folder of packed artifacts the page's ``install`` blocks install from,
+    instead of the repository's builds (see `prepare_installed` for `python3`)."""
     text = page.read_text(encoding="utf-8")
-    env = prepare(workdir)
+    env = prepare(workdir) if installed is None else prepare_installed(workdir, installed, python3)
     log: List[str] = []
     failures: List[Failure] = []
     last: Optional[Tuple[Block, str]] = None  # the last run block and its output
     for index, block in enumerate(parse_blocks(text)):
-        if "skip" in block.attrs:
+        if "skip" in block.attrs or ("install" in block.attrs and installed is None):
             log.append(f"{block.where}: skipped")
             continue
         if "file" in block.attrs:

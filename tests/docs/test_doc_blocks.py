@@ -94,3 +94,11 @@ def test_index_links_every_page() -> None:
     assert not missing, f"docs/README.md does not link these pages: {missing}"
     broken = sorted(l for l in linked if not (ROOT / "docs" / l).resolve().exists())
     assert not broken, f"docs/README.md links pages that do not exist: {broken}"
+
+
+def test_readme_links_every_page() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(docs/([^)#]+\.md)", readme))
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
+    missing = sorted(pages - linked)
+    assert not missing, f"README.md's list of docs does not link these pages: {missing}"

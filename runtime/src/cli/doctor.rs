@@ -14,7 +14,8 @@ pub(crate) const SPEC: Spec = Spec {
     synopsis: "[harness.yaml] [--json]",
     about: "Loads harness.yaml (default ./harness.yaml; a directory means the harness.yaml in
 it) and every manifest it names, and prints every problem as file:line:column.
-Fails (exit 1) on any problem or a mismatched pin; warns about unpinned manifests
+Fails (exit 1) on any problem, a mismatched pin or a missing sandbox worker for
+code tools; warns about unpinned manifests
 and prints the digest to pin. Exit 0 when clean.",
     opts: &[JSON],
     positionals: &[("harness.yaml", false)],
@@ -103,11 +104,18 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         lines.push(format!("{}: {line}", io.paint(Paint::Yellow, "warning")));
     }
     lines.extend(live_lines);
+    // Every code tool's call would fail: a problem, not a warning.
+    let missing_worker = crate::transport::missing_worker(&harness);
+    if let Some(why) = &missing_worker {
+        failed += 1;
+        lines.push(format!("{}: code tools: {why} [sandbox_error]", io.paint(Paint::Red, "error")));
+    }
     let n = harness.tools().len();
     if json {
         io.json(&json!({
             "ok": failed == 0, "harness": path.display().to_string(), "problems": Value::Array(Vec::new()),
-            "tools": tools, "mismatched": failed, "unpinned": warned, "layers": layers, "warnings": warnings,
+            "tools": tools, "mismatched": failed - usize::from(missing_worker.is_some()), "unpinned": warned, "layers": layers,
+            "warnings": warnings, "missing_worker": missing_worker,
         }));
         return i32::from(failed > 0);
     }
@@ -115,7 +123,9 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         let _ = writeln!(io.out, "{line}");
     }
     if failed > 0 {
-        let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {failed} mismatched pin{}", plural(n), plural(failed));
+        let mismatched = failed - usize::from(missing_worker.is_some());
+        let worker = if missing_worker.is_some() { "; the sandbox worker is missing" } else { "" };
+        let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {mismatched} mismatched pin{}{worker}", plural(n), plural(mismatched));
         return 1;
     }
     let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {warned} unpinned; no problems", plural(n));

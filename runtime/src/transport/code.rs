@@ -27,11 +27,12 @@
 //!
 //! [`find_worker`], in order: the path the host passed
 //! ([`TransportOptions::sandbox_worker`](super::TransportOptions)); the
-//! `HARNESSWEAVER_SANDBOX_WORKER` variable; `harnessweaver-sandbox` beside the
-//! current executable or in its parent directory (a Rust binary and its
-//! `target/<profile>/deps/` tests). The Python package ships the binary in
-//! `harnessweaver/bin/` and passes that path; the npm package ships it in
-//! `bin/` and does the same.
+//! `HARNESSWEAVER_SANDBOX_WORKER` variable; `bin/harnessweaver-sandbox` beside
+//! the shared library this code was loaded from (what an installed package
+//! ships: the wheel in `harnessweaver/bin/` beside `_native.abi3.so`, the npm
+//! platform package in `bin/` beside its `.node`); `harnessweaver-sandbox`
+//! beside the current executable or in its parent directory (a Rust binary
+//! and its `target/<profile>/deps/` tests).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -70,7 +71,8 @@ pub struct CodeTool {
 }
 
 /// Where the worker binary is: `explicit`, then `HARNESSWEAVER_SANDBOX_WORKER`,
-/// then beside the current executable or in its parent directory.
+/// then `bin/` beside the loaded library (an installed package), then beside
+/// the current executable or in its parent directory.
 pub fn find_worker(explicit: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(p) = explicit {
         return if p.is_file() { Ok(p.to_path_buf()) } else { Err(format!("the sandbox worker `{}` does not exist", p.display())) };
@@ -78,6 +80,11 @@ pub fn find_worker(explicit: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os(WORKER_ENV).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         return if p.is_file() { Ok(p) } else { Err(format!("`{WORKER_ENV}` names a file that does not exist")) };
+    }
+    if let Some(candidate) = loaded_library_dir().map(|dir| dir.join("bin").join(WORKER_NAME)) {
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
     }
     if let Ok(exe) = std::env::current_exe() {
         for dir in exe.ancestors().skip(1).take(2) {
@@ -87,7 +94,43 @@ pub fn find_worker(explicit: Option<&Path>) -> Result<PathBuf, String> {
             }
         }
     }
-    Err(format!("the sandbox worker `{WORKER_NAME}` was not found; set `{WORKER_ENV}` to its path"))
+    Err(format!(
+        "the sandbox worker `{WORKER_NAME}` was not found: an installed package carries it in `bin/` beside its \
+         native library, a checkout builds it with `make build-sandbox`; or set `{WORKER_ENV}` to its path"
+    ))
+}
+
+/// The directory of the file this code was loaded from: the Python extension
+/// module or the Node addon of an installed package (or the executable, for a
+/// Rust binary). The mapping in `/proc/self/maps` that holds this function's
+/// address names the file.
+#[cfg(target_os = "linux")]
+fn loaded_library_dir() -> Option<PathBuf> {
+    let here = loaded_library_dir as *const () as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let file = maps.lines().find_map(|line| {
+        // address range, perms, offset, device, inode, then the path after padding.
+        let mut fields = line.splitn(6, ' ');
+        let (start, end) = fields.next()?.split_once('-')?;
+        let (start, end) = (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?);
+        if !(start..end).contains(&here) {
+            return None;
+        }
+        fields.nth(4).map(str::trim_start)
+    })?;
+    let file = Path::new(file);
+    if file.is_absolute() {
+        file.parent().map(Path::to_path_buf)
+    } else {
+        None
+    }
+}
+
+/// Elsewhere no package carries the worker yet: only the variable and the
+/// executable's directory are looked at.
+#[cfg(not(target_os = "linux"))]
+fn loaded_library_dir() -> Option<PathBuf> {
+    None
 }
 
 /// A running worker: its process, its stdin, and a thread reading its answers.
@@ -340,5 +383,19 @@ fn died(worker: Worker, limits: &CodeLimits) -> InvokeOutcome {
             message: format!("MemoryError: the code used more than {} MB; the worker was stopped", limits.max_memory_mb),
         },
         Some(code) => InvokeOutcome::SandboxError { message: format!("the sandbox worker stopped unexpectedly (exit status {code})") },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The mapping that holds this code is the test executable itself, so
+    /// the lookup beside the loaded library names the executable's directory.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_loaded_library_is_the_file_holding_this_code() {
+        let exe = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok());
+        let dir = super::loaded_library_dir().and_then(|p| p.canonicalize().ok());
+        assert!(dir.is_some(), "no mapping holds this code");
+        assert_eq!(dir, exe.and_then(|p| p.parent().map(std::path::Path::to_path_buf)));
     }
 }

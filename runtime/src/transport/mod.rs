@@ -237,10 +237,9 @@ impl harnessweaver_core::backends::Invoker for Transports {
 
 /// What `doctor` warns about before any call: `headers_env` and MCP `env` /
 /// `headers_env` variables that are not set now (naming the variable, never
-/// a value), and code tools whose sandbox worker cannot be found.
+/// a value).
 pub fn environment_warnings(harness: &harnessweaver_core::harness::Harness) -> Vec<String> {
     let mut out = Vec::new();
-    let mut wants_worker = false;
     for tool in harness.tools() {
         let m = tool.manifest();
         let file = tool.file().unwrap_or_default();
@@ -249,7 +248,6 @@ pub fn environment_warnings(harness: &harnessweaver_core::harness::Harness) -> V
                 out.push(format!("{file}: tool `{}`: environment variable `{var}` for header `{header}` is not set; its calls will fail", m.name));
             }
         }
-        wants_worker |= m.transport == manifest::Transport::Code;
     }
     for (name, server) in &harness.spec().mcp_servers {
         let vars: Vec<(&String, &String)> = match server {
@@ -262,12 +260,17 @@ pub fn environment_warnings(harness: &harnessweaver_core::harness::Harness) -> V
             }
         }
     }
-    if wants_worker {
-        if let Err(why) = code::find_worker(None) {
-            out.push(format!("code tools: {why}"));
-        }
-    }
     out
+}
+
+/// Why the harness's code tools cannot run here, for `doctor` to fail on:
+/// the sandbox worker is not found. `None` when it is, or no tool needs it.
+pub fn missing_worker(harness: &harnessweaver_core::harness::Harness) -> Option<String> {
+    let wants_worker = harness.tools().iter().any(|tool| tool.manifest().transport == manifest::Transport::Code);
+    if !wants_worker {
+        return None;
+    }
+    code::find_worker(None).err()
 }
 
 #[cfg(test)]
