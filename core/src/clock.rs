@@ -89,30 +89,32 @@ impl IdSource {
             // As `format!("{prefix}_{seed:016x}{counter:08x}")`, without the
             // formatting machinery (an id is made on every call).
             Self::Random { seed, counter } => {
-                let mut out = String::with_capacity(prefix.len() + 33);
+                let count = counter.fetch_add(1, Ordering::Relaxed);
+                // The counter takes 8 digits until it outgrows them.
+                let count_digits = usize::try_from((64 - count.leading_zeros()).div_ceil(4)).unwrap_or(16).max(8);
+                let mut digits = [0u8; 32];
+                let (seed_part, count_part) = digits.split_at_mut(16);
+                write_hex(seed_part, *seed);
+                write_hex(count_part.get_mut(..count_digits).unwrap_or_default(), count);
+                let hex = std::str::from_utf8(digits.get(..16 + count_digits).unwrap_or_default()).unwrap_or_default();
+                let mut out = String::with_capacity(prefix.len() + 1 + hex.len());
                 out.push_str(prefix);
                 out.push('_');
-                push_hex(&mut out, *seed, 16);
-                push_hex(&mut out, counter.fetch_add(1, Ordering::Relaxed), 8);
+                out.push_str(hex);
                 out
             }
         }
     }
 }
 
-/// Appends `v` in lowercase hex, zero-padded to at least `min_width` digits.
-fn push_hex(out: &mut String, v: u64, min_width: usize) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digits = (64 - v.leading_zeros()).div_ceil(4).max(1);
-    let width = u32::try_from(min_width).unwrap_or(16).max(digits).min(16);
-    // Written into a buffer and appended once: ids are made on every call.
-    let mut buf = [b'0'; 16];
-    for (slot, i) in buf.iter_mut().zip((0..width).rev()) {
-        let nibble = usize::try_from((v >> (i * 4)) & 0xf).unwrap_or(0);
-        *slot = DIGITS.get(nibble).copied().unwrap_or(b'0');
+/// Writes the low `out.len()` hex digits of `v` into `out`, lowercase,
+/// most significant first (ids are made on every call: no formatting
+/// machinery).
+fn write_hex(out: &mut [u8], v: u64) {
+    for (slot, shift) in out.iter_mut().rev().zip((0..64).step_by(4)) {
+        let nibble = ((v >> shift) & 0xf) as u8;
+        *slot = if nibble < 10 { b'0' + nibble } else { b'a' - 10 + nibble };
     }
-    let width = usize::try_from(width).unwrap_or(16);
-    out.push_str(std::str::from_utf8(buf.get(..width).unwrap_or_default()).unwrap_or_default());
 }
 
 #[cfg(test)]
