@@ -114,7 +114,7 @@ pub struct OutputReport {
     /// Redactions and removals per kind (never what was removed).
     pub redactions: BTreeMap<String, u64>,
     /// `untrusted` or `trusted`.
-    pub label: String,
+    pub label: &'static str,
 }
 
 /// A call waiting for a human, as shown to the caller and the approver.

@@ -589,7 +589,7 @@ impl Governor {
                 timings,
             });
         }
-        let report = OutputReport { truncated, redactions, label: if rt.output.untrusted { "untrusted" } else { "trusted" }.to_string() };
+        let report = OutputReport { truncated, redactions, label: if rt.output.untrusted { "untrusted" } else { "trusted" } };
         let result = CallResult {
             decision: Decision::Allowed,
             code: None,

@@ -17,6 +17,9 @@ thread_local! {
     static KEY_BUFFERS: std::cell::Cell<[String; 2]> = const { std::cell::Cell::new([String::new(), String::new()]) };
 }
 
+/// The largest key buffer kept for the next call, in bytes.
+const MAX_KEPT_KEY_BYTES: usize = 1024;
+
 /// A placeholder rate for a key buffer not in use.
 const NO_RATE: Rate = Rate { count: 0, period_ms: 0 };
 
@@ -361,7 +364,8 @@ impl Governor {
             _ => keys.get(1..),
         };
         let acquired = self.store.acquire_with_labels(in_use.unwrap_or_default(), call.now_ms, call.run_id);
-        KEY_BUFFERS.set(keys.map(|k| k.key));
+        // A buffer grown past a usual key (a very long principal id) is not kept.
+        KEY_BUFFERS.set(keys.map(|k| if k.key.capacity() > MAX_KEPT_KEY_BYTES { String::new() } else { k.key }));
         let acquired = acquired.map(|(acquire, labels)| {
             call.trace.labels = call.trace.labels.or(labels);
             acquire
