@@ -93,12 +93,17 @@ impl IdSource {
                 let count = counter.fetch_add(1, Ordering::Relaxed);
                 // The counter takes 8 digits until it outgrows them.
                 let count_digits = usize::try_from((64 - count.leading_zeros()).div_ceil(4)).unwrap_or(16).max(8);
-                let (seed_hex, count_hex) = (hex16(*seed), hex16(count));
-                let mut out = String::with_capacity(prefix.len() + 1 + 16 + count_digits);
+                let mut digits = [0u8; 32];
+                let (seed_part, count_part) = digits.split_at_mut(16);
+                seed_part.copy_from_slice(&hex16(*seed));
+                count_part.copy_from_slice(&hex16(count));
+                // The counter's digits follow the seed's.
+                count_part.copy_within(16 - count_digits.., 0);
+                let hex = std::str::from_utf8(digits.get(..16 + count_digits).unwrap_or_default()).unwrap_or_default();
+                let mut out = String::with_capacity(prefix.len() + 1 + hex.len());
                 out.push_str(prefix);
                 out.push('_');
-                out.push_str(std::str::from_utf8(&seed_hex).unwrap_or_default());
-                out.push_str(std::str::from_utf8(count_hex.get(16 - count_digits..).unwrap_or_default()).unwrap_or_default());
+                out.push_str(hex);
                 out
             }
         }
