@@ -114,7 +114,7 @@ pub struct OutputReport {
     /// Redactions and removals per kind (never what was removed).
     pub redactions: BTreeMap<String, u64>,
     /// `untrusted` or `trusted`.
-    pub label: String,
+    pub label: &'static str,
 }
 
 /// A call waiting for a human, as shown to the caller and the approver.
@@ -234,17 +234,18 @@ impl CallResult {
     }
 }
 
-/// How a tool is reached.
+/// How a tool is reached. Every ticket carries a copy, so the names are
+/// shared (`Arc<str>`), not copied per call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transport {
     /// A host function, invoked by the binding.
-    Native { handler: Option<String> },
+    Native { handler: Option<Arc<str>> },
     /// POST to a URL.
-    Http { url: String },
+    Http { url: Arc<str> },
     /// Code in a sandbox.
-    Code { sandbox: String },
+    Code { sandbox: Arc<str> },
     /// An MCP server's tool.
-    Mcp { server: String },
+    Mcp { server: Arc<str> },
 }
 
 /// A call that passed steps 1–7 and may now run.
@@ -276,7 +277,8 @@ pub struct Ticket {
     /// The run's labels as known when the call was decided.
     pub(crate) labels: Option<Labels>,
     pub(crate) ts_ms: u64,
-    pub(crate) started: Instant,
+    /// When the call began (only when an audit sink records its timings).
+    pub(crate) started: Option<Instant>,
     pub(crate) decide_us: u64,
 }
 

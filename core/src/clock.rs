@@ -16,7 +16,8 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        // In 64-bit arithmetic (`as_millis` divides a 128-bit number; this runs on every call).
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs().saturating_mul(1000).saturating_add(u64::from(d.subsec_millis())))
     }
 }
 
@@ -89,30 +90,46 @@ impl IdSource {
             // As `format!("{prefix}_{seed:016x}{counter:08x}")`, without the
             // formatting machinery (an id is made on every call).
             Self::Random { seed, counter } => {
-                let mut out = String::with_capacity(prefix.len() + 33);
+                let count = counter.fetch_add(1, Ordering::Relaxed);
+                // The counter takes 8 digits until it outgrows them.
+                let count_digits = usize::try_from((64 - count.leading_zeros()).div_ceil(4)).unwrap_or(16).max(8);
+                let mut digits = [0u8; 32];
+                let (seed_part, count_part) = digits.split_at_mut(16);
+                seed_part.copy_from_slice(&hex16(*seed));
+                count_part.copy_from_slice(&hex16(count));
+                // The counter's digits follow the seed's.
+                count_part.copy_within(16 - count_digits.., 0);
+                let hex = std::str::from_utf8(digits.get(..16 + count_digits).unwrap_or_default()).unwrap_or_default();
+                let mut out = String::with_capacity(prefix.len() + 1 + hex.len());
                 out.push_str(prefix);
                 out.push('_');
-                push_hex(&mut out, *seed, 16);
-                push_hex(&mut out, counter.fetch_add(1, Ordering::Relaxed), 8);
+                out.push_str(hex);
                 out
             }
         }
     }
 }
 
-/// Appends `v` in lowercase hex, zero-padded to at least `min_width` digits.
-fn push_hex(out: &mut String, v: u64, min_width: usize) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digits = (64 - v.leading_zeros()).div_ceil(4).max(1);
-    let width = u32::try_from(min_width).unwrap_or(16).max(digits).min(16);
-    // Written into a buffer and appended once: ids are made on every call.
-    let mut buf = [b'0'; 16];
-    for (slot, i) in buf.iter_mut().zip((0..width).rev()) {
-        let nibble = usize::try_from((v >> (i * 4)) & 0xf).unwrap_or(0);
-        *slot = DIGITS.get(nibble).copied().unwrap_or(b'0');
-    }
-    let width = usize::try_from(width).unwrap_or(16);
-    out.push_str(std::str::from_utf8(buf.get(..width).unwrap_or_default()).unwrap_or_default());
+/// The 16 lowercase hex digits of `v`, most significant first, computed
+/// eight at a time in a word (ids are made on every call).
+fn hex16(v: u64) -> [u8; 16] {
+    // Eight nibbles of `x` (< 2^32), one per byte, the highest nibble in the highest byte.
+    let spread = |x: u64| {
+        let x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
+        let x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
+        (x | (x << 4)) & 0x0f0f_0f0f_0f0f_0f0f
+    };
+    // Each byte 0..=15 to `0`..`9`, `a`..`f`: bytes from 10 up get 0x27 more.
+    let ascii = |n: u64| {
+        let letters = ((n + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+        (n + 0x3030_3030_3030_3030 + letters * 0x27).to_be_bytes()
+    };
+    let (high, low) = (ascii(spread(v >> 32)), ascii(spread(v & 0xffff_ffff)));
+    let mut out = [0u8; 16];
+    let (first, second) = out.split_at_mut(8);
+    first.copy_from_slice(&high);
+    second.copy_from_slice(&low);
+    out
 }
 
 #[cfg(test)]
@@ -121,7 +138,17 @@ mod id_tests {
 
     #[test]
     fn random_ids_keep_their_format() {
-        for (seed, count) in [(0u64, 0u64), (0xdead_beef, 7), (u64::MAX, 0xffff_ffff), (1, 0x1_0000_0000), (42, u64::MAX)] {
+        let cases = [
+            (0u64, 0u64),
+            (0xdead_beef, 7),
+            (u64::MAX, 0xffff_ffff),
+            (1, 0x1_0000_0000),
+            (42, u64::MAX),
+            (0x0123_4567_89ab_cdef, 0xa),
+            (0xfedc_ba98_7654_3210, 0x9_ffff_fff9),
+            (0xa0b0_c0d0_e0f0_9080, 0x1000_0000_0000_0000),
+        ];
+        for (seed, count) in cases {
             let ids = IdSource::Random { seed, counter: AtomicU64::new(count) };
             assert_eq!(ids.next("call"), format!("call_{seed:016x}{count:08x}"));
         }

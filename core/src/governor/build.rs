@@ -82,10 +82,10 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         None => (Constraints::default(), Constraints::default()),
     };
     let transport = match m.transport {
-        manifest::Transport::Native => Transport::Native { handler: m.handler.clone() },
-        manifest::Transport::Http => Transport::Http { url: m.url.clone().unwrap_or_default() },
-        manifest::Transport::Code => Transport::Code { sandbox: m.sandbox.clone().unwrap_or_default() },
-        manifest::Transport::Mcp => Transport::Mcp { server: m.server.clone().unwrap_or_default() },
+        manifest::Transport::Native => Transport::Native { handler: m.handler.as_deref().map(Arc::from) },
+        manifest::Transport::Http => Transport::Http { url: Arc::from(m.url.as_deref().unwrap_or_default()) },
+        manifest::Transport::Code => Transport::Code { sandbox: Arc::from(m.sandbox.as_deref().unwrap_or_default()) },
+        manifest::Transport::Mcp => Transport::Mcp { server: Arc::from(m.server.as_deref().unwrap_or_default()) },
     };
     let sanitize = m.output.sanitize.clone();
     ToolRuntime {

@@ -400,7 +400,7 @@ impl Governor {
     /// Steps 1–7: the call ends here (refused, or pending a human, and
     /// audited) or comes back as a ticket to invoke.
     pub fn begin(&self, tool: &str, args: Value, ctx: &CallContext) -> Begin {
-        let started = Instant::now();
+        let started = self.stopwatch();
         let ts_ms = self.clock.now_ms();
         let call_id = self.ids.next("call");
         let run_id = ctx.run_id.clone().unwrap_or_else(|| self.ids.next("run"));
@@ -439,7 +439,7 @@ impl Governor {
 
     /// The ticket of a call that passed steps 1–7. Running a tool that reads
     /// personal data makes the run private (S3) before it runs.
-    fn ticket(&self, index: usize, tool: &str, args: Value, ctx: &CallContext, mut found: Decided, started: Instant) -> Begin {
+    fn ticket(&self, index: usize, tool: &str, args: Value, ctx: &CallContext, mut found: Decided, started: Option<Instant>) -> Begin {
         let Some(rt) = self.tools.get(index) else {
             let refusal = Refusal::new(RefusalCode::UnknownTool, Step::Resolve, format!("no tool named `{tool}`"));
             return Begin::Done(self.end_refused(refusal, tool, ctx, found));
@@ -527,7 +527,7 @@ impl Governor {
     /// Steps 8 (the outcome) and 9, then the audit event.
     pub fn finish(&self, ticket: Ticket, outcome: InvokeOutcome) -> CallResult {
         let invoke_us = self.elapsed_us(ticket.started).saturating_sub(ticket.decide_us);
-        let output_started = Instant::now();
+        let output_started = self.stopwatch();
         let Some(rt) = self.tools.get(ticket.tool_index) else {
             return self.finish_refused(ticket, Refusal::new(RefusalCode::UnknownTool, Step::Resolve, "the tool is gone"), invoke_us, 0);
         };
@@ -583,7 +583,7 @@ impl Governor {
     }
 
     /// The result (and audit event) of a call that ran and passed step 9.
-    fn finish_allowed(&self, ticket: Ticket, rt: &ToolRuntime, shaped: Shaped, invoke_us: u64, output_started: Instant) -> CallResult {
+    fn finish_allowed(&self, ticket: Ticket, rt: &ToolRuntime, shaped: Shaped, invoke_us: u64, output_started: Option<Instant>) -> CallResult {
         let Shaped { value, redactions, truncated, labels } = shaped;
         if self.audit_on {
             let timings = Timings { decide_us: ticket.decide_us, invoke_us, output_us: self.elapsed_us(output_started) };
@@ -606,7 +606,7 @@ impl Governor {
                 timings,
             });
         }
-        let report = OutputReport { truncated, redactions, label: if rt.output.untrusted { "untrusted" } else { "trusted" }.to_string() };
+        let report = OutputReport { truncated, redactions, label: if rt.output.untrusted { "untrusted" } else { "trusted" } };
         let result = CallResult {
             decision: Decision::Allowed,
             code: None,
@@ -734,14 +734,15 @@ impl Governor {
         });
     }
 
-    /// Microseconds since `since`, for the audit event's timings; 0 when no
-    /// event is recorded (reading the clock is a cost on every call).
-    fn elapsed_us(&self, since: Instant) -> u64 {
-        if self.audit_on {
-            micros(since)
-        } else {
-            0
-        }
+    /// Now, for the audit event's timings; `None` when no event is recorded
+    /// (reading the clock is a cost on every call).
+    fn stopwatch(&self) -> Option<Instant> {
+        self.audit_on.then(Instant::now)
+    }
+
+    /// Microseconds since `since` (0 when the stopwatch was not started).
+    fn elapsed_us(&self, since: Option<Instant>) -> u64 {
+        since.map_or(0, micros)
     }
 
     fn record(&self, mut event: AuditEvent) {

@@ -6,10 +6,30 @@
 use serde_json::Value;
 
 use super::trace::Trace;
-use super::{concat, condition, expired, store_down, ArgsDigest, CallVars, Consume, Governor, Refusal, Stop, ToolPlan, ToolRuntime};
+use super::{condition, expired, store_down, ArgsDigest, CallVars, Consume, Governor, Refusal, Stop, ToolPlan, ToolRuntime};
 use crate::call::{ApprovalRequest, CallContext, RefusalCode, Step, Transport};
 use crate::harness::{Effect, TrifectaMode};
-use crate::store::{Acquire, ApprovalState, Bounded, Budget, Labels, PendingApproval, RateKey};
+use crate::store::{Acquire, ApprovalState, Bounded, Budget, Labels, PendingApproval, Rate, RateKey};
+
+thread_local! {
+    /// The rate-limit key buffers of [`Governor::rate_limits`], kept between
+    /// calls on this thread so that building a key allocates only once.
+    static KEY_BUFFERS: std::cell::Cell<[String; 2]> = const { std::cell::Cell::new([String::new(), String::new()]) };
+}
+
+/// The largest key buffer kept for the next call, in bytes.
+const MAX_KEPT_KEY_BYTES: usize = 1024;
+
+/// A placeholder rate for a key buffer not in use.
+const NO_RATE: Rate = Rate { count: 0, period_ms: 0 };
+
+/// Makes `slot` the key `prefix` + `rest` at `rate`, reusing its buffer.
+fn fill(slot: &mut RateKey, rate: Rate, prefix: &str, rest: &str) {
+    slot.key.clear();
+    slot.key.push_str(prefix);
+    slot.key.push_str(rest);
+    slot.rate = rate;
+}
 
 /// One call being decided: what the steps read, and what they found.
 pub(super) struct Deciding<'a> {
@@ -322,32 +342,38 @@ impl Governor {
     /// trip that also brings the run's labels when they were not read yet.
     fn rate_limits(&self, rt: &ToolRuntime, plan: &ToolPlan, call: &mut Deciding<'_>) -> Result<(), Stop> {
         let ctx = call.ctx;
-        let principal = rt.per_principal.map(|rate| RateKey { key: concat(&plan.principal_key, &ctx.principal.id), rate });
-        let tenant = match (rt.per_tenant, &ctx.tenant) {
-            (Some(rate), Some(tenant)) => Some(RateKey { key: concat(&plan.tenant_key, tenant), rate }),
-            _ => None,
+        let tenant = ctx.tenant.as_deref().and_then(|tenant| rt.per_tenant.map(|rate| (rate, tenant)));
+        if rt.per_principal.is_none() && tenant.is_none() {
+            return Ok(());
+        }
+        // At most two keys, in order (per principal, per tenant), written into
+        // buffers this thread reuses call after call: this runs on every call,
+        // and a key is a fresh string only the first time.
+        let [mut principal_key, mut tenant_key] = KEY_BUFFERS.take().map(|key| RateKey { key, rate: NO_RATE });
+        if let Some(rate) = rt.per_principal {
+            fill(&mut principal_key, rate, &plan.principal_key, &ctx.principal.id);
+        }
+        if let Some((rate, tenant)) = tenant {
+            fill(&mut tenant_key, rate, &plan.tenant_key, tenant);
+        }
+        let keys = [principal_key, tenant_key];
+        let has_principal = rt.per_principal.is_some();
+        let in_use = match (has_principal, tenant.is_some()) {
+            (true, true) => keys.get(..),
+            (true, false) => keys.get(..1),
+            _ => keys.get(1..),
         };
-        // At most two keys, in order: on the stack, not in a vector (this runs on every call).
-        let (both, one);
-        let keys: &[RateKey] = match (principal, tenant) {
-            (Some(p), Some(t)) => {
-                both = [p, t];
-                &both
-            }
-            (Some(k), None) | (None, Some(k)) => {
-                one = [k];
-                &one
-            }
-            (None, None) => return Ok(()),
-        };
-        let acquired = self.store.acquire_with_labels(keys, call.now_ms, call.run_id).map(|(acquire, labels)| {
+        let acquired = self.store.acquire_with_labels(in_use.unwrap_or_default(), call.now_ms, call.run_id);
+        // A buffer grown past a usual key (a very long principal id) is not kept.
+        KEY_BUFFERS.set(keys.map(|k| if k.key.capacity() > MAX_KEPT_KEY_BYTES { String::new() } else { k.key }));
+        let acquired = acquired.map(|(acquire, labels)| {
             call.trace.labels = call.trace.labels.or(labels);
             acquire
         });
         match acquired {
             Ok(Acquire::Allowed) => Ok(()),
             Ok(Acquire::Limited { index, retry_after_ms }) => {
-                let per = if keys.get(index).is_some_and(|k| k.key.contains("/tenant/")) { "tenant" } else { "principal" };
+                let per = if has_principal && index == 0 { "principal" } else { "tenant" };
                 let mut r = Refusal::new(RefusalCode::RateLimited, Step::Limits, format!("`{}` is rate limited per {per}", call.tool));
                 r.retry_after_ms = Some(retry_after_ms);
                 r.reasons.push(format!("rate_limit.per_{per}"));

@@ -3,18 +3,24 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
+/// The maps' hasher: aHash with keys drawn at random per map (as SipHash's
+/// are), so callers who choose principal, tenant or run ids still cannot
+/// aim keys at one bucket, at a fraction of SipHash's cost on short keys
+/// (a governed call hashes a run id and two rate-limit keys).
+type Map<V> = HashMap<String, V, ahash::RandomState>;
+
 use super::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Bounded, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
 
 #[derive(Debug, Default)]
 struct State {
-    tat: HashMap<String, u128>,
+    tat: Map<u128>,
     /// Per run: its budgets and labels, under one key (a governed call
     /// looks its run up a few times; one map hashes the id once each time).
-    runs: HashMap<String, Run>,
-    approvals: HashMap<String, PendingApproval>,
+    runs: Map<Run>,
+    approvals: Map<PendingApproval>,
     /// Per principal id: the ids of its open (pending or approved)
     /// approvals, so the approval limit is counted without a scan.
-    open_by: HashMap<String, HashSet<String>>,
+    open_by: Map<HashSet<String>>,
     /// Every approval by expiry: expired ones are dropped from the front
     /// without a scan of the rest.
     by_expiry: BTreeSet<(u64, String)>,
@@ -72,7 +78,7 @@ struct Run {
     /// Calls counted against `budgets.max_tool_calls`.
     total: u64,
     /// Calls counted per tool against `budgets.per_tool`.
-    per_tool: HashMap<String, u64>,
+    per_tool: Map<u64>,
     /// The trifecta's labels.
     labels: Labels,
 }

@@ -28,12 +28,16 @@ pub struct Rate {
 impl Rate {
     /// The emission interval in nanoseconds (at least 1).
     pub fn interval_ns(self) -> u128 {
-        (u128::from(self.period_ms) * 1_000_000 / u128::from(self.count.max(1))).max(1)
+        (self.period_ns() / u128::from(self.count.max(1))).max(1)
     }
 
     /// How far ahead of now the theoretical arrival time may run (the burst).
     pub fn tolerance_ns(self) -> u128 {
-        (u128::from(self.period_ms) * 1_000_000).saturating_sub(self.interval_ns())
+        self.period_ns().saturating_sub(self.interval_ns())
+    }
+
+    fn period_ns(self) -> u128 {
+        u128::from(self.period_ms) * 1_000_000
     }
 }
 
@@ -63,12 +67,15 @@ pub enum Acquire {
 /// GCRA on one bucket: given the stored theoretical arrival time (ns), decide
 /// at `now_ns` and return the new arrival time, or the wait in ns.
 pub fn gcra(tat_ns: Option<u128>, now_ns: u128, rate: Rate) -> Result<u128, u128> {
+    // The interval once (a 128-bit division; this runs per key on every call).
+    let interval = rate.interval_ns();
+    let tolerance = rate.period_ns().saturating_sub(interval);
     let tat = tat_ns.unwrap_or(now_ns).max(now_ns);
-    let allow_at = tat.saturating_sub(rate.tolerance_ns());
+    let allow_at = tat.saturating_sub(tolerance);
     if now_ns < allow_at {
         return Err(allow_at - now_ns);
     }
-    Ok(tat + rate.interval_ns())
+    Ok(tat + interval)
 }
 
 /// Rounds a wait in nanoseconds up to whole milliseconds.
