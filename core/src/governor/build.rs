@@ -86,6 +86,10 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         manifest::Transport::Http => Transport::Http { url: m.url.clone().unwrap_or_default() },
         manifest::Transport::Code => Transport::Code { sandbox: m.sandbox.clone().unwrap_or_default() },
         manifest::Transport::Mcp => Transport::Mcp { server: m.server.clone().unwrap_or_default() },
+        manifest::Transport::Process => Transport::Process {
+            command: m.process.as_ref().map(|p| p.command.clone()).unwrap_or_default(),
+            confined: m.process.as_ref().is_some_and(|p| p.sandbox.required),
+        },
     };
     let sanitize = m.output.sanitize.clone();
     ToolRuntime {

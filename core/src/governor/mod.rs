@@ -891,6 +891,8 @@ fn invoke_verdict(ticket: &Ticket, outcome: InvokeOutcome) -> Result<Value, Refu
         }
         InvokeOutcome::TransportRefused { reason } => Err(Refusal::new(RefusalCode::TransportRefused, Step::Invoke, reason)),
         InvokeOutcome::SandboxError { message } => Err(Refusal::new(RefusalCode::SandboxError, Step::Invoke, message)),
+        InvokeOutcome::SandboxUnavailable { message } => Err(Refusal::new(RefusalCode::SandboxUnavailable, Step::Invoke, message)),
+        InvokeOutcome::SandboxUnsupportedPolicy { message } => Err(Refusal::new(RefusalCode::SandboxUnsupportedPolicy, Step::Invoke, message)),
     }
 }
 

@@ -16,6 +16,7 @@ mod load;
 mod model;
 mod parse;
 mod policy;
+mod process_paths;
 
 pub use load::problems_of;
 pub use model::{

@@ -72,22 +72,7 @@ pub struct CodeTool {
 /// Where the worker binary is: `explicit`, then `HARNESSWEAVER_SANDBOX_WORKER`,
 /// then beside the current executable or in its parent directory.
 pub fn find_worker(explicit: Option<&Path>) -> Result<PathBuf, String> {
-    if let Some(p) = explicit {
-        return if p.is_file() { Ok(p.to_path_buf()) } else { Err(format!("the sandbox worker `{}` does not exist", p.display())) };
-    }
-    if let Some(p) = std::env::var_os(WORKER_ENV).filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(p);
-        return if p.is_file() { Ok(p) } else { Err(format!("`{WORKER_ENV}` names a file that does not exist")) };
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        for dir in exe.ancestors().skip(1).take(2) {
-            let candidate = dir.join(WORKER_NAME);
-            if candidate.is_file() {
-                return Ok(candidate);
-            }
-        }
-    }
-    Err(format!("the sandbox worker `{WORKER_NAME}` was not found; set `{WORKER_ENV}` to its path"))
+    super::locate::find_binary(explicit, WORKER_ENV, WORKER_NAME, "the sandbox worker")
 }
 
 /// A running worker: its process, its stdin, and a thread reading its answers.

@@ -33,8 +33,11 @@
 //! message that names settings and variables, never their values.
 
 pub mod code;
+pub mod confine;
 pub mod http;
+mod locate;
 pub mod mcp;
+pub mod process;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -52,6 +55,13 @@ pub struct TransportOptions {
     pub sandbox_worker: Option<PathBuf>,
     /// Idle workers kept warm per memory limit (default 2).
     pub sandbox_pool_size: Option<usize>,
+    /// The `harnessweaver-confine` launcher of confined process tools.
+    /// Default: see [`confine::find_launcher`].
+    pub confine_launcher: Option<PathBuf>,
+    /// The confinement mechanisms to assume instead of this machine's
+    /// ([`confine::Probe::current`]): for tests that simulate a machine
+    /// lacking one.
+    pub sandbox_probe: Option<confine::Probe>,
 }
 
 /// How one tool is reached, compiled at load.
@@ -60,6 +70,7 @@ enum ToolTransport {
     Http(http::HttpTool),
     Code(code::CodeTool),
     Mcp(mcp::McpTool),
+    Process(process::ProcessTool),
 }
 
 /// The transports of one loaded harness: the http client, the sandbox pool
@@ -71,6 +82,7 @@ pub struct Transports {
     http: http::HttpClient,
     code: Option<Arc<code::CodePool>>,
     mcp: Option<mcp::McpHub>,
+    process: Option<process::ProcessRunner>,
 }
 
 impl std::fmt::Debug for Transports {
@@ -88,6 +100,7 @@ impl Transports {
         let mut compiled = HashMap::new();
         let mut mcp_tools = Vec::new();
         let mut wants_code = false;
+        let mut wants_process = false;
         for tool in tools {
             let m = tool.manifest();
             match m.transport {
@@ -106,6 +119,12 @@ impl Transports {
                 manifest::Transport::Code => {
                     wants_code = true;
                     compiled.insert(m.name.clone(), ToolTransport::Code(code::CodeTool { code_arg: m.code_arg.clone(), limits: m.limits }));
+                }
+                manifest::Transport::Process => {
+                    if let Some(spec) = &m.process {
+                        wants_process = true;
+                        compiled.insert(m.name.clone(), ToolTransport::Process(process::ProcessTool { spec: spec.clone() }));
+                    }
                 }
                 manifest::Transport::Mcp => {
                     let server = m.server.clone().unwrap_or_default();
@@ -163,7 +182,9 @@ impl Transports {
                 }
             }
         };
-        let transports = Transports { tools: compiled, test_mode: spec.mode == Mode::Test, http: http::HttpClient::default(), code, mcp };
+        let process = wants_process
+            .then(|| process::ProcessRunner::new(confine::Confinement::new(options.confine_launcher.as_deref(), options.sandbox_probe.clone())));
+        let transports = Transports { tools: compiled, test_mode: spec.mode == Mode::Test, http: http::HttpClient::default(), code, mcp, process };
         (transports, problems)
     }
 
@@ -193,6 +214,10 @@ impl Transports {
             Some(ToolTransport::Mcp(tool)) => match &self.mcp {
                 Some(hub) => hub.invoke(tool, ticket),
                 None => InvokeOutcome::TransportRefused { reason: format!("`{}`: its MCP server is not configured", ticket.tool) },
+            },
+            Some(ToolTransport::Process(tool)) => match &self.process {
+                Some(runner) => runner.invoke(tool, ticket),
+                None => InvokeOutcome::Failed { kind: "no process runner is configured".into() },
             },
             None => InvokeOutcome::Failed { kind: "no transport is configured for this tool".into() },
         }
