@@ -231,3 +231,30 @@ fn a_machine_without_a_mechanism_refuses_instead_of_running_unconfined() {
     assert!(attempt(&rt, "t", json!({"attack": "write", "path": marker})));
     let _ = std::fs::remove_file(&marker);
 }
+
+#[test]
+fn sandbox_probe_reports_every_mechanism_and_a_confined_run_that_was_denied() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnessweaver"))
+        .args(["sandbox", "probe", "--json", "--launcher"])
+        .arg(process_support::launcher())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success(), "{report:#}");
+    assert!(report["landlock_abi"].as_u64().unwrap() >= 3);
+    assert_eq!(report["user_namespaces"], true);
+    assert_eq!(report["seccomp"], true);
+    assert_eq!(report["missing"], json!([]));
+    let inside = &report["confined_run"];
+    for attempt in ["read /etc/passwd", "socket(AF_INET)", "unshare(CLONE_NEWUSER)", "fork"] {
+        assert!(inside[attempt].as_str().unwrap().starts_with("denied"), "{attempt}: {inside}");
+    }
+    assert_eq!(inside["seccomp_mode"], 2);
+    // Without the launcher the probe says so and exits 3.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnessweaver"))
+        .args(["sandbox", "probe", "--launcher", "/nonexistent/harnessweaver-confine"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("missing           the launcher"), "{}", String::from_utf8_lossy(&out.stdout));
+}

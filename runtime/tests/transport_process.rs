@@ -115,3 +115,23 @@ fn an_unconfined_handler_reads_what_the_host_can() {
     let r = call(&rt, "open", json!({"attack": "read", "path": harness}));
     assert_eq!(r.output.unwrap()["allowed"], true);
 }
+
+#[test]
+fn tools_list_and_doctor_say_which_process_tools_are_unconfined() {
+    let confined = format!("{PY}  sandbox:\n    required: true\n");
+    let d = process_support::write_harness("proc-cli", &[("loose", PY), ("tight", &confined)], &[]);
+    let bin = env!("CARGO_BIN_EXE_harnessweaver");
+    let out = std::process::Command::new(bin).args(["tools", "list", "--json"]).arg(d.harness()).output().unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let confined_of = |name: &str| listed["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap()["confined"].clone();
+    assert_eq!(confined_of("loose"), json!(false));
+    assert_eq!(confined_of("tight"), json!(true));
+    let out = std::process::Command::new(bin).args(["tools", "list"]).arg(d.harness()).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("process (unconfined)") && table.contains("process (confined)"), "{table}");
+    let out = std::process::Command::new(bin).args(["doctor", "--json"]).arg(d.harness()).output().unwrap();
+    let doctor: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings: Vec<&str> = doctor["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(warnings.iter().any(|w| w.contains("`loose`") && w.contains("unconfined")), "{warnings:?}");
+    assert!(!warnings.iter().any(|w| w.contains("`tight`") && w.contains("unconfined")), "{warnings:?}");
+}

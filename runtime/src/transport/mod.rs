@@ -70,7 +70,7 @@ enum ToolTransport {
     Http(http::HttpTool),
     Code(code::CodeTool),
     Mcp(mcp::McpTool),
-    Process(process::ProcessTool),
+    Process(Box<process::ProcessTool>),
 }
 
 /// The transports of one loaded harness: the http client, the sandbox pool
@@ -123,7 +123,7 @@ impl Transports {
                 manifest::Transport::Process => {
                     if let Some(spec) = &m.process {
                         wants_process = true;
-                        compiled.insert(m.name.clone(), ToolTransport::Process(process::ProcessTool { spec: spec.clone() }));
+                        compiled.insert(m.name.clone(), ToolTransport::Process(Box::new(process::ProcessTool { spec: spec.clone() })));
                     }
                 }
                 manifest::Transport::Mcp => {
@@ -260,6 +260,9 @@ pub fn environment_warnings(harness: &harnessweaver_core::harness::Harness) -> V
             }
         }
         wants_worker |= m.transport == manifest::Transport::Code;
+        if let Some(p) = &m.process {
+            out.extend(process_warning(file, &m.name, p));
+        }
     }
     for (name, server) in &harness.spec().mcp_servers {
         let vars: Vec<(&String, &String)> = match server {
@@ -278,6 +281,23 @@ pub fn environment_warnings(harness: &harnessweaver_core::harness::Harness) -> V
         }
     }
     out
+}
+
+/// `doctor`'s word on a process tool: unconfined (trusted host code), or
+/// confined on a machine that lacks a mechanism (its calls will be refused).
+fn process_warning(file: &str, name: &str, p: &manifest::ProcessSpec) -> Option<String> {
+    if !p.sandbox.required {
+        return Some(format!(
+            "{file}: tool `{name}`: process tool runs unconfined (no `sandbox.required: true`): it has the host's authority, like native code"
+        ));
+    }
+    let confinement = confine::Confinement::new(None, None);
+    confinement.check(p).err().map(|refusal| {
+        let why = match refusal {
+            confine::Refusal::Unavailable(m) | confine::Refusal::UnsupportedPolicy(m) => m,
+        };
+        format!("{file}: tool `{name}`: its calls will be refused: {why}")
+    })
 }
 
 #[cfg(test)]

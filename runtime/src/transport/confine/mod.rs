@@ -31,6 +31,7 @@
 mod apply;
 mod policy;
 mod probe;
+mod selfcheck;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,6 +42,7 @@ use harnessweaver_core::manifest::{Grant, ProcessSpec, ResolvedProcess};
 pub use apply::restrict;
 pub use policy::Policy;
 pub use probe::{Probe, MIN_LANDLOCK_ABI};
+pub use selfcheck::probe_report;
 
 /// The launcher binary's file name.
 pub const LAUNCHER_NAME: &str = "harnessweaver-confine";
@@ -175,17 +177,25 @@ pub fn launcher_main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
         println!("{body}");
         std::process::ExitCode::from(super::process::CONFINE_FAILED_EXIT as u8)
     };
+    let usage = "usage: harnessweaver-confine --policy JSON (-- COMMAND ARGS… | --probe)";
     let mut it = args.into_iter().skip(1);
     let (Some(flag), Some(policy), Some(sep)) = (it.next(), it.next(), it.next()) else {
-        return fail("usage: harnessweaver-confine --policy JSON -- COMMAND ARGS…".into());
+        return fail(usage.into());
     };
-    if flag != "--policy" || sep != "--" {
-        return fail("usage: harnessweaver-confine --policy JSON -- COMMAND ARGS…".into());
+    if flag != "--policy" || (sep != "--" && sep != "--probe") {
+        return fail(usage.into());
     }
     let policy: Policy = match serde_json::from_str(&policy.to_string_lossy()) {
         Ok(p) => p,
         Err(e) => return fail(format!("unreadable policy: {e}")),
     };
+    if sep == "--probe" {
+        if let Err(why) = restrict(&policy) {
+            return fail(why);
+        }
+        println!("{}", selfcheck::inside_checks());
+        return std::process::ExitCode::SUCCESS;
+    }
     let Some(command) = it.next() else { return fail("no command".into()) };
     if let Err(why) = restrict(&policy) {
         return fail(why);

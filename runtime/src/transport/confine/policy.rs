@@ -67,6 +67,20 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// The baseline alone, no grant: what `sandbox probe` runs under.
+    pub fn baseline(abi: u32) -> Policy {
+        Policy {
+            exec: BASELINE_EXEC.iter().map(PathBuf::from).filter(|p| p.exists()).collect(),
+            read: BASELINE_READ.iter().map(PathBuf::from).collect(),
+            write: BASELINE_WRITE.iter().map(PathBuf::from).collect(),
+            landlock_fs_abi: if abi >= 5 { 5 } else { 3 },
+            landlock_scope: abi >= 6,
+            ..Policy::default()
+        }
+    }
+}
+
 /// The installation prefix of an interpreter outside the system
 /// directories (`/opt/python3.12` for `/opt/python3.12/bin/python3`), where
 /// its standard library lives. `None` for a command in the baseline.
