@@ -27,9 +27,13 @@
 //! - [`mcp`]: `tools/call` on an MCP server declared in harness.yaml (rmcp on
 //!   a tokio runtime owned here); the served definitions are checked against
 //!   the manifests at load or first use (the rug-pull check).
+//! - [`process`]: a local program, argv only, one JSON request and response
+//!   on stdin/stdout (`harnessweaver-process-v1`); with `sandbox.required`
+//!   under the OS sandbox of [`confine`] or not at all.
 //!
 //! Every failure comes back as an outcome the governor maps to a stable code
-//! (`timeout`, `handler_error`, `transport_refused`, `sandbox_error`), with a
+//! (`timeout`, `handler_error`, `transport_refused`, `sandbox_error`,
+//! `sandbox_unavailable`, `sandbox_unsupported_policy`), with a
 //! message that names settings and variables, never their values.
 
 pub mod code;
