@@ -22,7 +22,6 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -252,9 +251,4 @@ fn kill_group(pgid: u32) {
 
 fn reap(child: &mut Child) -> Option<i32> {
     child.wait().ok().and_then(|s| s.code())
-}
-
-/// Where a process tool's command is, for `doctor` and `tools list`.
-pub fn describe_command(spec: &ProcessSpec) -> PathBuf {
-    spec.resolved.as_ref().map_or_else(|| PathBuf::from(&spec.command), |r| r.command.clone())
 }
