@@ -34,7 +34,7 @@ $(MCP_PY_STAMP): $(VENV_STAMP) $(MCP_TEST_DIR)/requirements.txt
 mcp-servers: $(MCP_NODE_STAMP) $(MCP_PY_STAMP) ## install the MCP servers the transport tests start (npm ci, pip)
 
 test-transports: build-sandbox mcp-servers ## run the transport tests (http server, sandbox, MCP servers)
-	cargo test -p harnessweaver-runtime --test transport_http --test transport_code --test transport_mcp --test fixtures_governor
+	cargo test -p harnessweaver-runtime --test transport_http --test transport_code --test transport_mcp --test transport_process --test sandbox_attacks --test fixtures_governor
 
 test-rust: build-sandbox mcp-servers
 test-python test-node: build-sandbox

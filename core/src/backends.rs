@@ -44,6 +44,7 @@ impl Invoker for NoTransports {
             Transport::Http { .. } => "http",
             Transport::Code { .. } => "code",
             Transport::Mcp { .. } => "mcp",
+            Transport::Process { .. } => "process",
         };
         InvokeOutcome::TransportRefused {
             reason: format!("`{}` was not called: this build has no {kind} transport (load the harness through harnessweaver-runtime)", ticket.tool),

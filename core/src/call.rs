@@ -246,6 +246,9 @@ pub enum Transport {
     Code { sandbox: Arc<str> },
     /// An MCP server's tool.
     Mcp { server: Arc<str> },
+    /// A local process speaking `harnessweaver-process-v1` on stdin/stdout;
+    /// `confined` when its manifest requires the OS sandbox.
+    Process { command: String, confined: bool },
 }
 
 /// A call that passed steps 1–7 and may now run.
@@ -306,6 +309,10 @@ pub enum InvokeOutcome {
     TransportRefused { reason: String },
     /// The sandbox reported an error (a safe, Python-style message).
     SandboxError { message: String },
+    /// A required OS sandbox cannot be set up here; the message names what is missing.
+    SandboxUnavailable { message: String },
+    /// A required OS sandbox cannot enforce the tool's policy; the message names the scope.
+    SandboxUnsupportedPolicy { message: String },
 }
 
 /// A refusal that a rule or layer in shadow mode would have made.

@@ -207,6 +207,13 @@ codes! {
         TransportRefused => "transport_refused",
         /// The sandbox reported an error.
         SandboxError => "sandbox_error",
+        /// A process tool requires an OS sandbox and a mechanism it needs is
+        /// missing here (Landlock, user namespaces, bubblewrap, seccomp, the
+        /// launcher): refused before launch, never run unconfined.
+        SandboxUnavailable => "sandbox_unavailable",
+        /// A process tool's sandbox policy cannot be enforced on this kernel
+        /// (a scope its Landlock ABI lacks): refused before launch.
+        SandboxUnsupportedPolicy => "sandbox_unsupported_policy",
         /// The output fails the output constraints.
         InvalidOutput => "invalid_output",
         /// The state store could not be reached (at any step that uses it).
@@ -226,7 +233,12 @@ impl RefusalCode {
             Self::BudgetExhausted | Self::RateLimited => Step::Limits,
             Self::Trifecta => Step::Flow,
             Self::ApprovalRequired | Self::ApprovalDenied | Self::ApprovalExpired | Self::ApprovalLimit => Step::Approval,
-            Self::Timeout | Self::HandlerError | Self::TransportRefused | Self::SandboxError => Step::Invoke,
+            Self::Timeout
+            | Self::HandlerError
+            | Self::TransportRefused
+            | Self::SandboxError
+            | Self::SandboxUnavailable
+            | Self::SandboxUnsupportedPolicy => Step::Invoke,
             Self::InvalidOutput => Step::Output,
             Self::StoreUnavailable => return None,
         })
@@ -439,6 +451,16 @@ codes! {
         UnknownMcpServer => "unknown_mcp_server",
         /// A code tool's sandbox is unknown.
         UnknownSandbox => "unknown_sandbox",
+        /// A process tool's `command` is not found (absolute, or on the fixed search path).
+        CommandNotFound => "command_not_found",
+        /// A process tool's `command` is not an executable file.
+        CommandNotExecutable => "command_not_executable",
+        /// A process tool's `cwd` or sandbox path does not exist.
+        PathNotFound => "path_not_found",
+        /// A sandbox grant this version does not know.
+        UnknownGrant => "unknown_grant",
+        /// Sandbox paths without the grant they need (`read_paths` without `filesystem_read`, …).
+        GrantMissing => "grant_missing",
         /// An MCP server could not be reached at load.
         McpUnavailable => "mcp_unavailable",
         /// A malformed `definition_digest`.

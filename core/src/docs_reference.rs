@@ -50,6 +50,28 @@ spec:
     output: { KEY: { non_empty: true } }
 "#;
 
+/// A process tool with every field (its `sandbox` is a mapping, unlike a code tool's).
+const FULL_PROCESS_MANIFEST: &str = r#"
+apiVersion: harnessweaver/v1
+kind: Tool
+metadata: { name: every_process_field }
+spec:
+  transport: process
+  command: /bin/sh
+  args: [a]
+  cwd: .
+  env: { LANG: LANG }
+  max_payload_bytes: 10
+  sandbox:
+    required: true
+    profile: default
+    grants: [network, network_local, filesystem_read, filesystem_write, process]
+    read_paths: [r]
+    write_paths: [w]
+    code_paths: [c]
+    local_sockets: [s]
+"#;
+
 /// A harness that sets every mapping the harness parser descends into.
 const FULL_HARNESS: &str = r#"
 apiVersion: harnessweaver/v1
@@ -215,7 +237,9 @@ fn compare(page: &str, read: &BTreeSet<String>, doc: &BTreeSet<String>) {
 }
 
 fn manifest_fields() -> BTreeSet<String> {
-    let (_, read) = fields_read::record(|| Tool::from_manifest_text(FULL_MANIFEST, "every_field.yaml"));
+    let (_, mut read) = fields_read::record(|| Tool::from_manifest_text(FULL_MANIFEST, "every_field.yaml"));
+    let (_, process) = fields_read::record(|| Tool::from_manifest_text(FULL_PROCESS_MANIFEST, "every_process_field.yaml"));
+    read.extend(process);
     normalise(&read)
 }
 

@@ -86,6 +86,10 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         manifest::Transport::Http => Transport::Http { url: Arc::from(m.url.as_deref().unwrap_or_default()) },
         manifest::Transport::Code => Transport::Code { sandbox: Arc::from(m.sandbox.as_deref().unwrap_or_default()) },
         manifest::Transport::Mcp => Transport::Mcp { server: Arc::from(m.server.as_deref().unwrap_or_default()) },
+        manifest::Transport::Process => Transport::Process {
+            command: m.process.as_ref().map(|p| p.command.clone()).unwrap_or_default(),
+            confined: m.process.as_ref().is_some_and(|p| p.sandbox.required),
+        },
     };
     let sanitize = m.output.sanitize.clone();
     ToolRuntime {

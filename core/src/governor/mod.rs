@@ -939,6 +939,8 @@ fn invoke_verdict(ticket: &Ticket, outcome: InvokeOutcome) -> Result<Returned, R
         }
         InvokeOutcome::TransportRefused { reason } => Err(Refusal::new(RefusalCode::TransportRefused, Step::Invoke, reason)),
         InvokeOutcome::SandboxError { message } => Err(Refusal::new(RefusalCode::SandboxError, Step::Invoke, message)),
+        InvokeOutcome::SandboxUnavailable { message } => Err(Refusal::new(RefusalCode::SandboxUnavailable, Step::Invoke, message)),
+        InvokeOutcome::SandboxUnsupportedPolicy { message } => Err(Refusal::new(RefusalCode::SandboxUnsupportedPolicy, Step::Invoke, message)),
     }
 }
 

@@ -156,8 +156,9 @@ fn check_manifest_file(dir: &Path, file: &Path, spec: &HarnessSpec) -> CheckedFi
                             name = Some((written.to_string(), name_node.pos));
                         }
                     }
-                    if let Some(parsed) = parse_manifest(&node, &mut mcx) {
+                    if let Some(mut parsed) = parse_manifest(&node, &mut mcx) {
                         check_mcp_server(&parsed.manifest, &node, spec, &mut mcx);
+                        super::process_paths::resolve_process(&mut parsed.manifest, &node, dir, &mut mcx);
                         let clean = mcx.problems.is_empty();
                         tool = Tool::build(parsed, Some(rel.clone()), Some(file.to_path_buf()), spec.tools.max_output_bytes, &mut mcx)
                             .map(|t| (t, clean));

@@ -16,6 +16,7 @@ mod load;
 mod model;
 mod parse;
 mod policy;
+mod process_paths;
 
 pub(crate) use load::confusable_message;
 pub use load::problems_of;

@@ -12,13 +12,15 @@
 mod load;
 mod model;
 mod parse;
+mod process;
 mod schema;
 mod tool;
 
 pub use model::{
     confusable_key, is_valid_name, mcp_server_name, risk_name, sanitizer_name, side_effect_name, transport_name, Approval, CodeLimits, Constraint,
-    Duration, Location, Manifest, OutputPolicy, PayloadConstraints, PinState, Rate, RateLimit, RatePeriod, Risk, Sanitizer, SideEffect, Transport,
-    TrustLabel, API_VERSION, DEFAULT_MAX_OUTPUT_BYTES, SANDBOXES,
+    Duration, Grant, Location, Manifest, OutputPolicy, PayloadConstraints, PinState, ProcessSandbox, ProcessSpec, Rate, RateLimit, RatePeriod,
+    ResolvedProcess, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, COMMAND_SEARCH_PATH, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_MAX_PAYLOAD_BYTES, SANDBOXES,
 };
 pub use tool::Tool;
 

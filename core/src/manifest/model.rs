@@ -51,6 +51,9 @@ pub enum Transport {
     Code,
     /// An MCP server's tool, named by `server: mcp://NAME`.
     Mcp,
+    /// A local process launched without a shell (`command`, `args`),
+    /// speaking `harnessweaver-process-v1` on stdin/stdout.
+    Process,
 }
 
 /// What a call changes.
@@ -285,6 +288,116 @@ pub struct PayloadConstraints {
     pub output: BTreeMap<String, Constraint>,
 }
 
+/// `spec.max_payload_bytes` of a process tool when the manifest does not set it.
+pub const DEFAULT_MAX_PAYLOAD_BYTES: u64 = 1_048_576;
+
+/// The search path a bare `spec.command` name is resolved against, once, at
+/// load (the host's `PATH` is never read).
+pub const COMMAND_SEARCH_PATH: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
+
+/// A capability a process tool's sandbox grants (`spec.sandbox.grants`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Grant {
+    /// IP networking (the host's network namespace).
+    Network,
+    /// Connecting to the Unix sockets listed in `local_sockets` (no IP traffic).
+    NetworkLocal,
+    /// Reading `read_paths`.
+    FilesystemRead,
+    /// Writing `write_paths` (without reading them).
+    FilesystemWrite,
+    /// Starting child processes (they inherit the policy).
+    Process,
+}
+
+impl Grant {
+    /// Every grant with its manifest name.
+    pub const ALL: &'static [(&'static str, Grant)] = &[
+        ("network", Grant::Network),
+        ("network_local", Grant::NetworkLocal),
+        ("filesystem_read", Grant::FilesystemRead),
+        ("filesystem_write", Grant::FilesystemWrite),
+        ("process", Grant::Process),
+    ];
+
+    /// The manifest name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grant::Network => "network",
+            Grant::NetworkLocal => "network_local",
+            Grant::FilesystemRead => "filesystem_read",
+            Grant::FilesystemWrite => "filesystem_write",
+            Grant::Process => "process",
+        }
+    }
+}
+
+/// `spec.sandbox` of a process tool.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProcessSandbox {
+    /// Run only confined; refuse the call when confinement is unavailable.
+    pub required: bool,
+    /// The profile (only `default` for now).
+    pub profile: String,
+    /// The grants, each once, in manifest order.
+    pub grants: Vec<Grant>,
+    /// Readable files or directories (needs `filesystem_read`).
+    pub read_paths: Vec<String>,
+    /// Writable files or directories, which must exist (needs `filesystem_write`).
+    pub write_paths: Vec<String>,
+    /// Extra library or module files the interpreter needs (readable and executable).
+    pub code_paths: Vec<String>,
+    /// Exact Unix socket paths (needs `network_local`).
+    pub local_sockets: Vec<String>,
+}
+
+impl ProcessSandbox {
+    /// Whether `grant` is granted.
+    pub fn grants(&self, grant: Grant) -> bool {
+        self.grants.contains(&grant)
+    }
+}
+
+/// The paths of a process tool resolved against the harness directory at
+/// load (absolute); absent when the manifest was loaded on its own.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ResolvedProcess {
+    /// The executable, absolute (a bare name found on [`COMMAND_SEARCH_PATH`]).
+    pub command: std::path::PathBuf,
+    /// The working directory.
+    pub cwd: std::path::PathBuf,
+    /// The handler script: the first of `args` that names a file, when that
+    /// file is inside the harness directory; readable under the sandbox.
+    pub arg_files: Vec<std::path::PathBuf>,
+    /// `sandbox.read_paths`, absolute.
+    pub read_paths: Vec<std::path::PathBuf>,
+    /// `sandbox.write_paths`, absolute.
+    pub write_paths: Vec<std::path::PathBuf>,
+    /// `sandbox.code_paths`, absolute.
+    pub code_paths: Vec<std::path::PathBuf>,
+    /// `sandbox.local_sockets`, absolute.
+    pub local_sockets: Vec<std::path::PathBuf>,
+}
+
+/// The fields of a `process` tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessSpec {
+    /// `spec.command` as written: an absolute path or a bare name.
+    pub command: String,
+    /// `spec.args` (argv after the command; no shell ever parses them).
+    pub args: Vec<String>,
+    /// `spec.cwd`, relative to the harness directory (default `.`).
+    pub cwd: String,
+    /// `spec.env`: variable in the handler → host variable it is copied from.
+    pub env: BTreeMap<String, String>,
+    /// `spec.max_payload_bytes`: the request and the response, each.
+    pub max_payload_bytes: u64,
+    /// `spec.sandbox` (default: not required, no grants).
+    pub sandbox: ProcessSandbox,
+    /// The paths resolved at load from a harness directory.
+    pub resolved: Option<ResolvedProcess>,
+}
+
 /// A parsed manifest, every default filled in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
@@ -343,15 +456,18 @@ pub struct Manifest {
     pub output: OutputPolicy,
     /// `spec.payload_constraints`.
     pub payload_constraints: Option<PayloadConstraints>,
+    /// `spec.command`, `args`, `cwd`, `env`, `max_payload_bytes`, `sandbox` (process).
+    pub process: Option<ProcessSpec>,
 }
 
-/// `native`, `http`, `code` or `mcp`.
+/// `native`, `http`, `code`, `mcp` or `process`.
 pub fn transport_name(t: Transport) -> &'static str {
     match t {
         Transport::Native => "native",
         Transport::Http => "http",
         Transport::Code => "code",
         Transport::Mcp => "mcp",
+        Transport::Process => "process",
     }
 }
 

@@ -122,7 +122,13 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         Some(n) => cx.choice(
             n,
             "spec.transport",
-            &[("native", Transport::Native), ("http", Transport::Http), ("code", Transport::Code), ("mcp", Transport::Mcp)],
+            &[
+                ("native", Transport::Native),
+                ("http", Transport::Http),
+                ("code", Transport::Code),
+                ("mcp", Transport::Mcp),
+                ("process", Transport::Process),
+            ],
         ),
     };
     // With an unknown transport, which fields belong is unknown too: read
@@ -158,7 +164,13 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let handler = field_for(cx, &mut spec, "handler", known, transport, &[Transport::Native], Some("missing_handler"));
     let url = field_for(cx, &mut spec, "url", known, transport, &[Transport::Http], Some("missing_url"));
     let server = field_for(cx, &mut spec, "server", known, transport, &[Transport::Mcp], Some("missing_field"));
-    let sandbox = field_for(cx, &mut spec, "sandbox", known, transport, &[Transport::Code], Some("missing_field"));
+    // A process tool's `sandbox` is a mapping, read with its other fields.
+    let process = super::process::parse_process(cx, &mut spec, known, transport);
+    let sandbox = if transport == Transport::Process && known {
+        None
+    } else {
+        field_for(cx, &mut spec, "sandbox", known, transport, &[Transport::Code], Some("missing_field"))
+    };
     if let (Some(srv), Some(n)) = (&server, spec.get("server")) {
         if mcp_server_name(srv).is_none() {
             cx.report(
@@ -283,6 +295,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         approval,
         output,
         payload_constraints,
+        process,
     };
     Some(ParsedManifest { manifest, schema_pos, validator, approval_when })
 }
@@ -348,7 +361,7 @@ fn field_for(
 
 fn article(t: Transport) -> &'static str {
     match t {
-        Transport::Native | Transport::Code => "a",
+        Transport::Native | Transport::Code | Transport::Process => "a",
         Transport::Http | Transport::Mcp => "an",
     }
 }

@@ -97,6 +97,9 @@ impl Tool {
         o.insert("server".into(), json!(m.server));
         o.insert("sandbox".into(), json!(m.sandbox));
         o.insert("code_arg".into(), json!(m.code_arg));
+        if let Some(p) = &m.process {
+            o.insert("process".into(), describe_process(p));
+        }
         o.insert(
             "limits".into(),
             json!({
@@ -249,6 +252,11 @@ impl Tool {
         canonical::write_str(out, self.pin.as_str());
         out.push_str(",\"pinned_digest\":");
         canonical::write_opt_str(out, m.definition_digest.as_deref());
+        if let Some(p) = &m.process {
+            // Only process tools have the key; rare and small: built as a value.
+            out.push_str(",\"process\":");
+            canonical::write_value(out, &describe_process(p), depth)?;
+        }
         out.push_str(",\"rate_limit\":");
         match &m.rate_limit {
             None => out.push_str("null"),
@@ -327,6 +335,29 @@ fn number_json(f: f64) -> Value {
     } else {
         json!(f)
     }
+}
+
+/// A process tool's fields; `confined` says whether the OS sandbox is required.
+fn describe_process(p: &super::model::ProcessSpec) -> Value {
+    let sb = &p.sandbox;
+    json!({
+        "command": p.command,
+        "resolved_command": p.resolved.as_ref().map(|r| r.command.to_string_lossy().into_owned()),
+        "args": p.args,
+        "cwd": p.cwd,
+        "env": p.env,
+        "max_payload_bytes": p.max_payload_bytes,
+        "confined": sb.required,
+        "sandbox": {
+            "required": sb.required,
+            "profile": sb.profile,
+            "grants": sb.grants.iter().map(|g| g.as_str()).collect::<Vec<_>>(),
+            "read_paths": sb.read_paths,
+            "write_paths": sb.write_paths,
+            "code_paths": sb.code_paths,
+            "local_sockets": sb.local_sockets,
+        },
+    })
 }
 
 #[cfg(test)]

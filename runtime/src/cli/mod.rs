@@ -15,6 +15,7 @@ mod audit;
 mod doctor;
 mod explain;
 mod gateway;
+mod sandbox;
 mod tools;
 mod ui;
 
@@ -38,6 +39,7 @@ commands:
                                             serve the harness's tools over MCP, every call governed
   approvals list|approve ID|deny ID [--reason TEXT] [--harness FILE]
                                             list, grant or deny pending approvals in the shared state store
+  sandbox probe [--launcher PATH]           report the OS sandbox of process tools on this machine; run a confined check
   add tool module:function | ./tools.ts#name
                                             write a manifest from a function (Python package / npm bin only)
 
@@ -88,6 +90,7 @@ fn dispatch(args: &[String], io: &mut Io<'_>) -> i32 {
         ["audit", rest @ ..] => audit::run(rest, io),
         ["gateway", rest @ ..] => gateway::run(rest, io),
         ["approvals", rest @ ..] => approvals::run(rest, io),
+        ["sandbox", rest @ ..] => sandbox::run(rest, io),
 
         ["add", ..] => {
             let _ = writeln!(

@@ -115,7 +115,17 @@ fn row(tool: &Tool, harness: &Path) -> Value {
         "name": tool.name(), "transport": transport_name(m.transport), "risk": risk_name(m.risk),
         "side_effect": side_effect_name(m.side_effect), "pin": tool.pin().as_str(), "digest": tool.digest(),
         "file": tool.file().map(|f| shown(harness, f)), "enabled": m.enabled,
+        "confined": m.process.as_ref().map(|p| p.sandbox.required),
     })
+}
+
+/// The transport column: a process tool says whether the OS sandbox confines it.
+fn transport_cell(m: &harnessweaver_core::manifest::Manifest) -> String {
+    match &m.process {
+        Some(p) if p.sandbox.required => "process (confined)".into(),
+        Some(_) => "process (unconfined)".into(),
+        None => transport_name(m.transport).to_string(),
+    }
 }
 
 fn list(args: &[&str], io: &mut Io<'_>) -> i32 {
@@ -139,7 +149,7 @@ fn list(args: &[&str], io: &mut Io<'_>) -> i32 {
             let m = t.manifest();
             [
                 t.name().to_string(),
-                transport_name(m.transport).to_string(),
+                transport_cell(m),
                 risk_name(m.risk).to_string(),
                 side_effect_name(m.side_effect).to_string(),
                 t.pin().as_str().to_string(),

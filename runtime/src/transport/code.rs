@@ -74,63 +74,7 @@ pub struct CodeTool {
 /// then `bin/` beside the loaded library (an installed package), then beside
 /// the current executable or in its parent directory.
 pub fn find_worker(explicit: Option<&Path>) -> Result<PathBuf, String> {
-    if let Some(p) = explicit {
-        return if p.is_file() { Ok(p.to_path_buf()) } else { Err(format!("the sandbox worker `{}` does not exist", p.display())) };
-    }
-    if let Some(p) = std::env::var_os(WORKER_ENV).filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(p);
-        return if p.is_file() { Ok(p) } else { Err(format!("`{WORKER_ENV}` names a file that does not exist")) };
-    }
-    if let Some(candidate) = loaded_library_dir().map(|dir| dir.join("bin").join(WORKER_NAME)) {
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        for dir in exe.ancestors().skip(1).take(2) {
-            let candidate = dir.join(WORKER_NAME);
-            if candidate.is_file() {
-                return Ok(candidate);
-            }
-        }
-    }
-    Err(format!(
-        "the sandbox worker `{WORKER_NAME}` was not found: an installed package carries it in `bin/` beside its \
-         native library, a checkout builds it with `make build-sandbox`; or set `{WORKER_ENV}` to its path"
-    ))
-}
-
-/// The directory of the file this code was loaded from: the Python extension
-/// module or the Node addon of an installed package (or the executable, for a
-/// Rust binary). The mapping in `/proc/self/maps` that holds this function's
-/// address names the file.
-#[cfg(target_os = "linux")]
-fn loaded_library_dir() -> Option<PathBuf> {
-    let here = loaded_library_dir as *const () as usize;
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let file = maps.lines().find_map(|line| {
-        // address range, perms, offset, device, inode, then the path after padding.
-        let mut fields = line.splitn(6, ' ');
-        let (start, end) = fields.next()?.split_once('-')?;
-        let (start, end) = (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?);
-        if !(start..end).contains(&here) {
-            return None;
-        }
-        fields.nth(4).map(str::trim_start)
-    })?;
-    let file = Path::new(file);
-    if file.is_absolute() {
-        file.parent().map(Path::to_path_buf)
-    } else {
-        None
-    }
-}
-
-/// Elsewhere no package carries the worker yet: only the variable and the
-/// executable's directory are looked at.
-#[cfg(not(target_os = "linux"))]
-fn loaded_library_dir() -> Option<PathBuf> {
-    None
+    super::locate::find_binary(explicit, WORKER_ENV, WORKER_NAME, "the sandbox worker", "make build-sandbox")
 }
 
 /// A running worker: its process, its stdin, and a thread reading its answers.
@@ -394,7 +338,7 @@ mod tests {
     #[test]
     fn the_loaded_library_is_the_file_holding_this_code() {
         let exe = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok());
-        let dir = super::loaded_library_dir().and_then(|p| p.canonicalize().ok());
+        let dir = super::super::locate::loaded_library_dir().and_then(|p| p.canonicalize().ok());
         assert!(dir.is_some(), "no mapping holds this code");
         assert_eq!(dir, exe.and_then(|p| p.parent().map(std::path::Path::to_path_buf)));
     }

@@ -28,18 +28,25 @@
 //!   a tokio runtime owned here); the served definitions are checked against
 //!   the manifests at load or first use (the rug-pull check). In test mode a
 //!   server reached by `url` is refused like http (R14), and not connected.
+//! - [`process`]: a local program, argv only, one JSON request and response
+//!   on stdin/stdout (`harnessweaver-process-v1`); with `sandbox.required`
+//!   under the OS sandbox of [`confine`] or not at all.
 //!
 //! The values a transport hands out for a call (http `headers_env`, an MCP
 //! server's `env` and `headers_env`) come back with the output
 //! ([`InvokeOutcome::ReturnedWithSecrets`]) for step 9 to mask.
 //!
 //! Every failure comes back as an outcome the governor maps to a stable code
-//! (`timeout`, `handler_error`, `transport_refused`, `sandbox_error`), with a
+//! (`timeout`, `handler_error`, `transport_refused`, `sandbox_error`,
+//! `sandbox_unavailable`, `sandbox_unsupported_policy`), with a
 //! message that names settings and variables, never their values.
 
 pub mod code;
+pub mod confine;
 pub mod http;
+mod locate;
 pub mod mcp;
+pub mod process;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -57,6 +64,13 @@ pub struct TransportOptions {
     pub sandbox_worker: Option<PathBuf>,
     /// Idle workers kept warm per memory limit (default 2).
     pub sandbox_pool_size: Option<usize>,
+    /// The `harnessweaver-confine` launcher of confined process tools.
+    /// Default: see [`confine::find_launcher`].
+    pub confine_launcher: Option<PathBuf>,
+    /// The confinement mechanisms to assume instead of this machine's
+    /// ([`confine::Probe::current`]): for tests that simulate a machine
+    /// lacking one.
+    pub sandbox_probe: Option<confine::Probe>,
 }
 
 /// How one tool is reached, compiled at load.
@@ -68,6 +82,7 @@ enum ToolTransport {
     /// A tool of a `url` MCP server in test mode: never reached (R14), not
     /// even connected at load.
     McpUrlInTestMode,
+    Process(Box<process::ProcessTool>),
 }
 
 /// The transports of one loaded harness: the http client, the sandbox pool
@@ -79,6 +94,7 @@ pub struct Transports {
     http: http::HttpClient,
     code: Option<Arc<code::CodePool>>,
     mcp: Option<mcp::McpHub>,
+    process: Option<process::ProcessRunner>,
 }
 
 impl std::fmt::Debug for Transports {
@@ -96,6 +112,7 @@ impl Transports {
         let mut compiled = HashMap::new();
         let mut mcp_tools = Vec::new();
         let mut wants_code = false;
+        let mut wants_process = false;
         for tool in tools {
             let m = tool.manifest();
             match m.transport {
@@ -114,6 +131,12 @@ impl Transports {
                 manifest::Transport::Code => {
                     wants_code = true;
                     compiled.insert(m.name.clone(), ToolTransport::Code(code::CodeTool { code_arg: m.code_arg.clone(), limits: m.limits }));
+                }
+                manifest::Transport::Process => {
+                    if let Some(spec) = &m.process {
+                        wants_process = true;
+                        compiled.insert(m.name.clone(), ToolTransport::Process(Box::new(process::ProcessTool { spec: spec.clone() })));
+                    }
                 }
                 manifest::Transport::Mcp => {
                     let server = m.server.clone().unwrap_or_default();
@@ -175,7 +198,9 @@ impl Transports {
                 }
             }
         };
-        let transports = Transports { tools: compiled, test_mode: spec.mode == Mode::Test, http: http::HttpClient::default(), code, mcp };
+        let process = wants_process
+            .then(|| process::ProcessRunner::new(confine::Confinement::new(options.confine_launcher.as_deref(), options.sandbox_probe.clone())));
+        let transports = Transports { tools: compiled, test_mode: spec.mode == Mode::Test, http: http::HttpClient::default(), code, mcp, process };
         (transports, problems)
     }
 
@@ -208,6 +233,10 @@ impl Transports {
             },
             Some(ToolTransport::McpUrlInTestMode) => InvokeOutcome::TransportRefused {
                 reason: format!("`{}` was not called: the harness is in test mode, where an MCP server reached by url is not called", ticket.tool),
+            },
+            Some(ToolTransport::Process(tool)) => match &self.process {
+                Some(runner) => runner.invoke(tool, ticket),
+                None => InvokeOutcome::Failed { kind: "no process runner is configured".into() },
             },
             None => InvokeOutcome::Failed { kind: "no transport is configured for this tool".into() },
         }
@@ -248,6 +277,9 @@ pub fn environment_warnings(harness: &harnessweaver_core::harness::Harness) -> V
                 out.push(format!("{file}: tool `{}`: environment variable `{var}` for header `{header}` is not set; its calls will fail", m.name));
             }
         }
+        if let Some(p) = &m.process {
+            out.extend(process_warning(file, &m.name, p));
+        }
     }
     for (name, server) in &harness.spec().mcp_servers {
         let vars: Vec<(&String, &String)> = match server {
@@ -271,6 +303,23 @@ pub fn missing_worker(harness: &harnessweaver_core::harness::Harness) -> Option<
         return None;
     }
     code::find_worker(None).err()
+}
+
+/// `doctor`'s word on a process tool: unconfined (trusted host code), or
+/// confined on a machine that lacks a mechanism (its calls will be refused).
+fn process_warning(file: &str, name: &str, p: &manifest::ProcessSpec) -> Option<String> {
+    if !p.sandbox.required {
+        return Some(format!(
+            "{file}: tool `{name}`: process tool runs unconfined (no `sandbox.required: true`): it has the host's authority, like native code"
+        ));
+    }
+    let confinement = confine::Confinement::new(None, None);
+    confinement.check(p).err().map(|refusal| {
+        let why = match refusal {
+            confine::Refusal::Unavailable(m) | confine::Refusal::UnsupportedPolicy(m) => m,
+        };
+        format!("{file}: tool `{name}`: its calls will be refused: {why}")
+    })
 }
 
 #[cfg(test)]
