@@ -170,13 +170,9 @@ fn convert(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     to_value(obj, 0).map_err(|e| to_py_err(py, &e))
 }
 
-/// A manifest given as text or a mapping.
+/// A manifest given as text or a mapping (the core tells them apart).
 fn manifest_source(py: Python<'_>, manifest: &Bound<'_, PyAny>, origin: Option<String>) -> PyResult<ManifestSource> {
-    let origin = origin.unwrap_or_else(|| ManifestSource::DEFAULT_ORIGIN.into());
-    Ok(match manifest.cast::<PyString>() {
-        Ok(text) => ManifestSource::Text { text: text.to_cow()?.into_owned(), origin },
-        Err(_) => ManifestSource::Value { value: convert(py, manifest)?, origin },
-    })
+    Ok(ManifestSource::from_host(convert(py, manifest)?, origin))
 }
 
 /// The refusal classes, built from the core's table: `[(class, type)]`.
@@ -244,7 +240,6 @@ fn canonical_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> 
 #[pyfunction]
 #[pyo3(signature = (manifest, origin = None))]
 fn describe_manifest<'py>(py: Python<'py>, manifest: &Bound<'py, PyAny>, origin: Option<String>) -> PyResult<Bound<'py, PyAny>> {
-    let origin = origin.or_else(|| Some(if manifest.is_instance_of::<PyString>() { "<text>" } else { "<value>" }.into()));
     to_py(py, &core::describe_manifest(&manifest_source(py, manifest, origin)?).map_err(|e| load_err(py, &e))?)
 }
 
