@@ -443,7 +443,8 @@ fn field_tables_are_the_json_forms_a_binding_shows() {
         assert_eq!(result.field("no_such_field"), None);
     }
     let p = Principal::from_value(&json!({"id": "a", "roles": ["r"], "attrs": {"t": 1}})).unwrap();
-    let mut names: Vec<&str> = p.to_value().as_object().unwrap().keys().map(String::as_str).collect();
+    let shown = p.to_value();
+    let mut names: Vec<&str> = shown.as_object().unwrap().keys().map(String::as_str).collect();
     names.sort_unstable();
     assert_eq!(names, {
         let mut f = Principal::FIELDS;
