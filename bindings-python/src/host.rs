@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use harnessweaver_core::host::{
-    self as core, ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, Error, EventField, HandlerDecl,
+    self as core, ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, EventField, HandlerDecl,
     HandlerMode, HandlerRef, HandlerResolver, HostOptions, Outcome, RefusalClass, Resolved, SpecFormat, TestOptions, Ticket as CoreTicket,
     TicketCell, TicketRoute,
 };
@@ -19,11 +19,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyString};
 use serde_json::Value;
 
-use crate::{convert, load_err, manifest_source, refusal_classes, to_py, to_py_err, to_value, watchdog, HandlerOverrun};
-
-fn invalid(code: &'static str, message: &str) -> Error {
-    Error::InvalidArgument { code, message: message.into() }
-}
+use crate::{convert, load_err, manifest_source, properties, refusal_classes, to_py, to_py_err, to_value, watchdog, HandlerOverrun};
 
 /// Who makes a call: an id, roles, scopes and attributes.
 #[pyclass(frozen, eq, module = "harnessweaver", name = "Principal")]
@@ -54,22 +50,6 @@ impl Principal {
     fn from_mapping(py: Python<'_>, mapping: &Bound<'_, PyAny>) -> PyResult<Self> {
         principal_from(py, mapping).map(Principal)
     }
-    #[getter]
-    fn id(&self) -> &str {
-        &self.0.id
-    }
-    #[getter]
-    fn roles(&self) -> Vec<String> {
-        self.0.roles.clone()
-    }
-    #[getter]
-    fn scopes(&self) -> Vec<String> {
-        self.0.scopes.clone()
-    }
-    #[getter]
-    fn attrs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.0.attrs)
-    }
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.0.to_value())
     }
@@ -78,21 +58,14 @@ impl Principal {
     }
 }
 
+/// A `Principal`, or a mapping read by the core (anything with no JSON form is none).
 fn principal_from(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<core::Principal> {
-    let value = to_value(obj, 0)
-        .map_err(|_| to_py_err(py, &invalid("invalid_principal", "a principal is a mapping with `id`, `roles`, `scopes` and `attrs`")))?;
-    core::Principal::from_value(&value).map_err(|e| to_py_err(py, &e))
+    core::Principal::from_value(&to_value(obj, 0).unwrap_or(Value::Null)).map_err(|e| to_py_err(py, &e))
 }
 
 /// A principal argument: a `Principal` or a mapping.
 pub(crate) fn principal_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<core::Principal> {
-    if let Ok(p) = obj.cast::<Principal>() {
-        return Ok(p.get().0.clone());
-    }
-    if obj.is_none() {
-        return Err(to_py_err(py, &invalid("invalid_principal", "a call needs a principal (a mapping with `id`, or hw.Principal)")));
-    }
-    principal_from(py, obj)
+    obj.cast::<Principal>().map_or_else(|_| principal_from(py, obj), |p| Ok(p.get().0.clone()))
 }
 
 /// A call that passed steps 1–7; it finishes once.
@@ -144,66 +117,6 @@ pub struct CallResult(pub(crate) core::CallResult);
 
 #[pymethods]
 impl CallResult {
-    #[getter]
-    fn decision(&self) -> &'static str {
-        self.0.decision.as_str()
-    }
-    #[getter]
-    fn allowed(&self) -> bool {
-        self.0.is_allowed()
-    }
-    #[getter]
-    fn code(&self) -> Option<&str> {
-        self.0.code.map(|c| c.as_str())
-    }
-    #[getter]
-    fn step(&self) -> Option<&'static str> {
-        self.0.step.map(|s| s.as_str())
-    }
-    #[getter]
-    fn message(&self) -> &str {
-        &self.0.message
-    }
-    #[getter]
-    fn tool(&self) -> &str {
-        &self.0.tool
-    }
-    #[getter]
-    fn call_id(&self) -> &str {
-        &self.0.call_id
-    }
-    #[getter]
-    fn run_id(&self) -> &str {
-        &self.0.run_id
-    }
-    #[getter]
-    fn output<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.0.output)
-    }
-    #[getter]
-    fn output_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.0.output_report)
-    }
-    #[getter]
-    fn approval<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.0.approval)
-    }
-    #[getter]
-    fn retry_after_ms(&self) -> Option<u64> {
-        self.0.retry_after_ms
-    }
-    #[getter]
-    fn reasons(&self) -> Vec<String> {
-        self.0.reasons.clone()
-    }
-    #[getter]
-    fn labels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.0.labels)
-    }
-    #[getter]
-    fn would_refuse<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.0.would_refuse)
-    }
     fn to_model(&self) -> String {
         self.0.to_model()
     }
@@ -220,6 +133,14 @@ impl CallResult {
             _ => format!("CallResult(decision={d:?}, tool={t:?})"),
         }
     }
+}
+
+fn principal_field(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Py<PyAny>> {
+    Ok(to_py(obj.py(), &obj.cast::<Principal>()?.get().0.to_value().get(name))?.unbind())
+}
+
+fn result_field(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Py<PyAny>> {
+    Ok(to_py(obj.py(), &obj.cast::<CallResult>()?.get().0.field(name))?.unbind())
 }
 
 fn name_of(py: Python<'_>, e: &PyErr) -> String {
@@ -633,8 +554,11 @@ impl Host {
 
 /// Registers the host's classes.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
     m.add_class::<Principal>()?;
     m.add_class::<Ticket>()?;
     m.add_class::<CallResult>()?;
+    properties::<Principal>(py, &core::Principal::FIELDS, principal_field)?;
+    properties::<CallResult>(py, &core::CallResult::PROPERTIES, result_field)?;
     m.add_class::<Host>()
 }

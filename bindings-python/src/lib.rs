@@ -15,8 +15,8 @@ use harnessweaver_core::host::{self as core, Error, LoadErrors, ManifestSource, 
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
-use pyo3::{create_exception, intern};
+use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::{create_exception, intern, PyTypeInfo};
 use serde_json::{Map, Value};
 
 create_exception!(harnessweaver, HarnessweaverError, PyException, "Base class of every harnessweaver error; `.code` is its stable snake_case code.");
@@ -30,46 +30,47 @@ create_exception!(
 create_exception!(harnessweaver, InvalidArgumentError, HarnessweaverError, "A bad argument from the caller.");
 create_exception!(harnessweaver, HandlerOverrun, PyBaseException, "Raised inside a sync handler that overran its timeout; the call ends `timeout`.");
 
-/// One load problem: its code, message and where it is.
+/// One load problem: its code, message and where it is (`Problem::FIELDS`, as properties).
 #[pyclass(frozen, eq, module = "harnessweaver", name = "Problem")]
-#[derive(PartialEq, serde::Serialize)]
-struct Problem {
-    #[pyo3(get)]
-    code: &'static str,
-    #[pyo3(get)]
-    message: String,
-    #[pyo3(get)]
-    file: Option<String>,
-    #[pyo3(get)]
-    line: Option<usize>,
-    #[pyo3(get)]
-    column: Option<usize>,
-    #[pyo3(get)]
-    path: String,
-    /// `file:line:column: path: message [code]`, as the core writes it.
-    #[serde(skip)]
-    text: String,
-}
+#[derive(PartialEq)]
+struct Problem(CoreProblem);
 
 #[pymethods]
 impl Problem {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, self)
+        to_py(py, &self.0.to_value())
     }
     fn __repr__(&self) -> String {
+        let p = &self.0;
         format!(
             "Problem(code={:?}, message={:?}, file={:?}, line={:?}, column={:?}, path={:?})",
-            self.code, self.message, self.file, self.line, self.column, self.path
+            p.code.as_str(),
+            p.message,
+            p.file,
+            p.line,
+            p.column,
+            p.path
         )
     }
-    fn __str__(&self) -> &str {
-        &self.text
+    /// `file:line:column: path: message [code]`, as the core writes it.
+    fn __str__(&self) -> String {
+        self.0.to_string()
     }
 }
 
-fn problem(p: &CoreProblem) -> Problem {
-    let (file, path) = (p.file.clone(), p.path.clone());
-    Problem { code: p.code.as_str(), message: p.message.clone(), file, line: p.line, column: p.column, path, text: p.to_string() }
+/// Makes each of `names` a read-only property of `T`, its value `read(object, name)`
+/// (the core's field tables, so a field added there is a property here).
+fn properties<T: PyTypeInfo>(py: Python<'_>, names: &[&'static str], read: fn(&Bound<'_, PyAny>, &str) -> PyResult<Py<PyAny>>) -> PyResult<()> {
+    let property = py.import("builtins")?.getattr("property")?;
+    for &name in names {
+        let get = PyCFunction::new_closure(py, None, None, move |args, _| read(&args.get_item(0)?, name))?;
+        py.get_type::<T>().setattr(name, property.call1((get,))?)?;
+    }
+    Ok(())
+}
+
+fn problem_field(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Py<PyAny>> {
+    Ok(to_py(obj.py(), &obj.cast::<Problem>()?.get().0.to_value().get(name))?.unbind())
 }
 
 /// An exception of `cls` with `message`, `.code` and `.problems`.
@@ -77,7 +78,7 @@ fn exception(py: Python<'_>, err: PyErr, code: &str, problems: &[CoreProblem]) -
     let value = err.value(py);
     // Setting attributes on a fresh exception cannot fail in practice; without them it is still the right one.
     let _ = value.setattr("code", code);
-    let _ = PyList::new(py, problems.iter().map(problem)).and_then(|list| value.setattr("problems", list));
+    let _ = PyList::new(py, problems.iter().map(|p| Problem(p.clone()))).and_then(|list| value.setattr("problems", list));
     err
 }
 
@@ -172,13 +173,9 @@ fn convert(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     to_value(obj, 0).map_err(|e| to_py_err(py, &e))
 }
 
-/// A manifest given as text or a mapping.
+/// A manifest given as text or a mapping (the core tells them apart).
 fn manifest_source(py: Python<'_>, manifest: &Bound<'_, PyAny>, origin: Option<String>) -> PyResult<ManifestSource> {
-    let origin = origin.unwrap_or_else(|| ManifestSource::DEFAULT_ORIGIN.into());
-    Ok(match manifest.cast::<PyString>() {
-        Ok(text) => ManifestSource::Text { text: text.to_cow()?.into_owned(), origin },
-        Err(_) => ManifestSource::Value { value: convert(py, manifest)?, origin },
-    })
+    Ok(ManifestSource::from_host(convert(py, manifest)?, origin))
 }
 
 /// The refusal classes, built from the core's table: `[(class, type)]`.
@@ -246,7 +243,6 @@ fn canonical_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> 
 #[pyfunction]
 #[pyo3(signature = (manifest, origin = None))]
 fn describe_manifest<'py>(py: Python<'py>, manifest: &Bound<'py, PyAny>, origin: Option<String>) -> PyResult<Bound<'py, PyAny>> {
-    let origin = origin.or_else(|| Some(if manifest.is_instance_of::<PyString>() { "<text>" } else { "<value>" }.into()));
     to_py(py, &core::describe_manifest(&manifest_source(py, manifest, origin)?).map_err(|e| load_err(py, &e))?)
 }
 
@@ -291,6 +287,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RISKS", core::RISKS.to_vec())?;
     m.add("SIDE_EFFECTS", core::SIDE_EFFECTS.to_vec())?;
     m.add_class::<Problem>()?;
+    properties::<Problem>(py, &CoreProblem::FIELDS, problem_field)?;
     m.add_function(wrap_pyfunction!(definition_digest, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(describe_manifest, m)?)?;

@@ -31,17 +31,23 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// The names of its fields, in order (bindings make them properties).
+    pub const FIELDS: [&'static str; 4] = ["id", "roles", "scopes", "attrs"];
+
     /// A principal with just an id.
     pub fn new(id: impl Into<String>) -> Self {
         Self { id: id.into(), ..Self::default() }
     }
 
     /// Reads a principal from a mapping `{id, roles, scopes, attrs}`; anything
-    /// else is an `invalid_principal` error naming the field.
+    /// else (null: none given; a host passes null for a value with no JSON
+    /// form) is an `invalid_principal` error naming the field.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let bad = |message: String| Error::InvalidArgument { code: ArgumentCode::InvalidPrincipal.as_str(), message };
-        let Value::Object(map) = value else {
-            return Err(bad("a principal is a mapping with `id`, `roles`, `scopes` and `attrs`".into()));
+        let map = match value {
+            Value::Object(map) => map,
+            Value::Null => return Err(bad("a call needs a principal (a mapping with `id`, or a Principal)".into())),
+            _ => return Err(bad("a principal is a mapping with `id`, `roles`, `scopes` and `attrs`".into())),
         };
         for key in map.keys() {
             if !matches!(key.as_str(), "id" | "roles" | "scopes" | "attrs") {
@@ -181,10 +187,17 @@ impl CallResult {
         "labels", "would_refuse",
     ];
 
-    /// One field of [`Self::FIELDS`] as a JSON value (`would_refuse` is `[]` when
+    /// [`Self::FIELDS`] and `allowed`: what bindings expose as the result's properties.
+    pub const PROPERTIES: [&'static str; 15] = [
+        "decision", "allowed", "code", "step", "message", "tool", "call_id", "run_id", "output", "output_report", "approval", "retry_after_ms",
+        "reasons", "labels", "would_refuse",
+    ];
+
+    /// One of [`Self::PROPERTIES`] as a JSON value (`would_refuse` is `[]` when
     /// empty); `None` for any other name.
     pub fn field(&self, name: &str) -> Option<Value> {
         let value = match name {
+            "allowed" => Ok(Value::Bool(self.is_allowed())),
             "decision" => serde_json::to_value(self.decision),
             "code" => serde_json::to_value(self.code),
             "step" => serde_json::to_value(self.step),

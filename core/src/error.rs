@@ -35,6 +35,15 @@ impl Problem {
     pub fn new(code: impl Into<ProblemCode>, message: impl Into<String>) -> Self {
         Self { code: code.into(), message: message.into(), file: None, line: None, column: None, path: String::new() }
     }
+
+    /// The names of [`Self::to_value`]'s fields, in order (bindings make them properties).
+    pub const FIELDS: [&'static str; 6] = ["code", "message", "file", "line", "column", "path"];
+
+    /// The problem as hosts show it: every field present, null when unknown
+    /// (the same shape in every language).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::json!({"code": self.code, "message": self.message, "file": self.file, "line": self.line, "column": self.column, "path": self.path})
+    }
 }
 
 impl fmt::Display for Problem {
@@ -131,8 +140,7 @@ impl Error {
     /// The load problems as hosts show them: every field present, null when
     /// unknown (the same shape in every language).
     pub fn problems_value(&self) -> serde_json::Value {
-        let problem = |p: &Problem| serde_json::json!({"code": p.code, "message": p.message, "file": p.file, "line": p.line, "column": p.column, "path": p.path});
-        serde_json::Value::Array(self.problems().iter().map(problem).collect())
+        serde_json::Value::Array(self.problems().iter().map(Problem::to_value).collect())
     }
 
     /// The load problems, empty for other errors.

@@ -502,4 +502,34 @@ fn issue17_item1_handler_origin_an_attribute_path_through_a_module_is_refused_in
     fs::remove_file(d.join("tools/b.yaml")).unwrap();
     let host = Host::load(&d.join("harness.yaml"), HostOptions { resolver: Some(&mut resolver), ..HostOptions::default() }).unwrap();
     assert_eq!(begin(&host, "c", json!({})).route(), TicketRoute::Host { mode: HandlerMode::Async, takes_idempotency_key: true });
+fn field_tables_are_the_json_forms_a_binding_shows() {
+    let pay = "  risk: high\n  approval: {when: \"true\"}\n";
+    let d = dir("fields", &[("harness.yaml", harness("")), ("tools/echo.yaml", tool("echo", "")), ("tools/pay.yaml", tool("pay", pay))]);
+    let host = load(&d, vec![decl("echo", HandlerMode::CallerThread), decl("pay", HandlerMode::CallerThread)]);
+    let allowed = host.finish(begin(&host, "echo", json!({})), Outcome::Returned(json!({"a": [1, "b"]})));
+    let Begun::Pending(pending) = host.begin("pay", json!({}), &ctx()).unwrap() else { panic!("not pending") };
+    for result in [allowed, pending] {
+        let whole = result.to_value();
+        for name in harnessweaver_core::host::CallResult::FIELDS {
+            let empty = json!([]);
+            let want = whole.get(name).unwrap_or(if name == "would_refuse" { &empty } else { &Value::Null });
+            assert_eq!(result.field(name).as_ref(), Some(want), "{name}");
+        }
+        assert_eq!(result.field("allowed"), Some(json!(result.is_allowed())));
+        assert_eq!(result.field("no_such_field"), None);
+    }
+    let p = Principal::from_value(&json!({"id": "a", "roles": ["r"], "attrs": {"t": 1}})).unwrap();
+    let shown = p.to_value();
+    let mut names: Vec<&str> = shown.as_object().unwrap().keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, {
+        let mut f = Principal::FIELDS;
+        f.sort_unstable();
+        f
+    });
+    let problem = harnessweaver_core::host::Problem::new("unknown_field", "m");
+    let shown = problem.to_value();
+    assert!(harnessweaver_core::host::Problem::FIELDS.iter().all(|f| shown.get(f).is_some()));
+    assert_eq!(shown, json!({"code": "unknown_field", "message": "m", "file": null, "line": null, "column": null, "path": ""}));
+    assert_eq!(Principal::from_value(&Value::Null).unwrap_err().to_string(), "a call needs a principal (a mapping with `id`, or a Principal)");
 }

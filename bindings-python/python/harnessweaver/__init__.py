@@ -51,7 +51,7 @@ class ToolDescription:
 
     __slots__ = ("_fields", "_source")
 
-    def __init__(self, fields: Mapping[str, Any], source: Optional[Tuple[Any, str]] = None) -> None:
+    def __init__(self, fields: Mapping[str, Any], source: Optional[Tuple[Any, Optional[str]]] = None) -> None:
         object.__setattr__(self, "_fields", dict(fields))
         object.__setattr__(self, "_source", source)
 
@@ -59,7 +59,7 @@ class ToolDescription:
     def from_manifest(cls, manifest: Union[str, Mapping[str, Any]], origin: Optional[str] = None) -> "ToolDescription":
         """Parses one ``kind: Tool`` manifest (a dict, or YAML/JSON text). Raises :class:`LoadError`."""
         source = manifest if isinstance(manifest, str) else dict(manifest)
-        return cls(_native.describe_manifest(manifest, origin), (source, origin or "<code>"))
+        return cls(_native.describe_manifest(manifest, origin), (source, origin))
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -116,7 +116,7 @@ def load(
     native tool's ``handler`` is imported unless ``handlers`` gives a function.
     Raises :class:`LoadError` listing every problem."""
     given = dict(handlers or {})
-    code: List[Tuple[Any, str]] = []
+    code: List[Tuple[Any, Optional[str]]] = []
     for item in tools:
         description, fn = item if isinstance(item, tuple) and len(item) == 2 else (item, None)
         if not isinstance(description, ToolDescription) or description._source is None:

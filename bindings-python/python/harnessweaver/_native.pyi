@@ -82,12 +82,24 @@ class Problem:
     and ``column``, the field ``path``). ``str(problem)`` is
     ``file:line:column: path: message [code]``."""
 
-    code: str
-    message: str
-    file: Optional[str]
-    line: Optional[int]
-    column: Optional[int]
-    path: str
+    @property
+    def code(self) -> str:
+        """The stable snake_case code (docs/manifest.md)."""
+    @property
+    def message(self) -> str:
+        """What is wrong, safe to show a model."""
+    @property
+    def file(self) -> Optional[str]:
+        """The file, relative to the harness directory; None when not known."""
+    @property
+    def line(self) -> Optional[int]:
+        """The 1-based line; None when not known."""
+    @property
+    def column(self) -> Optional[int]:
+        """The 1-based column; None when not known."""
+    @property
+    def path(self) -> str:
+        """The field path, for example ``spec.rate_limit.per_principal`` (empty when none)."""
     def to_dict(self) -> Dict[str, Any]:
         """The problem as a plain dict (``code``, ``message``, ``file``, ``line``,
         ``column``, ``path``; unknown ones are None)."""
@@ -240,7 +252,7 @@ def cel_compile(text: str) -> CelProgram:
     """Compiles a cel-lite expression (at most 4096 bytes, nesting at most 64).
     Raises :class:`CelCompileError` with the code, line and column."""
 
-# --- the governor (bindings-python/src/governor.rs) ---
+# --- the governor (bindings-python/src/host.rs) ---
 
 @final
 class Principal:

@@ -21,6 +21,9 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
+use harnessweaver_core::host::{ArgumentCode, Error as CoreError, Host};
+use harnessweaver_core::runtime::Runtime;
+
 use super::auth::Authenticator;
 use super::{Gateway, Identity, APPROVAL_META_KEY};
 
@@ -327,6 +330,30 @@ pub enum ServeError {
     Usage(String),
     /// Configuration or the server failed.
     Failed(String),
+}
+
+/// What a binding's `serve_mcp` checks before serving a loaded host: the
+/// runtime of a harness loaded for calls (`not_loaded_for_calls` for one
+/// opened with inspect) and the `http` address (`invalid_argument` unless it
+/// reads like `127.0.0.1:8080`).
+pub fn host_target(host: &Host, http: Option<&str>) -> Result<(Arc<Runtime>, Option<SocketAddr>), CoreError> {
+    let bad = |code: ArgumentCode, message: String| CoreError::InvalidArgument { code: code.as_str(), message };
+    let address =
+        |text: &str| text.parse().map_err(|_| bad(ArgumentCode::InvalidArgument, format!("http `{text}` is not an address like 127.0.0.1:8080")));
+    let http = http.map(address).transpose()?;
+    let message = "this harness was opened with inspect() and cannot take calls; use load()";
+    Ok((host.runtime().ok_or_else(|| bad(ArgumentCode::NotLoadedForCalls, message.into()))?, http))
+}
+
+impl From<ServeError> for CoreError {
+    /// A usage error is `invalid_argument`, anything else `gateway_failed`.
+    fn from(e: ServeError) -> Self {
+        let (code, message) = match e {
+            ServeError::Usage(m) => (ArgumentCode::InvalidArgument, m),
+            ServeError::Failed(m) => (ArgumentCode::GatewayFailed, m),
+        };
+        CoreError::InvalidArgument { code: code.as_str(), message }
+    }
 }
 
 /// Serves `gateway` as its harness's `spec.gateway` says: over HTTP at
