@@ -11,6 +11,7 @@
 mod callbacks;
 pub mod cel;
 mod load;
+mod request;
 mod watchdog;
 
 use std::collections::HashMap;
@@ -33,6 +34,7 @@ pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
 pub use load::{origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions};
+pub use request::{request, tables, ERROR_CLASSES};
 pub use watchdog::{Interrupter, Watchdog};
 
 use crate::clock::ManualClock;
