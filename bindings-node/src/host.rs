@@ -14,10 +14,9 @@ use std::sync::Arc;
 use std::thread::{self, ThreadId};
 
 use harnessweaver_core::host::{
-    canonical,
-    ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, CallResult as CoreResult, Error as CoreError,
-    HandlerDecl, HandlerMode, Host, HostOptions, ManifestSource, Outcome, Principal, RefusalClass, TestOptions, Ticket, TicketCell,
-    TicketRoute, TransportOutcome,
+    canonical, ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, CallResult as CoreResult,
+    Error as CoreError, HandlerDecl, HandlerMode, Host, HostOptions, ManifestSource, Outcome, Principal, RefusalClass, TestOptions, Ticket,
+    TicketCell, TicketRoute, TransportOutcome,
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use napi::bindgen_prelude::*;

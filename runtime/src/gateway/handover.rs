@@ -67,9 +67,9 @@ pub fn serve_handed_over(host: &Host, http: Option<&str>, who: Option<Principal>
         text.parse::<SocketAddr>().map_err(|_| invalid(ArgumentCode::InvalidArgument, format!("http `{text}` is not an address like 127.0.0.1:8080")))
     };
     let http = http.map(address).transpose()?;
-    let runtime = host.runtime().ok_or_else(|| {
-        invalid(ArgumentCode::NotLoadedForCalls, "this harness was opened with inspect() and cannot take calls; use load()".into())
-    })?;
+    let runtime = host
+        .runtime()
+        .ok_or_else(|| invalid(ArgumentCode::NotLoadedForCalls, "this harness was opened with inspect() and cannot take calls; use load()".into()))?;
     let (tx, rx) = channel::<HandedCall>();
     let tx = Mutex::new(tx);
     let executor: CallExecutor = Arc::new(move |ctx, tool, args| {
