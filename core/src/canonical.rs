@@ -540,7 +540,7 @@ pub fn value_of_double_json(text: &str) -> Option<Value> {
 /// Reads every number of `value` as a double (serde_json's nesting limit bounds the recursion).
 fn as_doubles(value: &mut Value) -> Result<(), Error> {
     match value {
-        Value::Number(n) if !n.as_i64().is_some_and(|i| i.unsigned_abs() <= MAX_SAFE_INTEGER) => {
+        Value::Number(n) if n.as_i64().is_none_or(|i| i.unsigned_abs() > MAX_SAFE_INTEGER) => {
             *value = double_value(n.as_f64().ok_or_else(non_finite)?)?;
         }
         Value::Array(items) => items.iter_mut().try_for_each(as_doubles)?,
