@@ -7,8 +7,8 @@
 
 const native = require('./native.js')
 
-const { CallResult, NativeTicket } = native
-const TABLES = native.tables()
+const { NativeTicket } = native
+const TABLES = native.request('tables', {})
 const TIMED_OUT = Symbol('timed out')
 
 class HarnessweaverError extends Error {
@@ -20,13 +20,39 @@ class HarnessweaverError extends Error {
   }
 }
 
-class LoadError extends HarnessweaverError {}
+// Every error class from the core's tables: one per kind of addon error,
+// and the refusal classes (base first), which a refused or pending call
+// raises by the class its result names.
+const classes = { HarnessweaverError }
+const KINDS = {}
+function named(Cls, name) {
+  Object.defineProperty(Cls, 'name', { value: name })
+  classes[name] = Cls
+  return Cls
+}
+for (const [kind, name] of TABLES.errorClasses) KINDS[kind] = named(class extends HarnessweaverError {}, name)
+for (const c of TABLES.refusalClasses) {
+  const Cls = named(c.parent === null
+    ? class extends HarnessweaverError {
+      constructor(result) {
+        super(result.message, result.code, [])
+        this.step = result.step
+        this.result = result
+      }
 
-class InvalidValueError extends HarnessweaverError {}
-
-class InvalidArgumentError extends HarnessweaverError {}
-
-const KINDS = { load: LoadError, value: InvalidValueError, invalid_argument: InvalidArgumentError }
+      toModel() {
+        return this.result.toModel()
+      }
+    }
+    : class extends classes[c.parent] {}, c.name)
+  for (const x of c.extras) {
+    Object.defineProperty(Cls.prototype, x.replace(/_(.)/g, (_, l) => l.toUpperCase()), { get() { return this.result[x] } })
+  }
+}
+// Named one by one (not spread into module.exports) so that Node's ESM loader
+// sees them: `import { ApprovalRequired } from 'harnessweaver'` works.
+const { LoadError, InvalidValueError, InvalidArgumentError, ToolBlocked, ToolNotFound, InvalidArguments, DigestMismatch, PolicyDenied,
+  LimitExceeded, FlowBlocked, ApprovalRequired, ApprovalDenied, ToolFailed, OutputRejected } = classes
 
 function rethrow(err) {
   if (err && typeof err === 'object' && typeof err.kind === 'string' && typeof err.code === 'string') {
@@ -48,36 +74,40 @@ function invalid(message, code) {
   return new InvalidArgumentError(message, code, [])
 }
 
-// The refusal classes, from the core's table (base first): a refused or
-// pending call raises the class its result names.
-const classes = {}
-for (const c of TABLES.refusalClasses) {
-  const Cls = c.parent === null
-    ? class extends HarnessweaverError {
-      constructor(result) {
-        super(result.message, result.code, [])
-        this.step = result.step
-        this.result = result
-      }
-
-      toModel() {
-        return this.result.toModel()
-      }
-    }
-    : class extends classes[c.parent] {}
-  Object.defineProperty(Cls, 'name', { value: c.name })
-  for (const x of c.extras) {
-    Object.defineProperty(Cls.prototype, x.replace(/_(.)/g, (_, l) => l.toUpperCase()), { get() { return this.result[x] } })
+/** What a call ended with; every field is the core's, converted when read. */
+class CallResult {
+  #r
+  constructor(inner) {
+    this.#r = inner
   }
-  classes[c.name] = Cls
-}
-// Named one by one (not spread into module.exports) so that Node's ESM loader
-// sees them: `import { ApprovalRequired } from 'harnessweaver'` works.
-const { ToolBlocked, ToolNotFound, InvalidArguments, DigestMismatch, PolicyDenied, LimitExceeded, FlowBlocked, ApprovalRequired,
-  ApprovalDenied, ToolFailed, OutputRejected } = classes
 
-for (const k of TABLES.resultFields) {
-  Object.defineProperty(CallResult.prototype, k, { get() { return this.field(k) }, enumerable: true })
+  static {
+    for (const k of TABLES.resultFields) {
+      Object.defineProperty(this.prototype, k, { get() { return native.resultField(this.#r, k) }, enumerable: true })
+    }
+  }
+
+  /** Whether the call ran. */
+  get allowed() {
+    return native.resultRefusal(this.#r) === null
+  }
+
+  /** The text to hand back to the model. */
+  toModel() {
+    return native.resultToModel(this.#r)
+  }
+
+  /** The core's JSON form (what `JSON.stringify` prints). */
+  toJSON() {
+    return native.resultField(this.#r, null)
+  }
+
+  static _deliver(inner, raiseOnRefusal) {
+    const result = new CallResult(inner)
+    const refusal = native.resultRefusal(inner)
+    if (refusal !== null && raiseOnRefusal !== false) throw new classes[refusal](result)
+    return result
+  }
 }
 
 class ToolDescription {
@@ -89,7 +119,7 @@ class ToolDescription {
   }
 
   static fromManifest(manifest, origin) {
-    return new ToolDescription(guard(() => native.describeManifest(manifest, origin)), [manifest, origin ?? '<code>'])
+    return new ToolDescription(guard(() => native.request('describe_manifest', { manifest, origin: origin ?? null })), [manifest, origin ?? '<code>'])
   }
 }
 
@@ -115,14 +145,9 @@ async function race(rt, ticket) {
   return rt.finish(ticket, value, value === TIMED_OUT ? 'timeout' : how)
 }
 
-// What the addon's `call` returned, to its end: a CallResult, or a promise of one.
+// What the addon's `call` returned, to its end: the core's result, or a promise of it.
 function settle(rt, begun) {
   return begun instanceof NativeTicket ? race(rt, begun) : begun
-}
-
-function deliver(result, raiseOnRefusal) {
-  if (raiseOnRefusal !== false && !result.allowed) throw new classes[result.refusalClass](result)
-  return result
 }
 
 function principalOf(options) {
@@ -138,7 +163,11 @@ class Harness {
     this._rt = inner
     this._names = names
     this.path = path
-    this.tools = inner.describeTools().map((d) => new ToolDescription(d))
+    this.tools = this._request('tools').map((d) => new ToolDescription(d))
+  }
+
+  _request(method, args) {
+    return guard(() => this._rt.request(method, args || {}))
   }
 
   tool(name) {
@@ -153,10 +182,11 @@ class Harness {
     const o = options || {}
     const p = principalOf(options)
     const rt = this._rt
-    let result = guard(() => rt.call(String(tool), args === undefined ? {} : args, p, o.tenant ?? null, o.task ?? null, runId(o.run),
+    const a = args === undefined ? {} : args
+    let r = guard(() => rt.call(String(tool), a, jsonText(a), p, jsonText(p), o.tenant ?? null, o.task ?? null, runId(o.run),
       approvalId(o.approval) ?? null))
-    if (!(result instanceof CallResult)) result = await settle(rt, result)
-    return deliver(result, o.raiseOnRefusal)
+    if (r instanceof NativeTicket || r instanceof Promise) r = await settle(rt, r)
+    return CallResult._deliver(r, o.raiseOnRefusal)
   }
 
   run(options) {
@@ -169,12 +199,12 @@ class Harness {
     const given = principalOf(options)
     const handle = guard(() => rt.principalHandle(given))
     const run = {
-      id: guard(() => rt.newRun()),
+      id: this._request('new_run'),
       principal: o.principal,
       tenant: o.tenant ?? null,
       task: o.task ?? null,
       get labels() {
-        return guard(() => rt.labels(this.id))
+        return harness._request('labels', { run: this.id })
       },
       call(tool, args, callOptions) {
         const principal = run.principal === given ? handle : run.principal
@@ -187,31 +217,32 @@ class Harness {
   async approve(id, options) {
     const o = options || {}
     const begun = guard(() => this._rt.approveAndResume(String(approvalId(id)), o.approver, o.args ?? null))
-    return deliver(await settle(this._rt, begun), o.raiseOnRefusal)
+    return CallResult._deliver(await settle(this._rt, begun), o.raiseOnRefusal)
   }
 
   grant(id, options) {
-    return guard(() => this._rt.grant(String(approvalId(id)), (options || {}).approver))
+    return this._request('grant', { id: String(approvalId(id)), approver: (options || {}).approver ?? null })
   }
 
   deny(id, options) {
     const o = options || {}
-    return guard(() => this._rt.deny(String(approvalId(id)), o.by, String(o.reason ?? '')))
+    return this._request('deny', { id: String(approvalId(id)), by: o.by ?? null, reason: String(o.reason ?? '') })
   }
 
   approvals() {
-    return guard(() => this._rt.approvals())
+    return this._request('approvals')
   }
 
   explain(tool, args, options) {
     const o = options || {}
     const p = principalOf(options)
-    return guard(() => this._rt.explain(String(tool), args === undefined ? {} : args, p, o.tenant ?? null, o.task ?? null, runId(o.run)))
+    return this._request('explain', { tool: String(tool), args: args === undefined ? {} : args, principal: p ?? null, tenant: o.tenant ?? null,
+      task: o.task ?? null, run: runId(o.run) })
   }
 
   toolSpecs(format, options) {
     const o = options || {}
-    return guard(() => this._rt.toolSpecs(String(format ?? 'openai'), o.principal ?? null, o.tenant ?? null))
+    return this._request('tool_specs', { format: String(format ?? 'openai'), principal: o.principal ?? null, tenant: o.tenant ?? null })
   }
 }
 
@@ -264,7 +295,7 @@ const _testing = {
     return loadWith(path, options, { clockMs, sequentialIds, sandboxWorker })
   },
   advanceMs(harness, ms) {
-    guard(() => harness._rt.advanceMs(ms))
+    harness._request('advance_ms', { ms })
   },
 }
 
@@ -302,7 +333,8 @@ function jsonExact(v, depth) {
 }
 
 // `value` as `JSON.stringify` text when that text is exact (one string
-// crosses to the addon instead of N-API calls per property), else null.
+// crosses to the addon instead of N-API calls per property; V8 writes it
+// faster than the walk reads the value), else null.
 function jsonText(value) {
   return jsonExact(value, 0) ? JSON.stringify(value) : null
 }
@@ -316,27 +348,17 @@ function canonicalJson(value) {
 }
 
 function sanitize(value, sanitizers) {
-  return guard(() => native.sanitize(value, Array.from(sanitizers, String)))
-}
-
-// One gateway call, run as `call` runs it, on this thread; the result goes back to the gateway.
-async function served(h, gatewayCall) {
-  const c = gatewayCall.call
-  let result = null
-  try {
-    result = await h.call(c.tool, c.args, { principal: c.principal, tenant: c.tenant, task: c.task, run: c.runId, approval: c.approvalId,
-      raiseOnRefusal: false })
-  } finally {
-    gatewayCall.reply(result)
-  }
+  return guard(() => native.request('sanitize', { value, sanitizers: Array.from(sanitizers, String) }))
 }
 
 async function serveMcp(h, options) {
   const o = options || {}
-  const gw = guard(() => native.serveMcp(h._rt, o.http ?? null, o.principal ?? null, o.tenant ?? null))
+  const rt = h._rt
+  const gw = guard(() => native.serveMcp(rt, o.http ?? null, o.principal ?? null, o.tenant ?? null))
   for (let c = await gw.next(); c !== null; c = await gw.next()) {
-    // Not awaited: calls run concurrently, as the gateway takes them.
-    served(h, c).catch(() => {})
+    const call = c
+    // Run as `call` runs it, on this thread; not awaited: calls run concurrently, as the gateway takes them.
+    Promise.resolve().then(() => settle(rt, call.begin(rt))).then((r) => call.reply(r), () => call.reply(null))
   }
 }
 

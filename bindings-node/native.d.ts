@@ -9,29 +9,15 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** What a call ended with; every field is the core's, read when asked. */
-export declare class CallResult {
-  /** Whether the call ran. */
-  get allowed(): boolean
-  /** The name of the refusal class for this result (none when allowed). */
-  get refusalClass(): string | null
-  /** One field of the result's JSON form (index.js makes them properties). */
-  field(name: string): unknown
-  /** The text to hand back to the model. */
-  toModel(): string
-  /** The core's JSON form (what `JSON.stringify` prints). */
-  toJSON(): Record<string, unknown>
-}
-
 /** One `tools/call` handed to JavaScript, and where its result goes. */
 export declare class GatewayCall {
-  /** `{tool, args, principal, tenant, task, runId, approvalId}`. */
-  get call(): Record<string, any>
+  /** Begins the call on `host` (the harness served) as `NativeHost.call` does, with the gateway's caller and run. */
+  begin(host: NativeHost): unknown
   /** Hands back the call's result; none (the host failed to run it) ends it `handler_error`. */
-  reply(result?: CallResult | null): void
+  reply(result?: unknown): void
 }
 
-/** A running gateway (native side); `serveMcp` in `governor.js` drives it. */
+/** A running gateway (native side); `serveMcp` in `index.js` drives it. */
 export declare class NativeGateway {
   /** The next call to run, or null once the gateway has stopped. */
   next(): Promise<GatewayCall | null>
@@ -39,42 +25,28 @@ export declare class NativeGateway {
 
 /** A harness loaded by the core for calls (or only read, by `inspectHost`). */
 export declare class NativeHost {
-  /** Every tool's description, in load order (manifests, then tools registered in code). */
-  describeTools(): Array<Record<string, unknown>>
+  /** The core's host method `method` with its named arguments (`Host::request`). */
+  request(method: string, args: Record<string, unknown>): any
   /**
-   * A call through the nine steps: its `CallResult`, a `NativeTicket` when
-   * the handler returned a promise, or a promise of the result for a
-   * tool on the core's transports (http, code, mcp; run on libuv's pool).
+   * A call through the nine steps: its result (`resultField` reads it), a
+   * `NativeTicket` when the handler returned a promise, or a promise of the
+   * result for a tool on the core's transports (http, code, mcp; run on
+   * libuv's pool). `argsText` and `principalText` are their values'
+   * `JSON.stringify` text when exact (see `definitionDigest`).
    */
-  call(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): CallResult | NativeTicket | Promise<CallResult>
+  call(tool: string, args: unknown, argsText: string | null, principal: unknown, principalText: string | null, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): unknown
   /**
    * Ends a ticket's call: its promise resolved to `value` (`how`:
    * `returned`), rejected with it (`threw`), or hit the deadline (`timeout`).
    */
-  finish(ticket: NativeTicket, value: unknown, how: 'returned' | 'threw' | 'timeout'): CallResult
+  finish(ticket: NativeTicket, value: unknown, how: 'returned' | 'threw' | 'timeout'): unknown
   /**
    * Grants approval `id` as `approver` (with the approver's edited args,
    * if any) and runs the approved call from step 1, as `call` does.
    */
-  approveAndResume(id: string, approver: unknown, args?: unknown): CallResult | NativeTicket | Promise<CallResult>
-  /** Grants approval `id` without running the call; returns the approval. */
-  grant(id: string, approver: unknown): Record<string, unknown>
-  /** Denies approval `id`; returns the approval. */
-  deny(id: string, by: unknown, reason: string): Record<string, unknown>
-  /** Approvals pending, or granted and not yet used. */
-  approvals(): Array<Record<string, unknown>>
-  /** Each step's verdict for a call without running it; `text` is the readable form. */
-  explain(tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null): Record<string, unknown>
-  /** The tools as a model API takes them (`openai`, `anthropic`, `mcp`). */
-  toolSpecs(format: string, principal?: unknown, tenant?: string | null): Array<Record<string, unknown>>
+  approveAndResume(id: string, approver: unknown, args?: unknown): unknown
   /** `principal` converted once: a handle a run's calls pass instead of the object. */
   principalHandle(principal: unknown): unknown
-  /** A new run id. */
-  newRun(): string
-  /** The labels of run `runId`: `{private, untrusted}`. */
-  labels(runId: string): { private: boolean, untrusted: boolean }
-  /** Moves the test clock forward (`no_test_clock` without one). */
-  advanceMs(ms: number): void
 }
 
 /**
@@ -106,9 +78,6 @@ export declare function cliRun(args: Array<string>): number
  */
 export declare function definitionDigest(name: string, description: string, inputSchema: unknown, text?: string | null): string
 
-/** Parses one manifest (an object, or YAML/JSON text) and returns its description. */
-export declare function describeManifest(manifest: unknown, origin?: string | null): Record<string, unknown>
-
 /** Reads `harness.yaml` and its manifests only: calls fail `not_loaded_for_calls`. */
 export declare function inspectHost(path: string): NativeHost
 
@@ -120,10 +89,19 @@ export declare function inspectHost(path: string): NativeHost
 export declare function loadHost(path: string, handlers: Array<[string, Function, boolean]>, codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeHost
 
 /**
- * Runs the named sanitizers, in order, on every string value and object key;
- * returns `{ value, counts }` (replacements per kind, never what was replaced).
+ * A core host method that needs no harness (`harnessweaver_core::host::request`):
+ * `tables`, `describe_manifest`, `sanitize`.
  */
-export declare function sanitize(value: unknown, sanitizers: string[]): { value: unknown; counts: Record<string, number> }
+export declare function request(method: string, args: Record<string, unknown>): any
+
+/** One field of a call's result (`CallResult::FIELDS`), or the whole result's JSON form for none. */
+export declare function resultField(result: unknown, name: string | null): any
+
+/** The name of the refusal class a result raises; null when the call ran. */
+export declare function resultRefusal(result: unknown): string | null
+
+/** The text to hand back to the model. */
+export declare function resultToModel(result: unknown): string
 
 /**
  * Starts serving `host`'s harness over MCP on a thread of its own: stdio
@@ -131,10 +109,3 @@ export declare function sanitize(value: unknown, sanitizers: string[]): { value:
  * `http: "127.0.0.1:PORT"`, streamable HTTP checked against `spec.gateway.http`.
  */
 export declare function serveMcp(host: NativeHost, http?: string | null, principal?: unknown, tenant?: string | null): NativeGateway
-
-/**
- * The core's tables the JavaScript side is built from: the refusal classes
- * (base first), the result's fields, the manifest risks and side effects
- * (for `add tool`) and the variable names cel-lite expressions may use.
- */
-export declare function tables(): { refusalClasses: Array<{ name: string, parent: string | null, step: string | null, doc: string, extras: string[] }>, resultFields: string[], risks: string[], sideEffects: string[], celNames: string[] }

@@ -835,7 +835,6 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.CallResult = nativeBinding.CallResult
 module.exports.GatewayCall = nativeBinding.GatewayCall
 module.exports.NativeGateway = nativeBinding.NativeGateway
 module.exports.NativeHost = nativeBinding.NativeHost
@@ -845,9 +844,10 @@ module.exports.celLiteBadVars = nativeBinding.celLiteBadVars
 module.exports.celLiteCompile = nativeBinding.celLiteCompile
 module.exports.cliRun = nativeBinding.cliRun
 module.exports.definitionDigest = nativeBinding.definitionDigest
-module.exports.describeManifest = nativeBinding.describeManifest
 module.exports.inspectHost = nativeBinding.inspectHost
 module.exports.loadHost = nativeBinding.loadHost
-module.exports.sanitize = nativeBinding.sanitize
+module.exports.request = nativeBinding.request
+module.exports.resultField = nativeBinding.resultField
+module.exports.resultRefusal = nativeBinding.resultRefusal
+module.exports.resultToModel = nativeBinding.resultToModel
 module.exports.serveMcp = nativeBinding.serveMcp
-module.exports.tables = nativeBinding.tables

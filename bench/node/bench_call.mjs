@@ -11,7 +11,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { REPEATS, Results, hw, medianNs, medianNsAsync } from './benchlib.mjs'
+import { PKG, REPEATS, Results, hw, medianNs, medianNsAsync, require } from './benchlib.mjs'
 
 const manifest = {
   apiVersion: 'harnessweaver/v1',
@@ -47,8 +47,10 @@ try {
   const awaited = await perCallUs(async () => lookupOrder(args))
   const governed = await perCallUs(() => h.call('lookup_order', args, { principal }))
   const rt = h._rt
-  // The addon's call alone: steps 1-7, the handler and step 9 in one native call, no promise.
-  const core = perCallUsSync(() => rt.call('lookup_order', args, principal, null, null, null, null).allowed)
+  // The addon's call alone: steps 1-7, the handler and step 9 in one native call, no promise
+  // (args and principal walked, not sent as text; the result read for its refusal class).
+  const native = require(join(PKG, 'native.js'))
+  const core = perCallUsSync(() => native.resultRefusal(rt.call('lookup_order', args, null, principal, null, null, null, null, null)))
 
   const f = (x) => x.toFixed(2).padStart(8)
   console.log(`node: median of ${REPEATS} samples`)

@@ -7,21 +7,22 @@
 //! to race against its deadline; a core transport comes back as a promise.
 #![allow(clippy::too_many_arguments, reason = "napi functions take their JavaScript arguments one by one")]
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ptr;
 use std::sync::Arc;
 use std::thread::{self, ThreadId};
 
 use harnessweaver_core::host::{
-    ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, CallResult as CoreResult, Error as CoreError,
-    HandlerDecl, HandlerMode, Host, HostOptions, ManifestSource, Outcome, Principal, RefusalClass, SpecFormat, TestOptions, Ticket, TicketCell,
-    TicketRoute, TransportOutcome,
+    canonical, ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, CallResult as CoreResult,
+    Error as CoreError, HandlerDecl, HandlerMode, Host, HostOptions, ManifestSource, Outcome, Principal, RefusalClass, TestOptions, Ticket,
+    TicketCell, TicketRoute, TransportOutcome,
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::{convert, js_string, napi_check, string, throw, to_js, to_value, Json};
 
@@ -136,6 +137,7 @@ pub(crate) fn given<'a>(value: Option<Unknown<'a>>) -> Option<Unknown<'a>> {
 pub struct NativeHost {
     pub(crate) inner: Arc<Host>,
     handlers: HashMap<String, Arc<JsFn>>,
+    last_principal: RefCell<Option<(String, Principal)>>,
 }
 
 /// A call whose handler returned a promise: `pending` (that promise) and
@@ -143,12 +145,6 @@ pub struct NativeHost {
 #[napi]
 pub struct NativeTicket {
     cell: TicketCell,
-}
-
-/// What a call ended with; every field is the core's, read when asked.
-#[napi]
-pub struct CallResult {
-    pub(crate) inner: CoreResult,
 }
 
 /// Loads `harness.yaml`, reading it once: `handlers` are `[tool, function,
@@ -187,49 +183,70 @@ pub fn load_host(
     };
     let host = Host::load(path.as_ref(), options).map_err(|e| throw(&env, &CoreError::Load(e.problems)))?;
     let handlers = handlers.iter().map(|(tool, f, _)| Ok((tool.clone(), JsFn::new(&env, f)?))).collect::<Result<_>>()?;
-    Ok(NativeHost { inner: Arc::new(host), handlers })
+    Ok(NativeHost { inner: Arc::new(host), handlers, last_principal: RefCell::default() })
 }
 
 /// Reads `harness.yaml` and its manifests only: calls fail `not_loaded_for_calls`.
 #[napi]
 pub fn inspect_host(env: Env, path: String) -> Result<NativeHost> {
     let host = Host::inspect(path.as_ref()).map_err(|e| throw(&env, &CoreError::Load(e.problems)))?;
-    Ok(NativeHost { inner: Arc::new(host), handlers: HashMap::new() })
+    Ok(NativeHost { inner: Arc::new(host), handlers: HashMap::new(), last_principal: RefCell::default() })
 }
 
 #[napi]
 impl NativeHost {
-    /// Every tool's description, in load order (manifests, then tools registered in code).
-    #[napi(ts_return_type = "Array<Record<string, unknown>>")]
-    pub fn describe_tools(&self) -> Vec<Json> {
-        self.inner.tools().map(|t| Json(t.describe())).collect()
+    /// The core's host method `method` with its named arguments (`Host::request`).
+    #[napi(ts_args_type = "method: string, args: Record<string, unknown>", ts_return_type = "any")]
+    pub fn request(&self, env: Env, method: String, args: Unknown<'_>) -> Result<Json> {
+        self.inner.request(&method, &convert(&env, &args)?).map(Json).map_err(|e| throw(&env, &e))
     }
 
-    /// A call through the nine steps: its `CallResult`, a `NativeTicket` when
-    /// the handler returned a promise, or a promise of the result for a
-    /// tool on the core's transports (http, code, mcp; run on libuv's pool).
+    /// A call through the nine steps: its result (`resultField` reads it), a
+    /// `NativeTicket` when the handler returned a promise, or a promise of the
+    /// result for a tool on the core's transports (http, code, mcp; run on
+    /// libuv's pool). `argsText` and `principalText` are their values'
+    /// `JSON.stringify` text when exact (see `definitionDigest`).
     #[napi(
-        ts_args_type = "tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null",
-        ts_return_type = "CallResult | NativeTicket | Promise<CallResult>"
+        ts_args_type = "tool: string, args: unknown, argsText: string | null, principal: unknown, principalText: string | null, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null",
+        ts_return_type = "unknown"
     )]
     pub fn call<'e>(
         &self,
         env: &'e Env,
-        tool: String,
+        tool: Unknown<'_>,
         args: Unknown<'_>,
+        args_text: Option<String>,
         p: Unknown<'_>,
+        principal_text: Option<String>,
         tenant: Option<String>,
         task: Option<String>,
         run_id: Option<String>,
         approval_id: Option<String>,
     ) -> Result<Unknown<'e>> {
-        let args = convert(env, &args)?;
-        let ctx = CallContext { principal: principal(env, &p)?, tenant, task, run_id, approval_id, ..CallContext::default() };
+        let tool = unsafe { string(env.raw(), tool.raw()) }.map_err(|e| throw(env, &e))?;
+        let args = match args_text.as_deref().and_then(canonical::value_of_double_json) {
+            Some(args) => args,
+            None => convert(env, &args)?,
+        };
+        let ctx = CallContext { principal: self.principal_of(env, &p, principal_text)?, tenant, task, run_id, approval_id, ..CallContext::default() };
         self.settle(env, self.inner.begin(&tool, args, &ctx))
     }
 
+    /// A call's principal: a handle, the last one read from the same text
+    /// (a caller's calls mostly pass one principal), or converted now.
+    fn principal_of(&self, env: &Env, p: &Unknown<'_>, text: Option<String>) -> Result<Principal> {
+        let Some(text) = text.filter(|_| !matches!(p.get_type(), Ok(ValueType::External))) else { return principal(env, p) };
+        if let Some((_, known)) = self.last_principal.borrow().as_ref().filter(|(t, _)| *t == text) {
+            return Ok(known.clone());
+        }
+        let Some(value) = canonical::value_of_double_json(&text) else { return principal(env, p) };
+        let read = Principal::from_value(&value).map_err(|e| throw(env, &e))?;
+        *self.last_principal.borrow_mut() = Some((text, read.clone()));
+        Ok(read)
+    }
+
     /// A begun call taken as far as it goes now (see `call`).
-    fn settle<'e>(&self, env: &'e Env, begun: std::result::Result<Begun, CoreError>) -> Result<Unknown<'e>> {
+    pub(crate) fn settle<'e>(&self, env: &'e Env, begun: std::result::Result<Begun, CoreError>) -> Result<Unknown<'e>> {
         let raw = env.raw();
         let ticket = match begun.map_err(|e| throw(env, &e))? {
             Begun::Allowed(t) => t,
@@ -264,72 +281,24 @@ impl NativeHost {
 
     /// Ends a ticket's call: its promise resolved to `value` (`how`:
     /// `returned`), rejected with it (`threw`), or hit the deadline (`timeout`).
-    #[napi(ts_args_type = "ticket: NativeTicket, value: unknown, how: 'returned' | 'threw' | 'timeout'")]
-    pub fn finish(&self, env: Env, ticket: &NativeTicket, value: Unknown<'_>, how: String) -> Result<CallResult> {
+    #[napi(ts_args_type = "ticket: NativeTicket, value: unknown, how: 'returned' | 'threw' | 'timeout'", ts_return_type = "unknown")]
+    pub fn finish(&self, env: Env, ticket: &NativeTicket, value: Unknown<'_>, how: String) -> Result<Finished> {
         let ticket = ticket.cell.take().map_err(|e| throw(&env, &e))?;
         let outcome = match how.as_str() {
             "returned" => unsafe { returned(env.raw(), value.raw()) },
             "threw" => Outcome::Failed { kind: unsafe { error_kind(env.raw(), value.raw()) } },
             _ => Outcome::TimedOut,
         };
-        Ok(CallResult { inner: self.inner.finish(ticket, outcome) })
+        Ok(Finished(self.inner.finish(ticket, outcome)))
     }
 
     /// Grants approval `id` as `approver` (with the approver's edited args,
     /// if any) and runs the approved call from step 1, as `call` does.
-    #[napi(ts_args_type = "id: string, approver: unknown, args?: unknown", ts_return_type = "CallResult | NativeTicket | Promise<CallResult>")]
+    #[napi(ts_args_type = "id: string, approver: unknown, args?: unknown", ts_return_type = "unknown")]
     pub fn approve_and_resume<'e>(&self, env: &'e Env, id: String, approver: Unknown<'_>, args: Option<Unknown<'_>>) -> Result<Unknown<'e>> {
         let approver = principal(env, &approver)?;
         let edited = given(args).map(|a| convert(env, &a)).transpose()?;
         self.settle(env, self.inner.approve_and_resume(&id, &approver, edited))
-    }
-
-    /// Grants approval `id` without running the call; returns the approval.
-    #[napi(ts_args_type = "id: string, approver: unknown", ts_return_type = "Record<string, unknown>")]
-    pub fn grant(&self, env: Env, id: String, approver: Unknown<'_>) -> Result<Json> {
-        let approver = principal(&env, &approver)?;
-        self.inner.grant(&id, &approver).map(|a| Json(json!(a))).map_err(|e| throw(&env, &e))
-    }
-
-    /// Denies approval `id`; returns the approval.
-    #[napi(ts_args_type = "id: string, by: unknown, reason: string", ts_return_type = "Record<string, unknown>")]
-    pub fn deny(&self, env: Env, id: String, by: Unknown<'_>, reason: String) -> Result<Json> {
-        let by = principal(&env, &by)?;
-        self.inner.deny(&id, &by, &reason).map(|a| Json(json!(a))).map_err(|e| throw(&env, &e))
-    }
-
-    /// Approvals pending, or granted and not yet used.
-    #[napi(ts_return_type = "Array<Record<string, unknown>>")]
-    pub fn approvals(&self, env: Env) -> Result<Json> {
-        self.inner.approvals().map(|a| Json(json!(a))).map_err(|e| throw(&env, &e))
-    }
-
-    /// Each step's verdict for a call without running it; `text` is the readable form.
-    #[napi(
-        ts_args_type = "tool: string, args: unknown, principal: unknown, tenant?: string | null, task?: string | null, runId?: string | null",
-        ts_return_type = "Record<string, unknown>"
-    )]
-    pub fn explain(
-        &self,
-        env: Env,
-        tool: String,
-        args: Unknown<'_>,
-        p: Unknown<'_>,
-        tenant: Option<String>,
-        task: Option<String>,
-        run_id: Option<String>,
-    ) -> Result<Json> {
-        let args = convert(&env, &args)?;
-        let ctx = CallContext { principal: principal(&env, &p)?, tenant, task, run_id, ..CallContext::default() };
-        self.inner.explain(&tool, args, &ctx).map(Json).map_err(|e| throw(&env, &e))
-    }
-
-    /// The tools as a model API takes them (`openai`, `anthropic`, `mcp`).
-    #[napi(ts_args_type = "format: string, principal?: unknown, tenant?: string | null", ts_return_type = "Array<Record<string, unknown>>")]
-    pub fn tool_specs(&self, env: Env, format: String, p: Option<Unknown<'_>>, tenant: Option<String>) -> Result<Json> {
-        let format = SpecFormat::parse(&format).map_err(|e| throw(&env, &e))?;
-        let p = given(p).map(|v| principal(&env, &v)).transpose()?;
-        self.inner.tool_specs(format, p.as_ref(), tenant.as_deref()).map(Json).map_err(|e| throw(&env, &e))
     }
 
     /// `principal` converted once: a handle a run's calls pass instead of the object.
@@ -337,29 +306,30 @@ impl NativeHost {
     pub fn principal_handle(&self, env: Env, p: Unknown<'_>) -> Result<External<Principal>> {
         Ok(External::new(principal(&env, &p)?))
     }
-
-    /// A new run id.
-    #[napi]
-    pub fn new_run(&self, env: Env) -> Result<String> {
-        self.inner.new_run().map_err(|e| throw(&env, &e))
-    }
-
-    /// The labels of run `runId`: `{private, untrusted}`.
-    #[napi(ts_return_type = "{ private: boolean, untrusted: boolean }")]
-    pub fn labels(&self, env: Env, run_id: String) -> Result<Json> {
-        self.inner.labels(&run_id).map(|l| Json(json!(l))).map_err(|e| throw(&env, &e))
-    }
-
-    /// Moves the test clock forward (`no_test_clock` without one).
-    #[napi]
-    pub fn advance_ms(&self, env: Env, ms: u32) -> Result<()> {
-        self.inner.advance_clock(u64::from(ms)).map_err(|e| throw(&env, &e))
-    }
 }
 
 fn result(env: &Env, inner: CoreResult) -> Result<Unknown<'_>> {
-    let instance = CallResult { inner }.into_instance(env)?;
-    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), instance.raw()) })
+    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), Finished::to_napi_value(env.raw(), Finished(inner))?) })
+}
+
+/// A call's result on its way to JavaScript: an external the `result*`
+/// functions read (cheaper to make than a class instance; `index.js` wraps it).
+pub struct Finished(CoreResult);
+
+impl TypeName for Finished {
+    fn type_name() -> &'static str {
+        "External"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::External
+    }
+}
+
+impl ToNapiValue for Finished {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        unsafe { External::to_napi_value(env, External::new(val.0)) }
+    }
 }
 
 /// A handler's return value as the core takes it (`undefined` is null, as in Python).
@@ -400,37 +370,25 @@ unsafe fn handler_context(env: sys::napi_env, ticket: &Ticket) -> Result<sys::na
     Ok(out)
 }
 
-#[napi]
-impl CallResult {
-    /// Whether the call ran.
-    #[napi(getter)]
-    pub fn allowed(&self) -> bool {
-        self.inner.is_allowed()
-    }
+/// One field of a call's result (`CallResult::FIELDS`), or the whole result's JSON form for none.
+#[napi(ts_args_type = "result: unknown, name: string | null", ts_return_type = "any")]
+pub fn result_field(result: &External<CoreResult>, name: Option<String>) -> Json {
+    Json(match name {
+        Some(name) => result.field(&name).unwrap_or(Value::Null),
+        None => result.to_value(),
+    })
+}
 
-    /// The name of the refusal class for this result (none when allowed).
-    #[napi(getter)]
-    pub fn refusal_class(&self) -> Option<&'static str> {
-        RefusalClass::of(self.inner.decision, self.inner.step).map(RefusalClass::name)
-    }
+/// The name of the refusal class a result raises; null when the call ran.
+#[napi(ts_args_type = "result: unknown")]
+pub fn result_refusal(result: &External<CoreResult>) -> Option<&'static str> {
+    RefusalClass::of(result.decision, result.step).map(RefusalClass::name)
+}
 
-    /// One field of the result's JSON form (index.js makes them properties).
-    #[napi(ts_return_type = "unknown")]
-    pub fn field(&self, name: String) -> Json {
-        Json(self.inner.field(&name).unwrap_or(Value::Null))
-    }
-
-    /// The text to hand back to the model.
-    #[napi]
-    pub fn to_model(&self) -> String {
-        self.inner.to_model()
-    }
-
-    /// The core's JSON form (what `JSON.stringify` prints).
-    #[napi(js_name = "toJSON", ts_return_type = "Record<string, unknown>")]
-    pub fn to_json(&self) -> Json {
-        Json(self.inner.to_value())
-    }
+/// The text to hand back to the model.
+#[napi(ts_args_type = "result: unknown")]
+pub fn result_to_model(result: &External<CoreResult>) -> String {
+    result.to_model()
 }
 
 /// A core transport's call on libuv's thread pool.
@@ -441,15 +399,15 @@ pub struct TransportTask {
 
 impl Task for TransportTask {
     type Output = TransportOutcome;
-    type JsValue = CallResult;
+    type JsValue = Finished;
 
     fn compute(&mut self) -> Result<TransportOutcome> {
         let ticket = self.ticket.as_ref().ok_or_else(|| Error::from_reason("this call has already finished"))?;
         Ok(self.host.run_transport(ticket))
     }
 
-    fn resolve(&mut self, _env: Env, outcome: TransportOutcome) -> Result<CallResult> {
+    fn resolve(&mut self, _env: Env, outcome: TransportOutcome) -> Result<Finished> {
         let ticket = self.ticket.take().ok_or_else(|| Error::from_reason("this call has already finished"))?;
-        Ok(CallResult { inner: self.host.finish_transport(ticket, outcome) })
+        Ok(Finished(self.host.finish_transport(ticket, outcome)))
     }
 }

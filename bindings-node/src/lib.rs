@@ -16,11 +16,11 @@ use std::ffi::c_int;
 use std::ptr;
 
 use harnessweaver_core::host::canonical::{self, MAX_DEPTH};
-use harnessweaver_core::host::{self as core, CallResult, Error as CoreError, ManifestSource, RefusalClass};
+use harnessweaver_core::host::{self as core, Error as CoreError};
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 fn value_error(code: &'static str, message: impl Into<String>) -> CoreError {
     CoreError::value(code, message)
@@ -81,16 +81,31 @@ unsafe fn to_value(env: sys::napi_env, value: sys::napi_value, depth: usize) -> 
 
 /// Whether `value` is a plain object: its prototype is `Object.prototype` or null.
 unsafe fn is_plain_object(env: sys::napi_env, value: sys::napi_value) -> std::result::Result<bool, CoreError> {
-    let (mut proto, mut ty, mut plain, mut object_prototype, mut same) = (ptr::null_mut(), 0, ptr::null_mut(), ptr::null_mut(), false);
+    let (mut proto, mut ty, mut same) = (ptr::null_mut(), 0, false);
     check(unsafe { sys::napi_get_prototype(env, value, &mut proto) }, "prototype")?;
-    check(unsafe { sys::napi_typeof(env, proto, &mut ty) }, "prototype")?;
-    if ty == sys::ValueType::napi_null {
-        return Ok(true);
+    check(unsafe { sys::napi_strict_equals(env, proto, object_prototype(env)?, &mut same) }, "prototype")?;
+    if !same {
+        check(unsafe { sys::napi_typeof(env, proto, &mut ty) }, "prototype")?;
     }
-    check(unsafe { sys::napi_create_object(env, &mut plain) }, "object")?;
-    check(unsafe { sys::napi_get_prototype(env, plain, &mut object_prototype) }, "prototype")?;
-    check(unsafe { sys::napi_strict_equals(env, proto, object_prototype, &mut same) }, "prototype")?;
-    Ok(same)
+    Ok(same || ty == sys::ValueType::napi_null)
+}
+
+thread_local! {
+    /// This thread's environment and its `Object.prototype`, read once (every object converted is checked against it).
+    static OBJECT_PROTOTYPE: std::cell::Cell<(sys::napi_env, sys::napi_ref)> = const { std::cell::Cell::new((ptr::null_mut(), ptr::null_mut())) };
+}
+
+unsafe fn object_prototype(env: sys::napi_env) -> std::result::Result<sys::napi_value, CoreError> {
+    let (mut out, mut plain, (cached_env, mut cached)) = (ptr::null_mut(), ptr::null_mut(), OBJECT_PROTOTYPE.get());
+    if cached_env != env {
+        check(unsafe { sys::napi_create_object(env, &mut plain) }, "object")?;
+        check(unsafe { sys::napi_get_prototype(env, plain, &mut out) }, "prototype")?;
+        check(unsafe { sys::napi_create_reference(env, out, 1, &mut cached) }, "prototype")?;
+        OBJECT_PROTOTYPE.set((env, cached));
+        return Ok(out);
+    }
+    check(unsafe { sys::napi_get_reference_value(env, cached, &mut out) }, "prototype")?;
+    Ok(out)
 }
 
 /// A BigInt, by the core's host-integer rule (refused beyond ±2^53, like Python's `int`).
@@ -256,20 +271,11 @@ fn convert(env: &Env, value: &Unknown<'_>) -> Result<Value> {
     unsafe { to_value(env.raw(), value.raw(), 0) }.map_err(|e| throw(env, &e))
 }
 
-/// The core's tables the JavaScript side is built from: the refusal classes
-/// (base first), the result's fields, the manifest risks and side effects
-/// (for `add tool`) and the variable names cel-lite expressions may use.
-#[napi(
-    ts_return_type = "{ refusalClasses: Array<{ name: string, parent: string | null, step: string | null, doc: string, extras: string[] }>, resultFields: string[], risks: string[], sideEffects: string[], celNames: string[] }"
-)]
-pub fn tables() -> Json {
-    let class = |c: &RefusalClass| {
-        let extras: Vec<&str> = c.extras().iter().map(|x| x.as_str()).collect();
-        json!({"name": c.name(), "parent": c.parent().map(RefusalClass::name), "step": c.step(), "doc": c.doc(), "extras": extras})
-    };
-    let classes: Vec<Value> = RefusalClass::ALL.iter().map(class).collect();
-    Json(json!({"refusalClasses": classes, "resultFields": CallResult::FIELDS, "risks": core::RISKS, "sideEffects": core::SIDE_EFFECTS,
-        "celNames": core::cel::VAR_NAMES}))
+/// A core host method that needs no harness (`harnessweaver_core::host::request`):
+/// `tables`, `describe_manifest`, `sanitize`.
+#[napi(ts_args_type = "method: string, args: Record<string, unknown>", ts_return_type = "any")]
+pub fn request(env: Env, method: String, args: Unknown<'_>) -> Result<Json> {
+    core::request(&method, &convert(&env, &args)?).map(Json).map_err(|e| throw(&env, &e))
 }
 
 /// The definition digest (`sha256:…`) of a tool's name, description and
@@ -291,22 +297,6 @@ pub fn canonical_json(env: Env, value: Unknown<'_>, text: Option<String>) -> Res
         return Ok(canonical);
     }
     canonical::to_string(&convert(&env, &value)?).map_err(|e| throw(&env, &e))
-}
-
-/// Parses one manifest (an object, or YAML/JSON text) and returns its description.
-#[napi(ts_args_type = "manifest: unknown, origin?: string | null", ts_return_type = "Record<string, unknown>")]
-pub fn describe_manifest(env: Env, manifest: Unknown<'_>, origin: Option<String>) -> Result<Json> {
-    let source = ManifestSource::from_host(convert(&env, &manifest)?, origin);
-    core::describe_manifest(&source).map(Json).map_err(|e| throw(&env, &CoreError::Load(e.problems)))
-}
-
-/// Runs the named sanitizers, in order, on every string value and object key;
-/// returns `{ value, counts }` (replacements per kind, never what was replaced).
-#[napi(ts_args_type = "value: unknown, sanitizers: string[]", ts_return_type = "{ value: unknown; counts: Record<string, number> }")]
-pub fn sanitize(env: Env, value: Unknown<'_>, sanitizers: Vec<String>) -> Result<Json> {
-    let value = convert(&env, &value)?;
-    let (value, counts) = core::sanitize(&value, &sanitizers).map_err(|e| throw(&env, &e))?;
-    Ok(Json(json!({"value": value, "counts": counts})))
 }
 
 /// Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code.

@@ -11,6 +11,7 @@
 mod callbacks;
 pub mod cel;
 mod load;
+mod request;
 mod watchdog;
 
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallbac
 pub use load::{
     handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions,
 };
+pub use request::{request, tables, ERROR_CLASSES};
 pub use watchdog::{Interrupter, Watchdog};
 
 use crate::clock::ManualClock;

@@ -18,6 +18,7 @@
 pub mod auth;
 /// `spec.gateway`, parsed with the rest of harness.yaml by the core.
 pub use harnessweaver_core::gateway_spec as config;
+pub mod handover;
 pub mod server;
 
 use serde_json::{json, Map, Value};

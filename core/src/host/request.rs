@@ -1,0 +1,142 @@
+//! The host API as plain values in and out, for bindings of dynamic
+//! languages (cedar-policy's `ffi` functions are the model): the methods that
+//! take and give JSON (approvals, explain, tool specs, runs, labels, the test
+//! clock, tool descriptions, sanitizing, the tables bindings build their
+//! classes from). Each method's named arguments are read and checked here, so
+//! every language words a missing or mistyped one alike, and a binding
+//! converts values only, with one entry point instead of one per method.
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::{cel, describe_manifest, invalid, sanitize, CallContext, Host, ManifestSource, Principal, SpecFormat, RISKS, SIDE_EFFECTS};
+use crate::call::CallResult;
+use crate::codes::{ArgumentCode, RefusalClass};
+use crate::error::Error;
+
+/// The error classes a host raises besides the refusal classes, by
+/// [`Error::kind`]: `[kind, class name]`, each a subclass of the base
+/// `HarnessweaverError` (an error of kind `other` is the base class itself).
+pub const ERROR_CLASSES: [[&str; 2]; 3] = [["load", "LoadError"], ["value", "InvalidValueError"], ["invalid_argument", "InvalidArgumentError"]];
+
+/// The core's tables a binding builds its classes and checks from: the
+/// refusal classes (base first, each with its parent, step, doc and extra
+/// fields), the other error classes, the result's fields, the manifest risks
+/// and side effects (for `add tool`) and the variable names cel-lite
+/// expressions may use.
+pub fn tables() -> Value {
+    let class = |c: &RefusalClass| {
+        let extras: Vec<&str> = c.extras().iter().map(|x| x.as_str()).collect();
+        json!({"name": c.name(), "parent": c.parent().map(RefusalClass::name), "step": c.step(), "doc": c.doc(), "extras": extras})
+    };
+    let classes: Vec<Value> = RefusalClass::ALL.iter().map(class).collect();
+    json!({"refusalClasses": classes, "errorClasses": ERROR_CLASSES, "resultFields": CallResult::FIELDS, "risks": RISKS,
+        "sideEffects": SIDE_EFFECTS, "celNames": cel::VAR_NAMES})
+}
+
+/// A method's named arguments.
+struct Args<'a>(&'a Map<String, Value>);
+
+impl<'a> Args<'a> {
+    fn of(args: &'a Value) -> Result<Self, Error> {
+        args.as_object().map(Args).ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "a host method takes an object of named arguments"))
+    }
+
+    /// A value; missing is null.
+    fn value(&self, key: &str) -> Value {
+        self.0.get(key).cloned().unwrap_or(Value::Null)
+    }
+
+    /// A string; missing or null is none.
+    fn text(&self, key: &str) -> Result<Option<&'a str>, Error> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(invalid(ArgumentCode::InvalidArgument.as_str(), format!("`{key}` must be a string"))),
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>, Error> {
+        Ok(self.text(key)?.map(str::to_string))
+    }
+
+    fn required(&self, key: &str) -> Result<&'a str, Error> {
+        self.text(key)?.ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), format!("`{key}` is required")))
+    }
+
+    /// A principal (missing is none, which is no principal: `invalid_principal`).
+    fn principal(&self, key: &str) -> Result<Principal, Error> {
+        Principal::from_value(&self.value(key))
+    }
+
+    fn optional_principal(&self, key: &str) -> Result<Option<Principal>, Error> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(p) => Principal::from_value(p).map(Some),
+        }
+    }
+}
+
+fn to_json(value: impl Serialize) -> Result<Value, Error> {
+    serde_json::to_value(value).map_err(|e| Error::Io { message: e.to_string() })
+}
+
+fn unknown(method: &str) -> Error {
+    invalid(ArgumentCode::InvalidArgument.as_str(), format!("unknown host method `{method}`"))
+}
+
+/// A method of no loaded harness: `tables`, `describe_manifest` (`manifest`
+/// as an object or YAML/JSON text, `origin`) or `sanitize` (`value`,
+/// `sanitizers`: `{value, counts}`).
+pub fn request(method: &str, args: &Value) -> Result<Value, Error> {
+    let a = Args::of(args)?;
+    match method {
+        "tables" => Ok(tables()),
+        "describe_manifest" => {
+            let source = ManifestSource::from_host(a.value("manifest"), a.string("origin")?);
+            describe_manifest(&source).map_err(|e| Error::Load(e.problems))
+        }
+        "sanitize" => {
+            let names: Vec<String> = serde_json::from_value(a.value("sanitizers"))
+                .map_err(|_| invalid(ArgumentCode::InvalidArgument.as_str(), "`sanitizers` must be a list of names"))?;
+            let (value, counts) = sanitize(&a.value("value"), &names)?;
+            Ok(json!({"value": value, "counts": counts}))
+        }
+        other => Err(unknown(other)),
+    }
+}
+
+impl Host {
+    /// Runs method `method` with `args` (an object of its named arguments) and
+    /// returns its answer: `tools` (every tool's description, in load order),
+    /// `grant` (`id`, `approver`), `deny` (`id`, `by`, `reason`),
+    /// `approvals`, `explain` (`tool`, `args`, `principal`, `tenant`, `task`,
+    /// `run`), `tool_specs` (`format`, default `openai`; `principal`,
+    /// `tenant`), `new_run`, `labels` (`run`), `advance_ms` (`ms`).
+    pub fn request(&self, method: &str, args: &Value) -> Result<Value, Error> {
+        let a = Args::of(args)?;
+        match method {
+            "tools" => Ok(Value::Array(self.tools().map(super::Tool::describe).collect())),
+            "grant" => to_json(self.grant(a.required("id")?, &a.principal("approver")?)?),
+            "deny" => to_json(self.deny(a.required("id")?, &a.principal("by")?, a.text("reason")?.unwrap_or_default())?),
+            "approvals" => to_json(self.approvals()?),
+            "explain" => {
+                let (tenant, task, run_id) = (a.string("tenant")?, a.string("task")?, a.string("run")?);
+                let ctx = CallContext { principal: a.principal("principal")?, tenant, task, run_id, ..CallContext::default() };
+                self.explain(a.required("tool")?, a.value("args"), &ctx)
+            }
+            "tool_specs" => {
+                let format = SpecFormat::parse(a.text("format")?.unwrap_or("openai"))?;
+                self.tool_specs(format, a.optional_principal("principal")?.as_ref(), a.text("tenant")?)
+            }
+            "new_run" => self.new_run().map(Value::String),
+            "labels" => to_json(self.labels(a.required("run")?)?),
+            "advance_ms" => {
+                let ms = a.0.get("ms").and_then(Value::as_u64);
+                let ms = ms.ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`ms` must be a whole number of milliseconds"))?;
+                self.advance_clock(ms).map(|()| Value::Null)
+            }
+            other => Err(unknown(other)),
+        }
+    }
+}
