@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use std::ffi::CString;
 use std::{mem, ptr};
 
-use harnessweaver_core::host::canonical::MAX_DEPTH;
+use harnessweaver_core::host::canonical::{self, MAX_DEPTH};
 use harnessweaver_core::host::cel::{self as core_cel, CelOutcome, Part, Program};
 use harnessweaver_core::host::Error as CoreError;
 use napi::bindgen_prelude::*;
@@ -185,8 +185,18 @@ unsafe fn answer(env: sys::napi_env, program: &Program, parts: &[Part], want: u3
 /// Converts `value` as `to_value` does, writing strings and arrays into the
 /// buffers `slot` holds (adding their bytes to `kept`); anything else anew.
 unsafe fn convert_into(env: sys::napi_env, value: sys::napi_value, slot: &mut Value, depth: usize, kept: &mut usize) -> CoreResult<()> {
-    let (mut ty, mut is_array, mut len, mut written) = (0, false, 0u32, 0usize);
-    check(unsafe { sys::napi_typeof(env, value, &mut ty) }, "typeof")?;
+    let (mut ty, mut is_array, mut len, mut written, mut f) = (sys::ValueType::napi_string, false, 0u32, 0usize, 0.0);
+    // A part mostly keeps its type from one evaluation to the next: a string or number is read as one
+    // without asking its type first (a wrong guess fails without throwing, and the type is asked).
+    if let Value::Number(_) = slot {
+        if unsafe { sys::napi_get_value_double(env, value, &mut f) } == sys::Status::napi_ok {
+            *slot = canonical::double_value(f)?;
+            return Ok(());
+        }
+    }
+    if !matches!(slot, Value::String(_)) {
+        check(unsafe { sys::napi_typeof(env, value, &mut ty) }, "typeof")?;
+    }
     if ty == sys::ValueType::napi_string {
         let mut bytes = if let Value::String(s) = mem::take(slot) { s.into_bytes() } else { Vec::new() };
         bytes.clear();
@@ -196,7 +206,11 @@ unsafe fn convert_into(env: sys::napi_env, value: sys::napi_value, slot: &mut Va
         for pass in 0..2 {
             let units = if pass == 0 { 64 } else { 3 * unsafe { utf16_len(env, value)? } + 6 };
             bytes.reserve(units);
-            check(unsafe { sys::napi_get_value_string_utf8(env, value, bytes.as_mut_ptr().cast(), bytes.capacity(), &mut written) }, "string")?;
+            let status = unsafe { sys::napi_get_value_string_utf8(env, value, bytes.as_mut_ptr().cast(), bytes.capacity(), &mut written) };
+            if status == sys::Status::napi_string_expected {
+                return unsafe { convert_into(env, value, slot, depth, kept) };
+            }
+            check(status, "string")?;
             if written + 5 < bytes.capacity() {
                 break;
             }
