@@ -13,16 +13,21 @@
 //! It returns the value (throwing the unevaluable reason, a string), or for
 //! the verdict `true`, `false` or the reason.
 
+use std::cell::RefCell;
 use std::ffi::CString;
-use std::ptr;
+use std::{mem, ptr};
 
+use harnessweaver_core::host::canonical::{self, MAX_DEPTH};
 use harnessweaver_core::host::cel::{self as core_cel, CelOutcome, Part, Program};
+use harnessweaver_core::host::Error as CoreError;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
-use crate::{js_string, napi_check, throw, to_js, to_value};
+use crate::{check, js_string, napi_check, throw, to_js, to_value, value_error};
+
+type CoreResult<T> = std::result::Result<T, CoreError>;
 
 /// Pairs of kind bits per argument word.
 const PAIRS: usize = 16;
@@ -63,9 +68,19 @@ pub fn cel_lite_bad_vars(env: Env, type_name: Option<String>, key: Option<String
     Err(throw(&env, &err))
 }
 
+/// A compiled program and the parts of its last evaluation, whose strings and
+/// arrays the next one converts into: no allocation once warm.
+struct Compiled {
+    program: Program,
+    scratch: RefCell<Vec<Part>>,
+}
+
+/// The most bytes of those buffers kept between evaluations.
+const KEEP: usize = 64 << 10;
+
 /// A native function holding `program`, freed with it.
 unsafe fn evaluate_function(env: sys::napi_env, program: Program) -> Result<sys::napi_value> {
-    let data = Box::into_raw(Box::new(program));
+    let data = Box::into_raw(Box::new(Compiled { program, scratch: RefCell::default() }));
     let mut function = ptr::null_mut();
     let made = unsafe { sys::napi_create_function(env, c"evaluate".as_ptr(), AUTO_LENGTH, Some(evaluate), data.cast(), &mut function) };
     if made != sys::Status::napi_ok
@@ -84,7 +99,7 @@ const AUTO_LENGTH: isize = -1;
 
 unsafe extern "C" fn drop_program(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
     // Made by `Box::into_raw` in `evaluate_function`; N-API finalizes once.
-    drop(unsafe { Box::from_raw(data.cast::<Program>()) });
+    drop(unsafe { Box::from_raw(data.cast::<Compiled>()) });
 }
 
 unsafe extern "C" fn evaluate(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
@@ -112,9 +127,9 @@ unsafe fn evaluate_parts(env: sys::napi_env, info: sys::napi_callback_info) -> R
         }
     };
     // Made by `evaluate_function`, alive while the function is.
-    let program: &Program = unsafe { &*data.cast::<Program>() };
-    let reads = program.reads().len();
-    let (words, values) = args.split_at_checked((reads + 1).div_ceil(PAIRS)).ok_or_else(|| Error::from_reason("missing arguments"))?;
+    let Compiled { program, scratch } = unsafe { &*data.cast::<Compiled>() };
+    let reads = program.reads();
+    let (words, values) = args.split_at_checked((reads.len() + 1).div_ceil(PAIRS)).ok_or_else(|| Error::from_reason("missing arguments"))?;
     // The kinds, read a word at a time as the pairs are (in order: 0, then 1 per read).
     let mut bits = 0;
     let mut kind = |pair: usize| -> Result<u32> {
@@ -125,21 +140,31 @@ unsafe fn evaluate_parts(env: sys::napi_env, info: sys::napi_callback_info) -> R
         Ok((bits >> (2 * (pair % PAIRS))) & 3)
     };
     let want = kind(0)?;
-    // Most programs read a few parts: kept on the stack.
-    let (mut stack, mut heap): ([Part; 16], Vec<Part>) = (Default::default(), Vec::new());
-    let parts = if reads <= stack.len() {
-        stack.get_mut(..reads).unwrap_or_default()
-    } else {
-        heap.resize(reads, Part::Absent);
-        heap.as_mut_slice()
-    };
-    for (i, ((read, value), part)) in program.reads().iter().zip(values).zip(parts.iter_mut()).enumerate() {
-        match kind(i + 1)? {
-            1 => *part = Part::Value(unsafe { to_value(env, *value, read.depth) }.map_err(|e| throw(&Env::from_raw(env), &e))?),
-            2 => *part = Part::Map,
-            _ => {}
-        }
+    // A getter run while converting may evaluate this program again: that evaluation has parts of its own.
+    let (mut fresh, mut held) = (Vec::new(), scratch.try_borrow_mut());
+    let parts = held.as_deref_mut().unwrap_or(&mut fresh);
+    parts.resize(reads.len(), Part::Absent);
+    let mut kept = 0;
+    for (i, (read, part)) in reads.iter().zip(parts.iter_mut()).enumerate() {
+        *part = match (kind(i + 1)?, values.get(i), mem::take(part)) {
+            (1, Some(value), old) => {
+                let mut slot = if let Part::Value(old) = old { old } else { Value::Null };
+                unsafe { convert_into(env, *value, &mut slot, read.depth, &mut kept) }.map_err(|e| throw(&Env::from_raw(env), &e))?;
+                Part::Value(slot)
+            }
+            (2, ..) => Part::Map,
+            _ => Part::Absent,
+        };
     }
+    let answer = unsafe { answer(env, program, parts, want) };
+    if kept > KEEP {
+        parts.clear();
+    }
+    answer
+}
+
+/// The value (throwing the unevaluable reason), or the verdict: `true`, `false` or the reason.
+unsafe fn answer(env: sys::napi_env, program: &Program, parts: &[Part], want: u32) -> Result<sys::napi_value> {
     let mut out = ptr::null_mut();
     if want == 1 {
         let verdict = program.approval_required_parts(parts);
@@ -155,4 +180,70 @@ unsafe fn evaluate_parts(env: sys::napi_env, info: sys::napi_callback_info) -> R
             Err(Error::new(Status::PendingException, reason))
         }
     }
+}
+
+/// Converts `value` as `to_value` does, writing strings and arrays into the
+/// buffers `slot` holds (adding their bytes to `kept`); anything else anew.
+unsafe fn convert_into(env: sys::napi_env, value: sys::napi_value, slot: &mut Value, depth: usize, kept: &mut usize) -> CoreResult<()> {
+    let (mut ty, mut is_array, mut len, mut written, mut f) = (sys::ValueType::napi_string, false, 0u32, 0usize, 0.0);
+    // A part mostly keeps its type from one evaluation to the next: a string or number is read as one
+    // without asking its type first (a wrong guess fails without throwing, and the type is asked).
+    if let Value::Number(_) = slot {
+        if unsafe { sys::napi_get_value_double(env, value, &mut f) } == sys::Status::napi_ok {
+            *slot = canonical::double_value(f)?;
+            return Ok(());
+        }
+    }
+    if !matches!(slot, Value::String(_)) {
+        check(unsafe { sys::napi_typeof(env, value, &mut ty) }, "typeof")?;
+    }
+    if ty == sys::ValueType::napi_string {
+        let mut bytes = if let Value::String(s) = mem::take(slot) { s.into_bytes() } else { Vec::new() };
+        bytes.clear();
+        // One call when it fits: N-API never writes part of a character (at most 4 bytes) and keeps a
+        // byte for the NUL, so 5 bytes to spare means all was written. Else its length in UTF-16 units
+        // (free) bounds it: each unit is at most 3 bytes of UTF-8.
+        for pass in 0..2 {
+            let units = if pass == 0 { 64 } else { 3 * unsafe { utf16_len(env, value)? } + 6 };
+            bytes.reserve(units);
+            let status = unsafe { sys::napi_get_value_string_utf8(env, value, bytes.as_mut_ptr().cast(), bytes.capacity(), &mut written) };
+            if status == sys::Status::napi_string_expected {
+                return unsafe { convert_into(env, value, slot, depth, kept) };
+            }
+            check(status, "string")?;
+            if written + 5 < bytes.capacity() {
+                break;
+            }
+        }
+        // SAFETY: N-API wrote `written` bytes, fewer than the capacity, at the start of the buffer.
+        unsafe { bytes.set_len(written.min(bytes.capacity())) };
+        *kept += bytes.capacity();
+        // N-API hands out UTF-8 (lone surrogates become U+FFFD), so this does not fail.
+        *slot = Value::String(String::from_utf8(bytes).map_err(|_| value_error("invalid_string", "string is not valid Unicode"))?);
+        return Ok(());
+    }
+    if ty == sys::ValueType::napi_object && depth < MAX_DEPTH {
+        check(unsafe { sys::napi_is_array(env, value, &mut is_array) }, "array")?;
+    }
+    if !is_array {
+        *slot = unsafe { to_value(env, value, depth)? };
+        return Ok(());
+    }
+    let mut items = if let Value::Array(items) = mem::take(slot) { items } else { Vec::new() };
+    check(unsafe { sys::napi_get_array_length(env, value, &mut len) }, "array length")?;
+    items.resize(len as usize, Value::Null);
+    for (i, item) in (0..len).zip(items.iter_mut()) {
+        let mut element = ptr::null_mut();
+        check(unsafe { sys::napi_get_element(env, value, i, &mut element) }, "array element")?;
+        unsafe { convert_into(env, element, item, depth + 1, kept)? };
+    }
+    *kept += items.capacity() * mem::size_of::<Value>();
+    *slot = Value::Array(items);
+    Ok(())
+}
+
+unsafe fn utf16_len(env: sys::napi_env, value: sys::napi_value) -> CoreResult<usize> {
+    let mut units = 0;
+    check(unsafe { sys::napi_get_value_string_utf16(env, value, ptr::null_mut(), 0, &mut units) }, "string")?;
+    Ok(units)
 }

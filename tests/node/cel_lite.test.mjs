@@ -181,6 +181,27 @@ test('only the parts of a variable an expression reads are converted', () => {
   }
 })
 
+test('a program evaluated again and again answers each call from its own values', () => {
+  // The addon converts into the buffers of the previous call's values: every change of shape must show.
+  const program = celLite.compile('args.x')
+  const long = `${'é'.repeat(40)}😀${'x'.repeat(100)}`
+  const shapes = ['a', long, '', 'b', ['x', long, ['y', []]], [], [1, 'z'], ['z'], 5, null, true, { k: ['v'] }, [long, long], 'c', [[long]], -0.5]
+  for (const x of [...shapes, ...[...shapes].reverse()]) {
+    assert.deepEqual(program.evaluate({ args: { x } }), x)
+    const verdict = program.approvalRequired({ args: { x } })
+    assert.deepEqual([verdict.required, verdict.reason === null], [true, x === true])
+    assert.equal(program.approvalRequired({ args: {} }).reason, 'no such key `x` in `args`')
+  }
+  assert.throws(() => program.evaluate({ args: { x: ['a', undefined] } }), (e) => e instanceof hw.InvalidValueError && e.code === 'unsupported_type')
+  assert.deepEqual(program.evaluate({ args: { x: ['a', 'b'] } }), ['a', 'b'])
+  // A getter met while converting may evaluate the same program: each call keeps its own parts.
+  let inner
+  const outer = ['a', 'b']
+  Object.defineProperty(outer, 1, { enumerable: true, get: () => (inner = program.evaluate({ args: { x: ['inner', long] } }), 'b') })
+  assert.deepEqual(program.evaluate({ args: { x: outer } }), ['a', 'b'])
+  assert.deepEqual(inner, ['inner', long])
+})
+
 const BIG = 'a'.repeat(10_000_000)
 const MILLION = Array.from({ length: 1_000_000 }, (_, i) => i)
 

@@ -183,7 +183,50 @@ impl<'a> Cx<'a, '_> {
     /// The hot path: literals, variables, selection, operators. Everything
     /// else is out of line so this frame stays small.
     fn eval(&mut self, e: &'a Expr) -> R<Val<'a>> {
-        self.charge(1)?;
+        match &e.kind {
+            Kind::Select(operand, field) => {
+                self.charge(1)?;
+                let base = self.operand(operand)?;
+                match &base {
+                    Val::JMap(map) => map.get(&**field).map(Val::from_json),
+                    Val::Part(read) => self.field_part(*read, field),
+                    _ => None,
+                }
+                .map_or_else(|| self.select(&base, field, operand), Ok)
+            }
+            Kind::Not(inner) => {
+                self.charge(1)?;
+                match self.eval(inner)? {
+                    Val::Bool(b) => Ok(Val::Bool(!b)),
+                    other => Err(self.not_bool(&other, e)),
+                }
+            }
+            Kind::Binary(op, left, right) => {
+                self.charge(1)?;
+                let l = self.operand(left)?;
+                let r = self.operand(right)?;
+                self.binary(*op, l, r, e)
+            }
+            Kind::And(items) => {
+                self.charge(1)?;
+                self.logic(items, false)
+            }
+            Kind::Or(items) => {
+                self.charge(1)?;
+                self.logic(items, true)
+            }
+            _ => self.operand(e),
+        }
+    }
+
+    /// Literals and variables without a call of their own (the leaves of
+    /// most expressions); anything else through [`Cx::eval`] or out of line.
+    #[inline(always)]
+    fn operand(&mut self, e: &'a Expr) -> R<Val<'a>> {
+        match &e.kind {
+            Kind::Select(..) | Kind::Not(_) | Kind::Binary(..) | Kind::And(_) | Kind::Or(_) => return self.eval(e),
+            _ => self.charge(1)?,
+        }
         match &e.kind {
             Kind::Null => Ok(Val::Null),
             Kind::Bool(b) => Ok(Val::Bool(*b)),
@@ -206,28 +249,13 @@ impl<'a> Cx<'a, '_> {
                 Some(v) => Ok(v.clone()),
                 None => Err(internal()),
             },
-            Kind::Select(operand, field) => {
-                let base = self.eval(operand)?;
-                if let Val::JMap(map) = &base {
-                    if let Some(v) = map.get(&**field) {
-                        return Ok(Val::from_json(v));
-                    }
-                }
-                self.select(&base, field, operand)
-            }
-            Kind::Not(inner) => match self.eval(inner)? {
-                Val::Bool(b) => Ok(Val::Bool(!b)),
-                other => Err(self.no_overload(&format!("`!` needs a bool, not {}", other.a_type()), e)),
-            },
-            Kind::Binary(op, left, right) => {
-                let l = self.eval(left)?;
-                let r = self.eval(right)?;
-                self.binary(*op, l, r, e)
-            }
-            Kind::And(items) => self.logic(items, false),
-            Kind::Or(items) => self.logic(items, true),
             _ => self.eval_rest(e),
         }
+    }
+
+    #[cold]
+    fn not_bool(&self, other: &Val<'_>, e: &Expr) -> String {
+        self.no_overload(&format!("`!` needs a bool, not {}", other.a_type()), e)
     }
 
     #[cold]
@@ -236,6 +264,7 @@ impl<'a> Cx<'a, '_> {
         format!("`{name}` is not set")
     }
 
+    /// Every other kind (already charged).
     #[inline(never)]
     fn eval_rest(&mut self, e: &'a Expr) -> R<Val<'a>> {
         match &e.kind {
@@ -291,6 +320,7 @@ impl<'a> Cx<'a, '_> {
 
     /// `&&` (stop at false) and `||` (stop at true), commutative: an error or
     /// a non-bool on one side is absorbed when another side decides.
+    #[inline(never)]
     fn logic(&mut self, items: &'a [Expr], stop_at: bool) -> R<Val<'a>> {
         let mut first_error: Option<String> = None;
         for item in items {
@@ -317,6 +347,7 @@ impl<'a> Cx<'a, '_> {
         }
     }
 
+    #[inline(never)]
     fn select(&mut self, base: &Val<'a>, field: &str, operand: &Expr) -> R<Val<'a>> {
         match base {
             Val::JMap(map) => match map.get(field) {
@@ -410,6 +441,7 @@ impl<'a> Cx<'a, '_> {
         Ok(Val::Map(Rc::new(out)))
     }
 
+    #[inline(never)]
     fn binary(&mut self, op: BinOp, l: Val<'a>, r: Val<'a>, e: &Expr) -> R<Val<'a>> {
         match op {
             BinOp::Eq => Ok(Val::Bool(self.equals(&l, &r, 0)?)),
