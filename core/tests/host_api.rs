@@ -502,6 +502,9 @@ fn issue17_item1_handler_origin_an_attribute_path_through_a_module_is_refused_in
     fs::remove_file(d.join("tools/b.yaml")).unwrap();
     let host = Host::load(&d.join("harness.yaml"), HostOptions { resolver: Some(&mut resolver), ..HostOptions::default() }).unwrap();
     assert_eq!(begin(&host, "c", json!({})).route(), TicketRoute::Host { mode: HandlerMode::Async, takes_idempotency_key: true });
+}
+
+#[test]
 fn field_tables_are_the_json_forms_a_binding_shows() {
     let pay = "  risk: high\n  approval: {when: \"true\"}\n";
     let d = dir("fields", &[("harness.yaml", harness("")), ("tools/echo.yaml", tool("echo", "")), ("tools/pay.yaml", tool("pay", pay))]);
