@@ -2,7 +2,7 @@
 'use strict'
 // The `harnessweaver` command line: the core's implementation, plus `add tool`,
 // which needs the TypeScript compiler to read a function's types.
-const { cliRun } = require('../index.js')
+const { cliRun } = require('../main.js')
 const args = process.argv.slice(2)
 if (args[0] === 'add' && args[1] === 'tool') {
   process.exitCode = require('./add-tool.js').main(args.slice(2), cliRun)
