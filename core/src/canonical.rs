@@ -453,6 +453,30 @@ pub fn write_float(out: &mut String, f: f64) -> Result<(), Error> {
     Ok(())
 }
 
+/// The value of JSON text written by a host whose numbers are all doubles
+/// (`JSON.stringify`), each number read as [`double_value`] reads the double
+/// it prints (`1152921504606846976` is 2^60 as a double, as the host's own
+/// conversion reads it). `None` when serde_json cannot read the text (a lone
+/// surrogate, nesting beyond its limit): the host converts the value another way.
+pub fn value_of_double_json(text: &str) -> Option<Value> {
+    let mut value = serde_json::from_str(text).ok()?;
+    as_doubles(&mut value).ok()?;
+    Some(value)
+}
+
+/// Reads every number of `value` as a double (serde_json's nesting limit bounds the recursion).
+fn as_doubles(value: &mut Value) -> Result<(), Error> {
+    match value {
+        Value::Number(n) if n.as_i64().is_none_or(|i| i.unsigned_abs() > MAX_SAFE_INTEGER) => {
+            *value = double_value(n.as_f64().ok_or_else(non_finite)?)?;
+        }
+        Value::Array(items) => items.iter_mut().try_for_each(as_doubles)?,
+        Value::Object(map) => map.values_mut().try_for_each(as_doubles)?,
+        _ => {}
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,28 +548,4 @@ mod tests {
             assert_eq!(check(&v).map_err(|e| e.code().to_string()), to_string(&v).map(|_| ()).map_err(|e| e.code().to_string()), "{v}");
         }
     }
-}
-
-/// The value of JSON text written by a host whose numbers are all doubles
-/// (`JSON.stringify`), each number read as [`double_value`] reads the double
-/// it prints (`1152921504606846976` is 2^60 as a double, as the host's own
-/// conversion reads it). `None` when serde_json cannot read the text (a lone
-/// surrogate, nesting beyond its limit): the host converts the value another way.
-pub fn value_of_double_json(text: &str) -> Option<Value> {
-    let mut value = serde_json::from_str(text).ok()?;
-    as_doubles(&mut value).ok()?;
-    Some(value)
-}
-
-/// Reads every number of `value` as a double (serde_json's nesting limit bounds the recursion).
-fn as_doubles(value: &mut Value) -> Result<(), Error> {
-    match value {
-        Value::Number(n) if n.as_i64().is_none_or(|i| i.unsigned_abs() > MAX_SAFE_INTEGER) => {
-            *value = double_value(n.as_f64().ok_or_else(non_finite)?)?;
-        }
-        Value::Array(items) => items.iter_mut().try_for_each(as_doubles)?,
-        Value::Object(map) => map.values_mut().try_for_each(as_doubles)?,
-        _ => {}
-    }
-    Ok(())
 }
