@@ -482,6 +482,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn value_of_double_json_reads_numbers_as_the_doubles_the_host_wrote() {
+        let read = value_of_double_json(r#"{"a":[1,2.5,1e2,-7,0.1],"b":"x","c":null}"#);
+        assert_eq!(read, Some(json!({"a": [1, 2.5, 100, -7, 0.1], "b": "x", "c": null})));
+        assert_eq!(read.map(|v| to_string(&v).unwrap()), Some(r#"{"a":[1,2.5,100,-7,0.1],"b":"x","c":null}"#.to_string()));
+        // Text serde_json cannot read: the host converts the value another way.
+        assert_eq!(value_of_double_json("{"), None);
+        assert_eq!(value_of_double_json(r#""\ud800""#), None);
+    }
+
     fn canon(v: Value) -> String {
         to_string(&v).unwrap()
     }

@@ -536,3 +536,26 @@ fn field_tables_are_the_json_forms_a_binding_shows() {
     assert_eq!(shown, json!({"code": "unknown_field", "message": "m", "file": null, "line": null, "column": null, "path": ""}));
     assert_eq!(Principal::from_value(&Value::Null).unwrap_err().to_string(), "a call needs a principal (a mapping with `id`, or a Principal)");
 }
+
+#[test]
+fn request_answers_each_method_from_named_arguments_and_names_what_is_wrong() {
+    use harnessweaver_core::host::{request, tables};
+    assert_eq!(request("tables", &json!({})).unwrap(), tables());
+    assert_eq!(tables()["refusalClasses"][0]["parent"], Value::Null);
+    let unknown = request("nope", &json!({})).unwrap_err();
+    assert!(format!("{unknown}").contains("unknown host method `nope`"), "{unknown}");
+    let positional = request("tables", &json!([])).unwrap_err();
+    assert!(format!("{positional}").contains("object of named arguments"), "{positional}");
+    let clean = request("sanitize", &json!({"value": "write to jane.doe@example.com", "sanitizers": ["pii_redact"]})).unwrap();
+    assert!(!clean["value"].as_str().unwrap().contains("jane.doe"), "{clean}");
+    let d = dir("request", &[("harness.yaml", harness("")), ("tools/echo.yaml", tool("echo", ""))]);
+    let host = load(&d, vec![decl("echo", HandlerMode::CallerThread)]);
+    assert_eq!(host.request("tools", &json!({})).unwrap()[0]["name"], "echo");
+    let missing = host.request("labels", &json!({})).unwrap_err();
+    assert!(format!("{missing}").contains("`run` is required"), "{missing}");
+    let typed = host.request("deny", &json!({"id": "x", "by": {"id": "a"}, "reason": 5})).unwrap_err();
+    assert!(format!("{typed}").contains("`reason` must be a string"), "{typed}");
+    assert!(host.request("new_run", &json!({})).unwrap().is_string());
+    let unknown = host.request("nope", &json!({})).unwrap_err();
+    assert!(format!("{unknown}").contains("unknown host method `nope`"), "{unknown}");
+}
