@@ -30,6 +30,14 @@ pub trait Invoker: Send + Sync {
     fn live_pin_mismatch(&self, _tool: &str) -> Option<String> {
         None
     }
+
+    /// Runs a built-in tool's granted command or fetch (issue 20): the core
+    /// decided and re-checked everything; this only reaches the world.
+    fn run_builtin(&self, ticket: &Ticket, _grant: &crate::builtins::EffectGrant<'_>) -> InvokeOutcome {
+        InvokeOutcome::TransportRefused {
+            reason: format!("`{}` was not run: this build cannot run commands or fetch (load the harness through harnessweaver-runtime)", ticket.tool),
+        }
+    }
 }
 
 /// The invoker of a build without transports: every non-native tool is
@@ -45,6 +53,7 @@ impl Invoker for NoTransports {
             Transport::Code { .. } => "code",
             Transport::Mcp { .. } => "mcp",
             Transport::Process { .. } => "process",
+            Transport::Builtin => "built-in tool",
         };
         InvokeOutcome::TransportRefused {
             reason: format!("`{}` was not called: this build has no {kind} transport (load the harness through harnessweaver-runtime)", ticket.tool),

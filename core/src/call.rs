@@ -138,6 +138,10 @@ pub struct ApprovalRequest {
     pub reasons: Vec<String>,
     /// When it expires (ms since the epoch).
     pub expires_ms: u64,
+    /// "Always allow" proposals a built-in tool's gate offers (issue 20):
+    /// none authorises anything until an approver accepts it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<crate::builtins::Candidate>,
 }
 
 /// The value every call returns: allowed, refused or pending, with its code,
@@ -262,6 +266,8 @@ pub enum Transport {
     /// A local process speaking `harnessweaver-process-v1` on stdin/stdout;
     /// `confined` when its manifest requires the OS sandbox.
     Process { command: String, confined: bool },
+    /// A governed built-in tool (`spec.builtins`), run by the core.
+    Builtin,
 }
 
 /// A call that passed steps 1–7 and may now run.
@@ -296,6 +302,8 @@ pub struct Ticket {
     /// When the call began (only when an audit sink records its timings).
     pub(crate) started: Option<Instant>,
     pub(crate) decide_us: u64,
+    /// A built-in tool's prepared call: what the gate allowed, re-checked at invocation.
+    pub(crate) prepared: Option<Arc<crate::builtins::Prepared>>,
 }
 
 /// What happened when the tool was invoked.
@@ -326,6 +334,9 @@ pub enum InvokeOutcome {
     SandboxUnavailable { message: String },
     /// A required OS sandbox cannot enforce the tool's policy; the message names the scope.
     SandboxUnsupportedPolicy { message: String },
+    /// A built-in tool refused at invocation with its own code (`path_changed`,
+    /// `stale_write`, `edit_mismatch`); the message is safe to show a model.
+    Refused { code: RefusalCode, message: String },
 }
 
 /// A refusal that a rule or layer in shadow mode would have made.

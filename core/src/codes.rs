@@ -218,6 +218,18 @@ codes! {
         InvalidOutput => "invalid_output",
         /// The state store could not be reached (at any step that uses it).
         StoreUnavailable => "store_unavailable",
+        // Issue 20, the governed built-in tools (docs/builtins.md).
+        /// A built-in tool's path resolves outside the workspace (`..`, an
+        /// absolute path, a link): refused at preparation.
+        PathEscape => "path_escape",
+        /// The gate's access rules deny a built-in tool's requirement (deny is authoritative).
+        AccessDenied => "access_denied",
+        /// A path's resolution changed between preparation and invocation (a swapped link).
+        PathChanged => "path_changed",
+        /// `write_file` / `edit_file` of a file not read completely in this run, or changed since.
+        StaleWrite => "stale_write",
+        /// `edit_file`'s `old_text` does not occur exactly once.
+        EditMismatch => "edit_mismatch",
     }
 }
 
@@ -227,9 +239,9 @@ impl RefusalCode {
     pub const fn step(self) -> Option<Step> {
         Some(match self {
             Self::UnknownTool | Self::NoManifest | Self::ToolDisabled | Self::TenantNotEnabled => Step::Resolve,
-            Self::InvalidArgs => Step::Validate,
+            Self::InvalidArgs | Self::PathEscape => Step::Validate,
             Self::DigestMismatch => Step::Pin,
-            Self::ScopeMissing | Self::PolicyDenied => Step::Policy,
+            Self::ScopeMissing | Self::PolicyDenied | Self::AccessDenied => Step::Policy,
             Self::BudgetExhausted | Self::RateLimited => Step::Limits,
             Self::Trifecta => Step::Flow,
             Self::ApprovalRequired | Self::ApprovalDenied | Self::ApprovalExpired | Self::ApprovalLimit => Step::Approval,
@@ -238,7 +250,10 @@ impl RefusalCode {
             | Self::TransportRefused
             | Self::SandboxError
             | Self::SandboxUnavailable
-            | Self::SandboxUnsupportedPolicy => Step::Invoke,
+            | Self::SandboxUnsupportedPolicy
+            | Self::PathChanged
+            | Self::StaleWrite
+            | Self::EditMismatch => Step::Invoke,
             Self::InvalidOutput => Step::Output,
             Self::StoreUnavailable => return None,
         })

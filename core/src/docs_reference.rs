@@ -110,6 +110,17 @@ spec:
     servers:
       KEY: { command: c, args: [a], env: { X: Y } }
       KEY2: { url: "https://example.invalid/mcp", headers_env: { Authorization: TOKEN } }
+  builtins:
+    workspace: .
+    tools: [read_file, run_command]
+    egress: ["https://docs.example.com"]
+    shell: false
+    host_reads: ["/usr/share/doc"]
+    permission_file: permissions.yaml
+    access:
+      - { effect: allow, kind: network, origins: ["https://docs.example.com"] }
+      - { effect: deny, kind: command.execute, command: [rm] }
+      - { effect: allow, kind: filesystem.write, paths: ["docs/**"] }
   gateway:
     run: principal
     stdio: { principal: { id: p }, tenant: x }

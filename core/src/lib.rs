@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod backends;
+pub mod builtins;
 mod call;
 pub mod canonical;
 pub mod cel_lite;

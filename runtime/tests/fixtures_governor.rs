@@ -1,4 +1,6 @@
-//! Runs every scenario of fixtures/governor/ through the core's host API,
+//! Runs every scenario of fixtures/governor/ and fixtures/builtins/ (the
+//! governed built-in tools, with their `fs`, `file` and `accept` steps)
+//! through the core's host API,
 //! invoking handlers the way a binding does (begin, invoke, finish): a
 //! `sleep_ms` handler runs on the calling thread (`HandlerMode::CallerThread`,
 //! judged against the deadline when it returns), the others on a thread that
@@ -21,8 +23,8 @@ use harnessweaver_core::host::{
 use harnessweaver_runtime::transport::TransportOptions;
 use serde_json::{json, Value};
 
-fn scenarios() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/governor");
+fn scenarios(area: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(area);
     let mut files: Vec<PathBuf> =
         fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
     files.sort();
@@ -131,6 +133,10 @@ fn run_scenario(path: &Path) {
         }
         fs::write(p, text).unwrap();
     }
+    // `symlinks`: link → target (as written, relative to the link's directory).
+    for (rel, to) in case.get("symlinks").and_then(Value::as_object).into_iter().flatten() {
+        std::os::unix::fs::symlink(to.as_str().unwrap(), dir.join(rel)).unwrap();
+    }
     let transports = TransportOptions {
         sandbox_worker: case.get("sandbox").and_then(Value::as_bool).unwrap_or(false).then(transport_support::sandbox_worker),
         ..TransportOptions::default()
@@ -177,6 +183,14 @@ fn run_scenario(path: &Path) {
             cx.host.advance_clock(ms).unwrap();
             continue;
         }
+        if let Some(ops) = step.get("fs").and_then(Value::as_array) {
+            fs_ops(&dir, ops);
+            continue;
+        }
+        if let Some(rel) = step.get("file").and_then(Value::as_str) {
+            check_file(&dir.join(rel), &step["expect"], &what);
+            continue;
+        }
         if let Some(name) = step.get("run").filter(|_| step.get("call").is_none()) {
             let _ = principal(&step["principal"]);
             runs.insert(name.as_str().unwrap().to_string(), cx.host.new_run().unwrap());
@@ -220,6 +234,12 @@ fn run_scenario(path: &Path) {
                 Ok(a) => Err((String::new(), json!({ "state": a.state.as_str() }))),
                 Err(e) => Err((e.code().to_string(), Value::Null)),
             }
+        } else if let Some(id) = step.get("accept") {
+            let args = json!({"id": approval_ref(id), "candidate": step["candidate"], "approver": principals[step["approver"].as_str().unwrap()]});
+            match cx.host.request("accept_candidate", &args) {
+                Ok(v) => Err((String::new(), v)),
+                Err(e) => Err((e.code().to_string(), Value::Null)),
+            }
         } else if let Some(id) = step.get("deny") {
             match cx.host.deny(&approval_ref(id), &Principal::new(step["by"].as_str().unwrap()), step["reason"].as_str().unwrap()) {
                 Ok(a) => Err((String::new(), json!({ "state": a.state.as_str() }))),
@@ -258,11 +278,54 @@ fn run_scenario(path: &Path) {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// The `fs` step: changes made between calls (paths relative to the scenario directory).
+fn fs_ops(dir: &Path, ops: &[Value]) {
+    for op in ops {
+        if let Some(rel) = op.get("write").and_then(Value::as_str) {
+            fs::write(dir.join(rel), op["text"].as_str().unwrap()).unwrap();
+        } else if let Some(rel) = op.get("rename").and_then(Value::as_str) {
+            fs::rename(dir.join(rel), dir.join(op["to"].as_str().unwrap())).unwrap();
+        } else if let Some(rel) = op.get("symlink").and_then(Value::as_str) {
+            std::os::unix::fs::symlink(op["to"].as_str().unwrap(), dir.join(rel)).unwrap();
+        } else if let Some(rel) = op.get("remove").and_then(Value::as_str) {
+            fs::remove_file(dir.join(rel)).unwrap();
+        } else {
+            panic!("unknown fs op {op}");
+        }
+    }
+}
+
+/// The `file` step: `{"text"}` exactly, `{"exists": false}`, `{"contains": [...]}`, `{"lacks": [...]}`.
+fn check_file(path: &Path, expect: &Value, what: &str) {
+    let text = fs::read_to_string(path).ok();
+    if let Some(exists) = expect.get("exists").and_then(Value::as_bool) {
+        assert_eq!(text.is_some(), exists, "{what}: {} exists", path.display());
+    }
+    if let Some(want) = expect.get("text").and_then(Value::as_str) {
+        assert_eq!(text.as_deref(), Some(want), "{what}: {}", path.display());
+    }
+    for part in expect.get("contains").and_then(Value::as_array).into_iter().flatten() {
+        assert!(text.as_deref().unwrap_or_default().contains(part.as_str().unwrap()), "{what}: {} lacks {part}: {text:?}", path.display());
+    }
+    for part in expect.get("lacks").and_then(Value::as_array).into_iter().flatten() {
+        assert!(!text.as_deref().unwrap_or_default().contains(part.as_str().unwrap()), "{what}: {} holds {part}", path.display());
+    }
+}
+
 #[test]
 fn governor_scenarios() {
+    run_area("governor");
+}
+
+#[test]
+fn builtins_scenarios() {
+    run_area("builtins");
+}
+
+fn run_area(area: &str) {
     let mut failures = Vec::new();
     let mut passed = 0;
-    for path in scenarios() {
+    for path in scenarios(area) {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let outcome = std::panic::catch_unwind(|| run_scenario(&path));
         let expected = EXPECTED_FAILURES.iter().any(|(n, _)| *n == name);
@@ -273,6 +336,6 @@ fn governor_scenarios() {
             (Err(e), false) => failures.push(format!("{name}: {}", e.downcast_ref::<String>().cloned().unwrap_or_default())),
         }
     }
-    eprintln!("governor fixtures: {passed} passed, {} expected failures", EXPECTED_FAILURES.len());
-    assert!(failures.is_empty(), "governor scenarios failed:\n{}", failures.join("\n"));
+    eprintln!("{area} fixtures: {passed} passed, {} expected failures", EXPECTED_FAILURES.len());
+    assert!(failures.is_empty(), "{area} scenarios failed:\n{}", failures.join("\n"));
 }

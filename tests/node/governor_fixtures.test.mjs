@@ -1,11 +1,11 @@
-// Runs every scenario of fixtures/governor/ through the Node binding, as
+// Runs every scenario of fixtures/governor/ and fixtures/builtins/ through the Node binding, as
 // runtime/tests/fixtures_governor.rs does through the core: the same handler
 // behaviours (async handlers with timers for `sleeps_ms`), a manual clock,
 // deterministic ids, and subset compares of each expectation against the
 // result's JSON and of the audit events. A scenario this runner cannot run fails.
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
@@ -13,8 +13,31 @@ import { test } from 'node:test'
 
 import { FIXTURES, hw, read, ROOT } from './fixture_support.mjs'
 
-const DIR = join(FIXTURES, 'governor')
-const SCENARIOS = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort().map((f) => join(DIR, f))
+const inArea = (area) => readdirSync(join(FIXTURES, area)).filter((f) => f.endsWith('.json')).sort().map((f) => join(FIXTURES, area, f))
+const SCENARIOS = [...inArea('governor'), ...inArea('builtins')]
+
+// The `fs` step: changes made between calls (paths relative to the scenario directory).
+function fsOps(dir, ops) {
+  for (const op of ops) {
+    if ('write' in op) writeFileSync(join(dir, op.write), op.text)
+    else if ('rename' in op) renameSync(join(dir, op.rename), join(dir, op.to))
+    else if ('symlink' in op) symlinkSync(op.to, join(dir, op.symlink))
+    else if ('remove' in op) unlinkSync(join(dir, op.remove))
+    else assert.fail(`unknown fs op ${JSON.stringify(op)}`)
+  }
+}
+
+// The `file` step: `text` exactly, `exists`, `contains` and `lacks`.
+function checkFile(path, expect, what) {
+  let text = null
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch {}
+  if ('exists' in expect) assert.equal(text !== null, expect.exists, `${what}: ${path} exists`)
+  if ('text' in expect) assert.equal(text, expect.text, `${what}: ${path}`)
+  for (const part of expect.contains ?? []) assert.ok((text ?? '').includes(part), `${what}: ${path} lacks ${part}: ${text}`)
+  for (const part of expect.lacks ?? []) assert.ok(!(text ?? '').includes(part), `${what}: ${path} holds ${part}`)
+}
 
 // Scenarios that fail today, by name, each with the reason. Keep empty.
 const EXPECTED_FAILURES = new Map([
@@ -90,6 +113,8 @@ async function runScenario(path) {
       mkdirSync(dirname(join(dir, rel)), { recursive: true })
       writeFileSync(join(dir, rel), http ? text.replaceAll('{{http}}', http.url) : text)
     }
+    // `symlinks`: link -> target (as written, relative to the link's directory).
+    for (const [rel, to] of Object.entries(c.symlinks || {})) symlinkSync(to, join(dir, rel))
     const sandbox = c.sandbox ? sandboxWorker() : undefined
     const events = []
     const tools = Object.fromEntries(Object.entries(c.handlers).map(([k, b]) => [k, handlerFor(b)]))
@@ -119,6 +144,14 @@ async function runScenario(path) {
       const what = `${name} step ${i}`
       if ('advance_ms' in step) {
         hw._testing.advanceMs(h, step.advance_ms)
+        continue
+      }
+      if ('fs' in step) {
+        fsOps(dir, step.fs)
+        continue
+      }
+      if ('file' in step) {
+        checkFile(join(dir, step.file), step.expect, what)
         continue
       }
       if ('run' in step && !('call' in step)) {
@@ -165,6 +198,8 @@ async function runScenario(path) {
       } else if ('approve_only' in step) {
         const a = codeOf(() => h.grant(approvalRef(step.approve_only), { approver: principals[step.approver] }))
         if (a) other = { state: a.state }
+      } else if ('accept' in step) {
+        other = codeOf(() => h._request('accept_candidate', { id: approvalRef(step.accept), candidate: step.candidate, approver: principals[step.approver] }))
       } else if ('deny' in step) {
         const by = principals[step.by] ?? { id: step.by }
         const a = codeOf(() => h.deny(approvalRef(step.deny), { by, reason: step.reason }))
@@ -202,7 +237,7 @@ test('there are governor scenarios', () => {
 
 for (const path of SCENARIOS) {
   const name = basename(path, '.json')
-  test(`governor/${name}`, async () => {
+  test(`${basename(dirname(path))}/${name}`, async () => {
     if (EXPECTED_FAILURES.has(name)) {
       await assert.rejects(runScenario(path), assert.AssertionError, `${name} is listed as an expected failure but passes`)
     } else {

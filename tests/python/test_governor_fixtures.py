@@ -1,4 +1,4 @@
-"""Runs every scenario of fixtures/governor/ through the Python binding, as
+"""Runs every scenario of fixtures/governor/ and fixtures/builtins/ through the Python binding, as
 runtime/tests/fixtures_governor.rs does through the core: the same handler
 behaviours, a manual clock, deterministic ids, and subset compares of each
 step's expectation against the result's JSON and of the audit events."""
@@ -18,7 +18,7 @@ import pytest
 import harnessweaver as hw
 from fixture_support import FIXTURES, ROOT
 
-SCENARIOS = sorted((FIXTURES / "governor").glob("*.json"))
+SCENARIOS = sorted((FIXTURES / "governor").glob("*.json")) + sorted((FIXTURES / "builtins").glob("*.json"))
 
 # Scenarios that fail today, each with the reason. Kept empty when possible.
 EXPECTED_FAILURES: Dict[str, str] = {}
@@ -104,6 +104,9 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
         if http is not None:
             text = text.replace("{{http}}", http.url)
         target.write_text(text, encoding="utf-8")
+    # `symlinks`: link -> target (as written, relative to the link's directory).
+    for rel, to in case.get("symlinks", {}).items():
+        os.symlink(to, tmp / rel)
     worker = sandbox_worker() if case.get("sandbox") else None
     events: List[Dict[str, Any]] = []
     handlers = {name: handler_for(b) for name, b in case["handlers"].items()}
@@ -139,6 +142,12 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
         what = f"{path.name} step {i}"
         if "advance_ms" in step:
             h.advance_ms(step["advance_ms"])
+            continue
+        if "fs" in step:
+            fs_ops(tmp, step["fs"])
+            continue
+        if "file" in step:
+            check_file(tmp / step["file"], step["expect"], what)
             continue
         if "run" in step and "call" not in step:
             runs[step["run"]] = h.run(principal=principals[step["principal"]]).id
@@ -184,6 +193,12 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
                 other = {"state": h.grant(approval_ref(step["approve_only"]), approver=principals[step["approver"]])["state"]}
             except hw.HarnessweaverError as err:
                 error = err.code
+        elif "accept" in step:
+            try:
+                args = {"id": approval_ref(step["accept"]), "candidate": step["candidate"], "approver": principals[step["approver"]]}
+                other = h.request("accept_candidate", args)
+            except hw.HarnessweaverError as err:
+                error = err.code
         elif "deny" in step:
             by = principals.get(step["by"], {"id": step["by"]})
             try:
@@ -211,6 +226,34 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
         assert len(events) == len(case["audit"]), f"{path.name}: audit event count {len(events)}"
         for want, event in zip(case["audit"], events):
             check_subset(want, event, f"{path.name} audit")
+
+
+def fs_ops(base: Path, ops: List[Dict[str, Any]]) -> None:
+    """The `fs` step: changes made between calls (paths relative to the scenario directory)."""
+    for op in ops:
+        if "write" in op:
+            (base / op["write"]).write_text(op["text"], encoding="utf-8")
+        elif "rename" in op:
+            (base / op["rename"]).rename(base / op["to"])
+        elif "symlink" in op:
+            os.symlink(op["to"], base / op["symlink"])
+        elif "remove" in op:
+            (base / op["remove"]).unlink()
+        else:
+            raise AssertionError(f"unknown fs op {op}")
+
+
+def check_file(path: Path, expect: Dict[str, Any], what: str) -> None:
+    """The `file` step: `text` exactly, `exists`, `contains` and `lacks`."""
+    text = path.read_text(encoding="utf-8") if path.is_file() else None
+    if "exists" in expect:
+        assert (text is not None) == expect["exists"], f"{what}: {path} exists"
+    if "text" in expect:
+        assert text == expect["text"], f"{what}: {path} is {text!r}"
+    for part in expect.get("contains", []):
+        assert part in (text or ""), f"{what}: {path} lacks {part!r}: {text!r}"
+    for part in expect.get("lacks", []):
+        assert part not in (text or ""), f"{what}: {path} holds {part!r}"
 
 
 def test_there_are_scenarios() -> None:

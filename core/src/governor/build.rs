@@ -90,6 +90,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
             command: m.process.as_ref().map(|p| p.command.clone()).unwrap_or_default(),
             confined: m.process.as_ref().is_some_and(|p| p.sandbox.required),
         },
+        manifest::Transport::Builtin => Transport::Builtin,
     };
     let sanitize = m.output.sanitize.clone();
     ToolRuntime {
@@ -251,6 +252,13 @@ impl Governor {
                 }
             },
         };
+        let builtins = match crate::builtins::Builtins::new(harness) {
+            Ok(b) => b.map(Arc::new),
+            Err(p) => {
+                problems.push(p);
+                None
+            }
+        };
         if !problems.is_empty() {
             return Err(Error::Load(problems));
         }
@@ -279,6 +287,7 @@ impl Governor {
         let mut governor = Governor::new(tools, rules, settings, store, clock, ids, audit);
         governor.set_policy_version(policy_version(harness, &all));
         governor.set_transports(transports);
+        governor.set_builtins(builtins);
         Ok(governor)
     }
 }

@@ -9,6 +9,7 @@
 
 mod approvals;
 mod build;
+mod builtin_steps;
 mod explain;
 mod output;
 mod steps;
@@ -216,6 +217,8 @@ pub struct Governor {
     unmanifested: Vec<String>,
     transports: Arc<dyn Invoker>,
     policy_version: String,
+    /// The built-in tools of `spec.builtins` (issue 20).
+    builtins: Option<Arc<crate::builtins::Builtins>>,
 }
 
 impl fmt::Debug for Governor {
@@ -327,6 +330,7 @@ impl Governor {
             unmanifested: Vec::new(),
             transports: Arc::new(NoTransports),
             policy_version: String::new(),
+            builtins: None,
         }
     }
 
@@ -352,6 +356,11 @@ impl Governor {
         self.approval_callback = callback;
     }
 
+    /// Sets the built-in tools (`spec.builtins`).
+    pub fn set_builtins(&mut self, builtins: Option<Arc<crate::builtins::Builtins>>) {
+        self.builtins = builtins;
+    }
+
     /// Sets the transports (http, code, mcp) the core invokes itself.
     pub fn set_transports(&mut self, transports: Arc<dyn Invoker>) {
         self.transports = transports;
@@ -368,6 +377,9 @@ impl Governor {
     /// and many at once (see [`crate::transport`]). A native ticket comes back
     /// as a failure: its handler lives with the host.
     pub fn invoke(&self, ticket: &Ticket) -> InvokeOutcome {
+        if ticket.transport == Transport::Builtin {
+            return self.invoke_builtin(ticket);
+        }
         self.transports.invoke(ticket)
     }
 
@@ -407,8 +419,9 @@ impl Governor {
         let digest = ArgsDigest::new(&args, self.audit_on);
         let mut call = Deciding::new(tool, &args, ctx, &run_id, &digest, ts_ms, Trace::default());
         let decided = self.decide(&mut call);
-        let Deciding { trace, approval_used, .. } = call;
+        let Deciding { trace, approval_used, prepared, .. } = call;
         let found = Decided {
+            prepared,
             call_id,
             run_id,
             args_digest: digest.into_inner(),
@@ -472,6 +485,7 @@ impl Governor {
             ts_ms: found.ts_ms,
             started,
             decide_us: found.decide_us,
+            prepared: found.prepared,
         })
     }
 
@@ -941,12 +955,14 @@ fn invoke_verdict(ticket: &Ticket, outcome: InvokeOutcome) -> Result<Returned, R
         InvokeOutcome::SandboxError { message } => Err(Refusal::new(RefusalCode::SandboxError, Step::Invoke, message)),
         InvokeOutcome::SandboxUnavailable { message } => Err(Refusal::new(RefusalCode::SandboxUnavailable, Step::Invoke, message)),
         InvokeOutcome::SandboxUnsupportedPolicy { message } => Err(Refusal::new(RefusalCode::SandboxUnsupportedPolicy, Step::Invoke, message)),
+        InvokeOutcome::Refused { code, message } => Err(Refusal::new(code, code.step().unwrap_or(Step::Invoke), message)),
     }
 }
 
 /// A decided call's identity and what its steps found, for its ticket,
 /// result and audit event.
 struct Decided {
+    prepared: Option<Arc<crate::builtins::Prepared>>,
     call_id: String,
     run_id: String,
     args_digest: Option<String>,

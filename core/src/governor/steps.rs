@@ -44,13 +44,17 @@ pub(super) struct Deciding<'a> {
     /// The approval this call runs under, once one covers it.
     pub approval_used: Option<String>,
     /// Why the call needs a human, gathered by policy, flow and approval.
-    approval_reasons: Vec<String>,
+    pub(super) approval_reasons: Vec<String>,
     /// What asked for the human, as stable keys (`rule:<layer>/<name>`,
     /// `trifecta`, `approval.when`, `risk`): an approval covers a call only
     /// when it was granted for at least these.
-    asked_by: Vec<String>,
+    pub(super) asked_by: Vec<String>,
     /// Step 5 took a budget for this call: give it back if the call stops.
     budget_counted: bool,
+    /// A built-in tool's prepared call (issue 20).
+    pub prepared: Option<std::sync::Arc<crate::builtins::Prepared>>,
+    /// The candidates a built-in tool's gate offers with its approval.
+    pub(super) candidates: Vec<crate::builtins::Candidate>,
 }
 
 impl<'a> Deciding<'a> {
@@ -67,6 +71,8 @@ impl<'a> Deciding<'a> {
             approval_reasons: Vec::new(),
             asked_by: Vec::new(),
             budget_counted: false,
+            prepared: None,
+            candidates: Vec::new(),
         }
     }
 }
@@ -83,10 +89,12 @@ impl Governor {
             return Err(refused(RefusalCode::NoManifest, Step::Resolve, format!("`{}` has no manifest", call.tool)));
         };
         self.validate(rt, call)?;
+        self.prepare_builtin(rt, call)?;
         self.pin(rt, call)?;
         let labels = self.decisive_labels(rt, plan, call)?;
         let vars = CallVars::new(call.ctx, &rt.tool_value, call.args, labels);
         self.policy(rt, plan, &vars, call)?;
+        self.gate_builtin(call)?;
         self.limits(rt, plan, call)?;
         let after_limits = self.flow(rt, labels, call).and_then(|()| self.approval(rt, &vars, call));
         after_limits.map(|()| index).map_err(|stop| self.release(call, stop))
@@ -461,6 +469,7 @@ impl Governor {
             approver_role,
             reasons: std::mem::take(&mut call.approval_reasons),
             expires_ms: call.now_ms.saturating_add(self.settings.approval_ttl_ms),
+            candidates: std::mem::take(&mut call.candidates),
         };
         if call.trace.dry {
             return Err(Stop::Pending(Box::new(request)));

@@ -111,6 +111,21 @@ impl Harness {
             }
             problems.append(&mut mcx.take_sorted());
         }
+        if let Some(b) = &spec.builtins {
+            let (shipped, mut found) = super::builtins::shipped_tools(b, &dir, spec.tools.max_output_bytes);
+            problems.append(&mut found);
+            for t in shipped {
+                if let Some(first) = seen.get(t.name()) {
+                    problems.push(Problem {
+                        path: "spec.builtins.tools".into(),
+                        file: Some(file_name.clone()),
+                        ..Problem::new("duplicate_tool", format!("tool `{}` is both a built-in tool and defined in `{first}`", t.name()))
+                    });
+                    continue;
+                }
+                tools.push(t);
+            }
+        }
         if !problems.is_empty() {
             return Err(Error::Load(problems));
         }

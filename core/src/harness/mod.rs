@@ -3,6 +3,7 @@
 //!
 //! - `model`: the settings as typed values with their defaults, and the loaded [`Harness`];
 //! - `parse`: `harness.yaml`'s node tree into settings; `policy`: its policy layers, rules and examples;
+//! - [`builtins`]: `spec.builtins`, the governed built-in tools and their access rules;
 //! - [`gateway`]: `spec.gateway`, who the MCP gateway's callers are;
 //! - `load`: files, globs, layer files, manifests (in parallel) and duplicate tools;
 //! - `describe`: the settings as one JSON object.
@@ -10,6 +11,7 @@
 //! Configuration only: nothing here imports the governor, transports,
 //! gateway or runtime.
 
+pub mod builtins;
 mod describe;
 pub mod gateway;
 mod load;

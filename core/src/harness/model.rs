@@ -308,6 +308,8 @@ pub struct HarnessSpec {
     pub mcp_connect: McpConnect,
     /// `spec.gateway`: the MCP gateway's callers (see docs/gateway.md).
     pub gateway: super::gateway::GatewaySpec,
+    /// `spec.builtins`: the governed built-in tools (issue 20), when enabled.
+    pub builtins: Option<super::builtins::BuiltinsSpec>,
 }
 
 /// A loaded harness: its settings and every tool's manifest.

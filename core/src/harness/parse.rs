@@ -173,6 +173,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
     let state_options = spec.get("state_options").map(|n| parse_state_options(n, cx)).unwrap_or_default();
     let (mcp_servers, mcp_connect) = spec.get("mcp").map(|n| parse_mcp(n, cx)).unwrap_or_default();
     let gateway = spec.get("gateway").map(|n| super::gateway::parse(n, cx)).unwrap_or_default();
+    let builtins = spec.get("builtins").and_then(|n| super::builtins::parse(n, cx));
     spec.finish(cx);
     let spec = HarnessSpec {
         name,
@@ -189,6 +190,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         mcp_servers,
         mcp_connect,
         gateway,
+        builtins,
     };
     Some((spec, globs, layer_files))
 }

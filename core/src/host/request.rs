@@ -110,6 +110,8 @@ impl Host {
     /// Runs method `method` with `args` (an object of its named arguments) and
     /// returns its answer: `tools` (every tool's description, in load order),
     /// `grant` (`id`, `approver`), `deny` (`id`, `by`, `reason`),
+    /// `accept_candidate` (`id`, `candidate`, `approver`: grants the approval
+    /// and writes the built-in tools' candidate to the permission file),
     /// `approvals`, `explain` (`tool`, `args`, `principal`, `tenant`, `task`,
     /// `run`), `tool_specs` (`format`, default `openai`; `principal`,
     /// `tenant`), `new_run`, `labels` (`run`), `advance_ms` (`ms`).
@@ -128,6 +130,10 @@ impl Host {
             "tool_specs" => {
                 let format = SpecFormat::parse(a.text("format")?.unwrap_or("openai"))?;
                 self.tool_specs(format, a.optional_principal("principal")?.as_ref(), a.text("tenant")?)
+            }
+            "accept_candidate" => {
+                let (approval, candidate) = self.gov()?.accept_candidate(a.required("id")?, a.required("candidate")?, &a.principal("approver")?)?;
+                Ok(json!({"state": approval.state.as_str(), "candidate": to_json(candidate)?}))
             }
             "new_run" => self.new_run().map(Value::String),
             "labels" => to_json(self.labels(a.required("run")?)?),

@@ -54,6 +54,9 @@ pub enum Transport {
     /// A local process launched without a shell (`command`, `args`),
     /// speaking `harnessweaver-process-v1` on stdin/stdout.
     Process,
+    /// A governed built-in tool of `spec.builtins` (issue 20): never written
+    /// in a manifest file; the shipped manifests become these.
+    Builtin,
 }
 
 /// What a call changes.
@@ -468,6 +471,7 @@ pub fn transport_name(t: Transport) -> &'static str {
         Transport::Code => "code",
         Transport::Mcp => "mcp",
         Transport::Process => "process",
+        Transport::Builtin => "builtin",
     }
 }
 

@@ -361,7 +361,7 @@ fn field_for(
 
 fn article(t: Transport) -> &'static str {
     match t {
-        Transport::Native | Transport::Code | Transport::Process => "a",
+        Transport::Native | Transport::Code | Transport::Process | Transport::Builtin => "a",
         Transport::Http | Transport::Mcp => "an",
     }
 }

@@ -28,6 +28,18 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// The tool as one of the governed built-in tools (issue 20): reached by
+    /// the core itself, never a host handler; `egress` is the harness's
+    /// `spec.builtins.egress` for `fetch`, otherwise empty.
+    pub(crate) fn into_builtin(mut self, egress: Vec<String>, max_output_bytes: u64) -> Tool {
+        self.manifest.transport = super::model::Transport::Builtin;
+        self.manifest.handler = None;
+        self.manifest.egress_declared = !egress.is_empty();
+        self.manifest.egress = egress;
+        self.max_output_bytes = max_output_bytes;
+        self
+    }
+
     /// The tool's name.
     pub fn name(&self) -> &str {
         &self.manifest.name

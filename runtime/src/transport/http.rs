@@ -59,7 +59,7 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
-    fn agent(&self) -> &ureq::Agent {
+    pub(crate) fn agent(&self) -> &ureq::Agent {
         self.agent.get_or_init(|| {
             let tls = TlsConfig::builder().root_certs(RootCerts::PlatformVerifier).build();
             ureq::Agent::config_builder()
@@ -279,7 +279,7 @@ impl Origin {
 }
 
 /// Resolves a `Location` against the URL that answered it.
-fn resolve(base: &str, location: &str) -> Option<String> {
+pub(crate) fn resolve(base: &str, location: &str) -> Option<String> {
     let location = location.trim();
     if location.starts_with("http://") || location.starts_with("https://") {
         return Some(location.to_string());

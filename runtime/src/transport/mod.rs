@@ -41,6 +41,7 @@
 //! `sandbox_unavailable`, `sandbox_unsupported_policy`), with a
 //! message that names settings and variables, never their values.
 
+pub mod builtin;
 pub mod code;
 pub mod confine;
 pub mod http;
@@ -95,6 +96,8 @@ pub struct Transports {
     code: Option<Arc<code::CodePool>>,
     mcp: Option<mcp::McpHub>,
     process: Option<process::ProcessRunner>,
+    /// The confinement of the built-in `run_command` (issue 20), when enabled.
+    builtin_confinement: Option<confine::Confinement>,
 }
 
 impl std::fmt::Debug for Transports {
@@ -116,7 +119,7 @@ impl Transports {
         for tool in tools {
             let m = tool.manifest();
             match m.transport {
-                manifest::Transport::Native => {}
+                manifest::Transport::Native | manifest::Transport::Builtin => {}
                 manifest::Transport::Http => {
                     let max_response = tool.max_output_bytes().saturating_mul(http::RESPONSE_FACTOR).max(http::RESPONSE_FLOOR);
                     compiled.insert(
@@ -200,7 +203,11 @@ impl Transports {
         };
         let process = wants_process
             .then(|| process::ProcessRunner::new(confine::Confinement::new(options.confine_launcher.as_deref(), options.sandbox_probe.clone())));
-        let transports = Transports { tools: compiled, test_mode: spec.mode == Mode::Test, http: http::HttpClient::default(), code, mcp, process };
+        let wants_commands = spec.builtins.as_ref().is_some_and(|b| b.tools.contains(&harnessweaver_core::harness::builtins::BuiltinTool::RunCommand));
+        let builtin_confinement =
+            wants_commands.then(|| confine::Confinement::new(options.confine_launcher.as_deref(), options.sandbox_probe.clone()));
+        let transports =
+            Transports { tools: compiled, test_mode: spec.mode == Mode::Test, http: http::HttpClient::default(), code, mcp, process, builtin_confinement };
         (transports, problems)
     }
 
@@ -261,6 +268,18 @@ impl harnessweaver_core::backends::Invoker for Transports {
 
     fn live_pin_mismatch(&self, tool: &str) -> Option<String> {
         Transports::live_pin_mismatch(self, tool)
+    }
+
+    fn run_builtin(&self, ticket: &Ticket, grant: &harnessweaver_core::builtins::EffectGrant<'_>) -> InvokeOutcome {
+        let fallback;
+        let confinement = match &self.builtin_confinement {
+            Some(c) => c,
+            None => {
+                fallback = confine::Confinement::new(None, None);
+                &fallback
+            }
+        };
+        builtin::run(grant, ticket, confinement, &self.http, self.test_mode)
     }
 }
 

@@ -240,7 +240,7 @@ fn wait_exit_keep_zombie(pid: u32) {
 }
 
 /// SIGKILL to the process group `pgid` (every process still in it).
-fn kill_group(pgid: u32) {
+pub(crate) fn kill_group(pgid: u32) {
     if let Ok(pgid) = i32::try_from(pgid) {
         // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
         unsafe {
