@@ -68,6 +68,28 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     base = {"egress": ["https://docs.example.com"], "access": ACCESS}
 
+    bad = json.loads(harness({"workspace": "missing", "tools": ["read_file", "delete_everything"], "egress": ["ftp://x"]}))
+    (OUT / "load_problems.json").write_text(
+        json.dumps(
+            {
+                "description": "spec.builtins is checked at load: an unknown tool, an origin that is not http(s), a workspace that is not a directory",
+                "start_ms": 1700000000000,
+                "files": {"harness.yaml": json.dumps(bad, indent=2)},
+                "principals": PRINCIPALS,
+                "handlers": {},
+                "load_problems": [
+                    {"code": "invalid_value", "path": "spec.builtins.tools[1]"},
+                    {"code": "invalid_value", "path": "spec.builtins.egress"},
+                    {"code": "path_not_found", "path": "spec.builtins.workspace"},
+                ],
+                "steps": [],
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+
     scenario(
         "preparation_refusals",
         "preparation refuses malformed input, path escapes, invalid regexes, unsupported URLs and commands it cannot parse, before any gate",
@@ -206,7 +228,7 @@ def main() -> None:
                 "approver": "bob",
                 "expect": {"state": "approved", "candidate": {"id": "c1", "kind": "command.execute", "description": "always allow `ls` in this workspace", "command": ["ls"]}},
             },
-            {"file": "permissions.yaml", "expect": {"contains": ["kind: Permissions", "always allow `ls` in this workspace (accepted by bob for approval apr-1)", "kind: command.execute", "command: [\"ls\"]"]}},
+            {"file": "permissions.yaml", "expect": {"contains": ["kind: Permissions", "always allow `ls` in this workspace (accepted by bob for approval apr-", "kind: command.execute", "command: [\"ls\"]"]}},
             call("run_command", {"argv": ["ls", "-a"]}, {"decision": "allowed"}, run="r1", approval="last"),
             call("run_command", {"argv": ["ls", "-1"]}, {"decision": "allowed"}, run="r1"),
             call("run_command", {"argv": ["lsblk"]}, PENDING, run="r1"),

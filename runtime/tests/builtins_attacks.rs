@@ -86,7 +86,7 @@ fn a_directory_swapped_for_a_link_between_prepare_and_invoke_fails_closed() {
     let r = f.call_with("write_file", json!({"path": "docs/c.md", "content": "pwned\n"}), swap_docs_for_a_link);
     assert_eq!(code(&r), "path_changed", "{r:?}");
     assert!(!f.dir.join("outside/docs/c.md").exists());
-    let r = f.call_with("read_file", json!({"path": "docs/a.md"}), |_| {});
+    let r = f.call("read_file", json!({"path": "docs/a.md"}));
     assert_eq!(code(&r), "path_escape", "now prepared through the link: {r:?}");
 }
 

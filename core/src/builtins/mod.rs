@@ -20,9 +20,9 @@ mod paths;
 mod permissions;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{PoisonError, RwLock};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub use command::{allow_matches, deny_matches, parse_line, Parsed};
 pub use gate::{Candidate, Match, Requirement, Verdict};

@@ -196,7 +196,9 @@ fn open_beneath(root: &std::os::fd::OwnedFd, rel: &std::ffi::CStr, flags: i32) -
     const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
     const RESOLVE_NO_SYMLINKS: u64 = 0x04;
     const RESOLVE_BENEATH: u64 = 0x08;
-    let how = OpenHow { flags: u64::from(flags.unsigned_abs()), mode: 0o644, resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+    // openat2 refuses a mode without O_CREAT.
+    let mode = if flags & libc::O_CREAT != 0 { 0o644 } else { 0 };
+    let how = OpenHow { flags: u64::from(flags.unsigned_abs()), mode, resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
     // SAFETY: openat2 with a valid directory descriptor, C string and open_how of the size passed.
     let fd = unsafe {
         libc::syscall(libc::SYS_openat2, root.as_raw_fd(), rel.as_ptr(), &how as *const OpenHow, std::mem::size_of::<OpenHow>())

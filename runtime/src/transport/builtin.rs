@@ -106,7 +106,6 @@ fn command(argv: &[String], cwd: &Path, workspace: &Path, timeout: Duration, cap
                 "stdout": String::from_utf8_lossy(&done.stdout),
                 "stderr": String::from_utf8_lossy(&done.stderr),
                 "truncated": done.truncated,
-                "confined": confined,
             }))
         }
     }
