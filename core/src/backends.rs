@@ -35,7 +35,10 @@ pub trait Invoker: Send + Sync {
     /// decided and re-checked everything; this only reaches the world.
     fn run_builtin(&self, ticket: &Ticket, _grant: &crate::builtins::EffectGrant<'_>) -> InvokeOutcome {
         InvokeOutcome::TransportRefused {
-            reason: format!("`{}` was not run: this build cannot run commands or fetch (load the harness through harnessweaver-runtime)", ticket.tool),
+            reason: format!(
+                "`{}` was not run: this build cannot run commands or fetch (load the harness through harnessweaver-runtime)",
+                ticket.tool
+            ),
         }
     }
 }

@@ -72,7 +72,12 @@ pub fn session(into: &Path) -> Session {
     step("the reviewer accepts \"always allow writes under src/\"", accepted);
     let r = run(&host, "edit_file", json!({"path": "src/lib.rs", "old_text": "Helo", "new_text": "Hello"}), &ctx);
     step("the edit runs", summary(&r));
-    let r = run(&host, "write_file", json!({"path": "src/farewell.rs", "content": "/// Says goodbye.\npub fn bye() -> &'static str {\n    \"Bye!\"\n}\n"}), &ctx);
+    let r = run(
+        &host,
+        "write_file",
+        json!({"path": "src/farewell.rs", "content": "/// Says goodbye.\npub fn bye() -> &'static str {\n    \"Bye!\"\n}\n"}),
+        &ctx,
+    );
     step("a new file under src/ is written without asking again", summary(&r));
     let r = run(&host, "run_command", json!({"argv": ["grep", "-n", "Hello", "src/lib.rs"]}), &ctx);
     step("grep, allowed by an access rule, runs as argv", summary(&r));

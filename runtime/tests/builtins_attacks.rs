@@ -189,7 +189,9 @@ fn write_races_are_refused_as_stale() {
                     _ => panic!(),
                 };
                 assert!(read.is_allowed());
-                let Begun::Allowed(t) = host.host.begin("write_file", json!({"path": "docs/r.md", "content": format!("writer {i}\n")}), &ctx).unwrap() else {
+                let Begun::Allowed(t) =
+                    host.host.begin("write_file", json!({"path": "docs/r.md", "content": format!("writer {i}\n")}), &ctx).unwrap()
+                else {
                     panic!()
                 };
                 (ctx, t)
@@ -300,4 +302,19 @@ fn the_coding_session_accepts_one_candidate_and_is_not_asked_again() {
     assert!(s.steps[10].1.as_str().unwrap().contains("paths: [\"src/**\"]"));
     assert!(std::fs::read_to_string(s.dir.join("workspace/src/lib.rs")).unwrap().contains("Hello, {name}!"));
     assert!(s.dir.join("workspace/src/farewell.rs").exists());
+}
+
+#[test]
+fn the_builtin_tools_are_listed_with_their_pinned_manifests() {
+    let f = setup("listed", "    egress: [\"https://docs.rs\"]\n");
+    let tools = f.host.request("tools", &json!({})).unwrap();
+    let names: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["read_file", "write_file", "edit_file", "list_dir", "search_files", "run_command", "fetch"]);
+    for t in tools.as_array().unwrap() {
+        assert_eq!(t["pin"], "pinned", "{t}");
+        assert_eq!(t["transport"], "builtin", "{t}");
+    }
+    assert_eq!(tools[6]["egress"], json!(["https://docs.rs"]));
+    let specs = f.host.request("tool_specs", &json!({"format": "openai"})).unwrap();
+    assert_eq!(specs.as_array().unwrap().len(), 7, "{specs}");
 }

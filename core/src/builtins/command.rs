@@ -17,7 +17,8 @@ pub struct Parsed {
 }
 
 /// Programs that run the command that follows their own options.
-const WRAPPERS: &[&str] = &["env", "nice", "timeout", "nohup", "xargs", "sudo", "doas", "command", "exec", "time", "stdbuf", "ionice", "setsid", "chrt", "taskset"];
+const WRAPPERS: &[&str] =
+    &["env", "nice", "timeout", "nohup", "xargs", "sudo", "doas", "command", "exec", "time", "stdbuf", "ionice", "setsid", "chrt", "taskset"];
 
 /// Shells whose `-c` argument is a command line of its own.
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"];
@@ -368,7 +369,10 @@ mod tests {
 
     #[test]
     fn what_cannot_be_parsed_with_certainty_is_refused() {
-        for line in ["echo $HOME", "rm 'x", "cat < /etc/passwd", "echo x > f", "FOO=1 git status", "env LD_PRELOAD=x git", "(rm x)", "rm *", "echo \"$(rm x\"", "bash script.sh", "echo ~"] {
+        for line in [
+            "echo $HOME", "rm 'x", "cat < /etc/passwd", "echo x > f", "FOO=1 git status", "env LD_PRELOAD=x git", "(rm x)", "rm *",
+            "echo \"$(rm x\"", "bash script.sh", "echo ~",
+        ] {
             assert!(parse_line(line).is_err(), "{line}");
         }
         assert_eq!(parse_line("git status").unwrap(), Parsed { parts: vec![v("git status")], compound: false });

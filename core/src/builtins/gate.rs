@@ -92,16 +92,15 @@ pub fn covers(rule: &AccessRule, req: &Requirement) -> bool {
         return false;
     }
     match &req.matched {
-        Match::Path { rel, .. } => rule.paths.iter().any(|p| {
-            glob_matches(p, rel) || (rule.effect == AccessEffect::Deny && glob_matches(&confusable_key(p), &confusable_key(rel)))
-        }),
+        Match::Path { rel, .. } => rule
+            .paths
+            .iter()
+            .any(|p| glob_matches(p, rel) || (rule.effect == AccessEffect::Deny && glob_matches(&confusable_key(p), &confusable_key(rel)))),
         Match::Argv(argv) => match rule.effect {
             AccessEffect::Allow => allow_matches(&rule.command, argv),
             AccessEffect::Deny => deny_matches(&rule.command, argv),
         },
-        Match::Origin(origin) => {
-            rule.origins.iter().any(|o| crate::harness::builtins::canonical_origin(o).is_some_and(|c| c == *origin))
-        }
+        Match::Origin(origin) => rule.origins.iter().any(|o| crate::harness::builtins::canonical_origin(o).is_some_and(|c| c == *origin)),
     }
 }
 
@@ -165,7 +164,10 @@ fn candidates_for(req: &Requirement) -> Vec<Candidate> {
             let mut out = vec![Candidate { paths: vec![glob_escape(rel)], ..blank(format!("always allow {verb} `{rel}` in this workspace")) }];
             if let Some((dir, _)) = rel.rsplit_once('/') {
                 let under = if req.kind == CapabilityKind::FilesystemWrite { "writes under" } else { "reads under" };
-                out.push(Candidate { paths: vec![format!("{}/**", glob_escape(dir))], ..blank(format!("always allow {under} `{dir}/` in this workspace")) });
+                out.push(Candidate {
+                    paths: vec![format!("{}/**", glob_escape(dir))],
+                    ..blank(format!("always allow {under} `{dir}/` in this workspace"))
+                });
             }
             out
         }
@@ -227,7 +229,11 @@ mod tests {
     #[test]
     fn confusable_paths_meet_a_deny() {
         let rules = vec![rule(AccessEffect::Deny, CapabilityKind::FilesystemWrite, &[".git/**"], "harness")];
-        let req = |rel: &str| Requirement { kind: CapabilityKind::FilesystemWrite, matched: Match::Path { rel: rel.into(), host: false }, description: rel.into() };
+        let req = |rel: &str| Requirement {
+            kind: CapabilityKind::FilesystemWrite,
+            matched: Match::Path { rel: rel.into(), host: false },
+            description: rel.into(),
+        };
         assert!(matches!(decide(&[req(".git/hooks/pre-commit")], &rules, &[]), Verdict::Deny(_)));
         assert!(matches!(decide(&[req(".g\u{0456}t/hooks/pre-commit")], &rules, &[]), Verdict::Deny(_)));
         assert!(matches!(decide(&[req("src/main.rs")], &rules, &[]), Verdict::Gated { .. }));

@@ -113,8 +113,10 @@ impl Builtins {
     /// The built-in tools of `harness`, or `None` when it enables none.
     pub fn new(harness: &Harness) -> Result<Option<Builtins>, Problem> {
         let Some(spec) = harness.spec().builtins.clone() else { return Ok(None) };
-        let problem = |message: String| Problem { path: "spec.builtins".into(), file: Some("harness.yaml".into()), ..Problem::new("path_not_found", message) };
-        let workspace = harness.dir().join(&spec.workspace).canonicalize().map_err(|_| problem(format!("workspace `{}` does not exist", spec.workspace)))?;
+        let problem =
+            |message: String| Problem { path: "spec.builtins".into(), file: Some("harness.yaml".into()), ..Problem::new("path_not_found", message) };
+        let workspace =
+            harness.dir().join(&spec.workspace).canonicalize().map_err(|_| problem(format!("workspace `{}` does not exist", spec.workspace)))?;
         let host_roots = spec.host_reads.iter().filter_map(|p| Path::new(p).canonicalize().ok()).collect();
         let permission_file = harness.dir().join(&spec.permission_file);
         let accepted = permissions::read(&permission_file)?;
@@ -204,7 +206,8 @@ impl Builtins {
                 let origin = crate::harness::builtins::canonical_origin(url)
                     .ok_or_else(|| invalid("`url` has no valid host (credentials in a URL and non-ASCII hosts are refused)"))?;
                 let host = origin.split_once("://").map_or(origin.as_str(), |(_, h)| h).to_string();
-                let req = Requirement { kind: CapabilityKind::Network, matched: Match::Origin(origin), description: format!("{method} from `{host}`") };
+                let req =
+                    Requirement { kind: CapabilityKind::Network, matched: Match::Origin(origin), description: format!("{method} from `{host}`") };
                 (Op::Fetch { url: url.to_string(), method: method.to_string() }, vec![req])
             }
         };
@@ -216,7 +219,11 @@ impl Builtins {
         let cwd = self.resolve(&cwd_given, false)?;
         let (parsed, argv) = match (args.get("argv"), text(args, "command")) {
             (Some(Value::Array(items)), None) => {
-                let argv: Vec<String> = items.iter().map(|v| v.as_str().map(str::to_string)).collect::<Option<_>>().ok_or_else(|| invalid("`argv` must be a list of strings"))?;
+                let argv: Vec<String> = items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_string))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| invalid("`argv` must be a list of strings"))?;
                 if argv.first().is_none_or(String::is_empty) {
                     return Err(invalid("`argv` needs a program"));
                 }
@@ -326,7 +333,11 @@ impl Builtins {
                     let Some(origin) = crate::harness::builtins::canonical_origin(next) else {
                         return Err("the redirect leads to a URL that is not http or https".into());
                     };
-                    let req = Requirement { kind: CapabilityKind::Network, matched: Match::Origin(origin.clone()), description: format!("redirect to `{origin}`") };
+                    let req = Requirement {
+                        kind: CapabilityKind::Network,
+                        matched: Match::Origin(origin.clone()),
+                        description: format!("redirect to `{origin}`"),
+                    };
                     match gate::decide(&[req], &self.rules(), &self.spec.egress) {
                         Verdict::Allow => Ok(()),
                         Verdict::Deny(why) => Err(format!("the redirect to `{origin}` is refused: {why}")),
@@ -354,4 +365,3 @@ fn same_origin(a: &str, b: &str) -> bool {
     let (x, y) = (crate::harness::builtins::canonical_origin(a), crate::harness::builtins::canonical_origin(b));
     x.is_some() && x == y
 }
-

@@ -75,7 +75,9 @@ pub fn resolve(workspace: &Path, host_roots: &[PathBuf], given: &str) -> Result<
     let path = Path::new(given);
     let (root, relative) = if path.is_absolute() {
         let root = host_roots.iter().find(|r| path.starts_with(r)).ok_or_else(|| {
-            PathError::Escape(format!("`{given}` is an absolute path outside the workspace; only `spec.builtins.host_reads` directories may be named so"))
+            PathError::Escape(format!(
+                "`{given}` is an absolute path outside the workspace; only `spec.builtins.host_reads` directories may be named so"
+            ))
         })?;
         (root.clone(), path.strip_prefix(root).unwrap_or(path).to_path_buf())
     } else {
@@ -200,9 +202,7 @@ fn open_beneath(root: &std::os::fd::OwnedFd, rel: &std::ffi::CStr, flags: i32) -
     let mode = if flags & libc::O_CREAT != 0 { 0o644 } else { 0 };
     let how = OpenHow { flags: u64::from(flags.unsigned_abs()), mode, resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
     // SAFETY: openat2 with a valid directory descriptor, C string and open_how of the size passed.
-    let fd = unsafe {
-        libc::syscall(libc::SYS_openat2, root.as_raw_fd(), rel.as_ptr(), &how as *const OpenHow, std::mem::size_of::<OpenHow>())
-    };
+    let fd = unsafe { libc::syscall(libc::SYS_openat2, root.as_raw_fd(), rel.as_ptr(), &how as *const OpenHow, std::mem::size_of::<OpenHow>()) };
     if fd >= 0 {
         return i32::try_from(fd).map_err(|_| PathError::Io("bad descriptor".into()));
     }

@@ -25,7 +25,9 @@ impl Governor {
         };
         match builtins.prepare(call.tool, call.args) {
             Ok(prepared) => {
-                call.trace.pass(Step::Validate, || prepared.requirements.iter().map(|r| format!("requires {}: {}", r.kind.as_str(), r.description)).collect());
+                call.trace.pass(Step::Validate, || {
+                    prepared.requirements.iter().map(|r| format!("requires {}: {}", r.kind.as_str(), r.description)).collect()
+                });
                 call.prepared = Some(Arc::new(prepared));
                 Ok(())
             }
@@ -70,10 +72,12 @@ impl Governor {
     pub fn accept_candidate(&self, id: &str, candidate: &str, approver: &Principal) -> Result<(PendingApproval, Candidate), Error> {
         let bad = |message: String| Error::InvalidArgument { code: ArgumentCode::InvalidArgument.as_str(), message };
         let builtins = self.builtins.as_ref().ok_or_else(|| bad("this harness has no built-in tools".into()))?;
-        let pending = self.store.approval(id).ok().flatten().ok_or_else(|| Error::InvalidArgument {
-            code: ArgumentCode::UnknownApproval.as_str(),
-            message: format!("no approval `{id}`"),
-        })?;
+        let pending = self
+            .store
+            .approval(id)
+            .ok()
+            .flatten()
+            .ok_or_else(|| Error::InvalidArgument { code: ArgumentCode::UnknownApproval.as_str(), message: format!("no approval `{id}`") })?;
         let chosen = builtins
             .candidates(&pending.tool, &pending.args)
             .into_iter()

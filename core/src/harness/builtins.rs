@@ -146,7 +146,12 @@ pub(super) fn parse(node: &Node, cx: &mut Checker) -> Option<BuiltinsSpec> {
         spec.egress = cx.strings(n, "spec.builtins.egress").unwrap_or_default();
         for origin in &spec.egress {
             if canonical_origin(origin).is_none() {
-                cx.report("invalid_value", n.pos, "spec.builtins.egress", format!("`{origin}` is not an origin (`https://host` or `http://host:port`)"));
+                cx.report(
+                    "invalid_value",
+                    n.pos,
+                    "spec.builtins.egress",
+                    format!("`{origin}` is not an origin (`https://host` or `http://host:port`)"),
+                );
             }
         }
     }
@@ -177,9 +182,9 @@ pub(super) fn parse(node: &Node, cx: &mut Checker) -> Option<BuiltinsSpec> {
 /// Parses one access rule (`{effect, kind, paths | command | origins}`).
 pub(crate) fn parse_rule(node: &Node, cx: &mut Checker, path: &str, source: &str) -> Option<AccessRule> {
     let mut r = cx.map(node, path)?;
-    let effect = r.require(cx, "effect").and_then(|n| {
-        cx.choice(n, &format!("{path}.effect"), &[("allow", AccessEffect::Allow), ("deny", AccessEffect::Deny)])
-    });
+    let effect = r
+        .require(cx, "effect")
+        .and_then(|n| cx.choice(n, &format!("{path}.effect"), &[("allow", AccessEffect::Allow), ("deny", AccessEffect::Deny)]));
     let kind = r.require(cx, "kind").and_then(|n| cx.choice(n, &format!("{path}.kind"), CapabilityKind::ALL));
     let mut rule = AccessRule {
         effect: effect.unwrap_or(AccessEffect::Deny),
@@ -274,7 +279,11 @@ const MANIFESTS: &[(BuiltinTool, &str)] = &[
 /// The tools `spec.builtins` enables, from their shipped manifests, and the
 /// problems of the section that need the harness directory (a workspace
 /// that is not a directory).
-pub(super) fn shipped_tools(spec: &BuiltinsSpec, dir: &std::path::Path, max_output_bytes: u64) -> (Vec<crate::manifest::Tool>, Vec<crate::error::Problem>) {
+pub(super) fn shipped_tools(
+    spec: &BuiltinsSpec,
+    dir: &std::path::Path,
+    max_output_bytes: u64,
+) -> (Vec<crate::manifest::Tool>, Vec<crate::error::Problem>) {
     let mut problems = Vec::new();
     let problem = |code: &str, path: &str, message: String| crate::error::Problem {
         path: path.into(),
@@ -282,7 +291,11 @@ pub(super) fn shipped_tools(spec: &BuiltinsSpec, dir: &std::path::Path, max_outp
         ..crate::error::Problem::new(code, message)
     };
     if !dir.join(&spec.workspace).is_dir() {
-        problems.push(problem("path_not_found", "spec.builtins.workspace", format!("`spec.builtins.workspace` `{}` is not a directory", spec.workspace)));
+        problems.push(problem(
+            "path_not_found",
+            "spec.builtins.workspace",
+            format!("`spec.builtins.workspace` `{}` is not a directory", spec.workspace),
+        ));
     }
     let mut tools = Vec::new();
     for (tool, text) in MANIFESTS.iter().filter(|(t, _)| spec.tools.contains(t)) {
@@ -292,8 +305,14 @@ pub(super) fn shipped_tools(spec: &BuiltinsSpec, dir: &std::path::Path, max_outp
                 let egress = if *tool == BuiltinTool::Fetch { spec.egress.clone() } else { Vec::new() };
                 tools.push(t.into_builtin(egress, max_output_bytes));
             }
-            Ok(_) => problems.push(problem("invalid_digest", "spec.builtins.tools", format!("the shipped manifest of `{}` is not pinned", tool.name()))),
-            Err(e) => problems.push(problem("invalid_value", "spec.builtins.tools", format!("the shipped manifest of `{}` does not load: {e}", tool.name()))),
+            Ok(_) => {
+                problems.push(problem("invalid_digest", "spec.builtins.tools", format!("the shipped manifest of `{}` is not pinned", tool.name())))
+            }
+            Err(e) => problems.push(problem(
+                "invalid_value",
+                "spec.builtins.tools",
+                format!("the shipped manifest of `{}` does not load: {e}", tool.name()),
+            )),
         }
     }
     (tools, problems)

@@ -216,7 +216,9 @@ fn fetch(
             bytes.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
             (String::from_utf8_lossy(&bytes).into_owned(), more)
         };
-        return InvokeOutcome::Returned(json!({"status": status, "content_type": content_type, "body": body, "truncated": truncated, "url": Value::String(url)}));
+        return InvokeOutcome::Returned(
+            json!({"status": status, "content_type": content_type, "body": body, "truncated": truncated, "url": Value::String(url)}),
+        );
     }
     InvokeOutcome::Failed { kind: format!("more than {} redirects", http::MAX_REDIRECTS) }
 }

@@ -203,11 +203,19 @@ impl Transports {
         };
         let process = wants_process
             .then(|| process::ProcessRunner::new(confine::Confinement::new(options.confine_launcher.as_deref(), options.sandbox_probe.clone())));
-        let wants_commands = spec.builtins.as_ref().is_some_and(|b| b.tools.contains(&harnessweaver_core::harness::builtins::BuiltinTool::RunCommand));
+        let wants_commands =
+            spec.builtins.as_ref().is_some_and(|b| b.tools.contains(&harnessweaver_core::harness::builtins::BuiltinTool::RunCommand));
         let builtin_confinement =
             wants_commands.then(|| confine::Confinement::new(options.confine_launcher.as_deref(), options.sandbox_probe.clone()));
-        let transports =
-            Transports { tools: compiled, test_mode: spec.mode == Mode::Test, http: http::HttpClient::default(), code, mcp, process, builtin_confinement };
+        let transports = Transports {
+            tools: compiled,
+            test_mode: spec.mode == Mode::Test,
+            http: http::HttpClient::default(),
+            code,
+            mcp,
+            process,
+            builtin_confinement,
+        };
         (transports, problems)
     }
 
