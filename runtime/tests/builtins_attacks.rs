@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use harnessweaver_core::host::{Begun, CallContext, CallResult, Host, HostOptions, Principal};
+use harnessweaver_core::host::{Begun, CallContext, CallResult, Host, HostOptions, Principal, SpecFormat};
 use serde_json::{json, Value};
 
 struct Fixture {
@@ -307,14 +307,28 @@ fn the_coding_session_accepts_one_candidate_and_is_not_asked_again() {
 #[test]
 fn the_builtin_tools_are_listed_with_their_pinned_manifests() {
     let f = setup("listed", "    egress: [\"https://docs.rs\"]\n");
-    let tools = f.host.request("tools", &json!({})).unwrap();
-    let names: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let tools: Vec<Value> = f.host.tools().map(|t| t.describe()).collect();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["read_file", "write_file", "edit_file", "list_dir", "search_files", "run_command", "fetch"]);
-    for t in tools.as_array().unwrap() {
+    for t in &tools {
         assert_eq!(t["pin"], "pinned", "{t}");
         assert_eq!(t["transport"], "builtin", "{t}");
     }
     assert_eq!(tools[6]["egress"], json!(["https://docs.rs"]));
-    let specs = f.host.request("tool_specs", &json!({"format": "openai"})).unwrap();
+    let specs = f.host.tool_specs(SpecFormat::parse("openai").unwrap(), None, None).unwrap();
     assert_eq!(specs.as_array().unwrap().len(), 7, "{specs}");
+}
+
+#[test]
+fn a_granted_command_writes_in_the_workspace_and_nowhere_else() {
+    let f = setup("confined", "    access:\n      - { effect: allow, kind: command.execute, command: [touch] }\n");
+    let r = f.call("run_command", json!({"argv": ["touch", "docs/made.md"]}));
+    assert_eq!(r.output.as_ref().unwrap()["exit_code"], 0, "{r:?}");
+    assert!(f.dir.join("ws/docs/made.md").exists());
+    // The same granted program, aimed outside the workspace: the OS sandbox refuses the write.
+    let outside = f.dir.join("outside/made").display().to_string();
+    let r = f.call("run_command", json!({"argv": ["touch", outside]}));
+    assert_eq!(code(&r), "allowed", "the gate allows touch: {r:?}");
+    assert_ne!(r.output.as_ref().unwrap()["exit_code"], 0, "{r:?}");
+    assert!(!f.dir.join("outside/made").exists(), "a command wrote outside the workspace");
 }

@@ -28,7 +28,8 @@ pub fn read(path: &Path) -> Result<Vec<AccessRule>, Problem> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Problem { file: Some(file), ..Problem::new("io_error", format!("cannot read the permission file ({})", e.kind())) }),
     };
-    let node = crate::yaml::parse_yaml(&text).map_err(|mut p| p.remove(0))?;
+    let node = crate::yaml::parse_yaml(&text)
+        .map_err(|p| p.into_iter().next().unwrap_or_else(|| Problem::new("yaml_syntax", "the permission file is not valid YAML")))?;
     let mut cx = Checker::new(Some(file));
     let mut rules = Vec::new();
     if let Some(mut doc) = cx.map(&node, "") {
