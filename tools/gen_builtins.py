@@ -25,12 +25,20 @@ ALL_TOOLS = ["read_file", "write_file", "edit_file", "list_dir", "search_files",
 
 
 def harness(builtins: Dict[str, Any], extra: Dict[str, Any] | None = None) -> str:
-    spec: Dict[str, Any] = {"mode": "test", "tools": {"manifests": []}, "builtins": {"workspace": "ws", "tools": ALL_TOOLS, **builtins}}
+    spec: Dict[str, Any] = {
+        "mode": "test",
+        "tools": {"manifests": []},
+        "builtins": {"workspace": "ws", "tools": ALL_TOOLS, **builtins},
+    }
     spec.update(extra or {})
-    return json.dumps({"apiVersion": "harnessweaver/v1", "kind": "Harness", "metadata": {"name": "fixture"}, "spec": spec}, indent=2)
+    return json.dumps(
+        {"apiVersion": "harnessweaver/v1", "kind": "Harness", "metadata": {"name": "fixture"}, "spec": spec}, indent=2
+    )
 
 
-def scenario(name: str, description: str, files: Dict[str, str], steps: List[Dict[str, Any]], symlinks: Dict[str, str] | None = None) -> None:
+def scenario(
+    name: str, description: str, files: Dict[str, str], steps: List[Dict[str, Any]], symlinks: Dict[str, str] | None = None
+) -> None:
     case: Dict[str, Any] = {
         "description": description,
         "start_ms": 1700000000000,
@@ -120,14 +128,32 @@ def main() -> None:
         "the gate: reads allowed, writes under an allow rule allowed, other writes gated with candidates, denied paths and origins refused",
         {"harness.yaml": harness(base), **WS},
         [
-            call("read_file", {"path": "docs/a.md"}, {"decision": "allowed", "output": {"path": "docs/a.md", "content": "alpha\n", "complete": True}}),
-            call("list_dir", {"path": "docs"}, {"decision": "allowed", "output": {"path": "docs", "entries": [{"name": "a.md", "kind": "file"}], "truncated": False}}),
+            call(
+                "read_file",
+                {"path": "docs/a.md"},
+                {"decision": "allowed", "output": {"path": "docs/a.md", "content": "alpha\n", "complete": True}},
+            ),
+            call(
+                "list_dir",
+                {"path": "docs"},
+                {
+                    "decision": "allowed",
+                    "output": {"path": "docs", "entries": [{"name": "a.md", "kind": "file"}], "truncated": False},
+                },
+            ),
             call(
                 "search_files",
                 {"pattern": "^tw"},
-                {"decision": "allowed", "output": {"path": ".", "matches": [{"path": "notes/a.md", "line": 2, "text": "two"}], "truncated": False}},
+                {
+                    "decision": "allowed",
+                    "output": {"path": ".", "matches": [{"path": "notes/a.md", "line": 2, "text": "two"}], "truncated": False},
+                },
             ),
-            call("write_file", {"path": "notes/b.md", "content": "new\n"}, {"decision": "allowed", "output": {"path": "notes/b.md", "created": True, "bytes": 4}}),
+            call(
+                "write_file",
+                {"path": "notes/b.md", "content": "new\n"},
+                {"decision": "allowed", "output": {"path": "notes/b.md", "created": True, "bytes": 4}},
+            ),
             {"file": "ws/notes/b.md", "expect": {"text": "new\n"}},
             call(
                 "write_file",
@@ -137,15 +163,36 @@ def main() -> None:
                     "reasons": ["filesystem.write needs approval: write `src/main.rs`"],
                     "approval": {
                         "candidates": [
-                            {"id": "c1", "kind": "filesystem.write", "description": "always allow writes to `src/main.rs` in this workspace", "paths": ["src/main.rs"]},
-                            {"id": "c2", "kind": "filesystem.write", "description": "always allow writes under `src/` in this workspace", "paths": ["src/**"]},
+                            {
+                                "id": "c1",
+                                "kind": "filesystem.write",
+                                "description": "always allow writes to `src/main.rs` in this workspace",
+                                "paths": ["src/main.rs"],
+                            },
+                            {
+                                "id": "c2",
+                                "kind": "filesystem.write",
+                                "description": "always allow writes under `src/` in this workspace",
+                                "paths": ["src/**"],
+                            },
                         ]
                     },
                 },
             ),
             {"file": "ws/src/main.rs", "expect": {"exists": False}},
-            call("write_file", {"path": ".git/config", "content": "x"}, {**refused("access_denied", "policy"), "reasons": ["harness rule: deny filesystem.write `.git/**` denies write `.git/config`"]}),
-            call("run_command", {"argv": ["echo", "hi"]}, {"decision": "allowed", "output": {"exit_code": 0, "stdout": "hi\n", "stderr": "", "truncated": False}}),
+            call(
+                "write_file",
+                {"path": ".git/config", "content": "x"},
+                {
+                    **refused("access_denied", "policy"),
+                    "reasons": ["harness rule: deny filesystem.write `.git/**` denies write `.git/config`"],
+                },
+            ),
+            call(
+                "run_command",
+                {"argv": ["echo", "hi"]},
+                {"decision": "allowed", "output": {"exit_code": 0, "stdout": "hi\n", "stderr": "", "truncated": False}},
+            ),
             call(
                 "run_command",
                 {"argv": ["ls", "-a"]},
@@ -153,8 +200,18 @@ def main() -> None:
                     **PENDING,
                     "approval": {
                         "candidates": [
-                            {"id": "c1", "kind": "command.execute", "description": "always allow `ls` in this workspace", "command": ["ls"]},
-                            {"id": "c2", "kind": "command.execute", "description": "always allow exactly `ls -a` in this workspace", "command": ["ls", "-a"]},
+                            {
+                                "id": "c1",
+                                "kind": "command.execute",
+                                "description": "always allow `ls` in this workspace",
+                                "command": ["ls"],
+                            },
+                            {
+                                "id": "c2",
+                                "kind": "command.execute",
+                                "description": "always allow exactly `ls -a` in this workspace",
+                                "command": ["ls", "-a"],
+                            },
                         ]
                     },
                 },
@@ -165,10 +222,39 @@ def main() -> None:
                 {
                     **PENDING,
                     "reasons": ["network needs approval: GET from `docs.example.com:443`"],
-                    "approval": {"candidates": [{"id": "c1", "kind": "network", "description": "always allow fetches from `https://docs.example.com:443`", "origins": ["https://docs.example.com:443"]}]},
+                    "approval": {
+                        "candidates": [
+                            {
+                                "id": "c1",
+                                "kind": "network",
+                                "description": "always allow fetches from `https://docs.example.com:443`",
+                                "origins": ["https://docs.example.com:443"],
+                            }
+                        ]
+                    },
                 },
             ),
-            call("fetch", {"url": "https://evil.example.com/"}, {**refused("access_denied", "policy"), "reasons": ["`https://evil.example.com:443` is not in `spec.builtins.egress`"]}),
+            call(
+                "fetch",
+                {"url": "https://evil.example.com/"},
+                {
+                    **refused("access_denied", "policy"),
+                    "reasons": ["`https://evil.example.com:443` is not in `spec.builtins.egress`"],
+                },
+            ),
+            {
+                "explain": "write_file",
+                "args": {"path": ".git/config", "content": "x"},
+                "principal": "alice",
+                "expect": {"decision": "refused", "code": "access_denied", "step": "policy"},
+            },
+            {
+                "explain": "run_command",
+                "args": {"argv": ["ls", "-a"]},
+                "principal": "alice",
+                "expect": {"decision": "pending", "code": "approval_required"},
+            },
+            {"explain": "read_file", "args": {"path": "docs/a.md"}, "principal": "alice", "expect": {"decision": "allowed"}},
         ],
     )
 
@@ -190,18 +276,31 @@ def main() -> None:
                     "apiVersion": "harnessweaver/v1",
                     "kind": "Policy",
                     "metadata": {"name": "managed"},
-                    "spec": {"rules": [{"name": "no-secrets", "effect": "deny", "tools": ["write_file", "edit_file"], "when": "args.path.startsWith(\"secrets/\")"}]},
+                    "spec": {
+                        "rules": [
+                            {
+                                "name": "no-secrets",
+                                "effect": "deny",
+                                "tools": ["write_file", "edit_file"],
+                                "when": 'args.path.startsWith("secrets/")',
+                            }
+                        ]
+                    },
                 },
                 indent=2,
             ),
-            "permissions.yaml": "apiVersion: harnessweaver/v1\nkind: Permissions\nrules:\n  - effect: allow\n    kind: command.execute\n    command: [\"rm\"]\n  - effect: allow\n    kind: filesystem.write\n    paths: [\"**\"]\n",
+            "permissions.yaml": 'apiVersion: harnessweaver/v1\nkind: Permissions\nrules:\n  - effect: allow\n    kind: command.execute\n    command: ["rm"]\n  - effect: allow\n    kind: filesystem.write\n    paths: ["**"]\n',
             **WS,
         },
         [
             call("run_command", {"argv": ["rm", "-fr", "docs"]}, refused("access_denied", "policy")),
             call("run_command", {"argv": ["/bin/rm", "-r", "-f", "docs"]}, refused("access_denied", "policy")),
             {"file": "ws/docs/a.md", "expect": {"text": "alpha\n"}},
-            call("write_file", {"path": "secrets/key", "content": "x"}, {**refused("policy_denied", "policy"), "reasons": ["layer `managed`: policy rule `no-secrets`"]}),
+            call(
+                "write_file",
+                {"path": "secrets/key", "content": "x"},
+                {**refused("policy_denied", "policy"), "reasons": ["layer `managed`: policy rule `no-secrets`"]},
+            ),
             call("write_file", {"path": ".git/hooks", "content": "x"}, refused("access_denied", "policy")),
             call("write_file", {"path": ".g\u0456t/hooks", "content": "x"}, refused("access_denied", "policy")),
             call("write_file", {"path": "docs/new.md", "content": "ok\n"}, {"decision": "allowed"}),
@@ -226,9 +325,27 @@ def main() -> None:
                 "accept": "last",
                 "candidate": "c1",
                 "approver": "bob",
-                "expect": {"state": "approved", "candidate": {"id": "c1", "kind": "command.execute", "description": "always allow `ls` in this workspace", "command": ["ls"]}},
+                "expect": {
+                    "state": "approved",
+                    "candidate": {
+                        "id": "c1",
+                        "kind": "command.execute",
+                        "description": "always allow `ls` in this workspace",
+                        "command": ["ls"],
+                    },
+                },
             },
-            {"file": "permissions.yaml", "expect": {"contains": ["kind: Permissions", "always allow `ls` in this workspace (accepted by bob for approval apr-", "kind: command.execute", "command: [\"ls\"]"]}},
+            {
+                "file": "permissions.yaml",
+                "expect": {
+                    "contains": [
+                        "kind: Permissions",
+                        "always allow `ls` in this workspace (accepted by bob for approval apr-",
+                        "kind: command.execute",
+                        'command: ["ls"]',
+                    ]
+                },
+            },
             call("run_command", {"argv": ["ls", "-a"]}, {"decision": "allowed"}, run="r1", approval="last"),
             call("run_command", {"argv": ["ls", "-1"]}, {"decision": "allowed"}, run="r1"),
             call("run_command", {"argv": ["lsblk"]}, PENDING, run="r1"),
@@ -274,8 +391,19 @@ def main() -> None:
             call("run_command", {"argv": ["nice", "-n", "5", "rm", "-f", "docs/a.md"]}, refused("access_denied", "policy")),
             {"file": "ws/docs/a.md", "expect": {"text": "alpha\n"}},
             call("run_command", {"command": "git push"}, PENDING),
-            call("run_command", {"command": "echo a && echo b"}, {"decision": "allowed", "output": {"exit_code": 0, "stdout": "a\nb\n", "stderr": "", "truncated": False}}),
-            call("run_command", {"command": "echo 'a && rm -rf docs'"}, {"decision": "allowed", "output": {"exit_code": 0, "stdout": "a && rm -rf docs\n", "stderr": "", "truncated": False}}),
+            call(
+                "run_command",
+                {"command": "echo a && echo b"},
+                {"decision": "allowed", "output": {"exit_code": 0, "stdout": "a\nb\n", "stderr": "", "truncated": False}},
+            ),
+            call(
+                "run_command",
+                {"command": "echo 'a && rm -rf docs'"},
+                {
+                    "decision": "allowed",
+                    "output": {"exit_code": 0, "stdout": "a && rm -rf docs\n", "stderr": "", "truncated": False},
+                },
+            ),
         ],
     )
 
@@ -284,11 +412,31 @@ def main() -> None:
         "links out of the workspace and final-component links are refused; a directory swapped for a link between the request and its approval fails closed",
         {"harness.yaml": harness({}), **WS},
         [
-            call("read_file", {"path": "docs/../docs/./a.md"}, {"decision": "allowed", "output": {"path": "docs/a.md", "content": "alpha\n", "complete": True}}),
+            call(
+                "read_file",
+                {"path": "docs/../docs/./a.md"},
+                {"decision": "allowed", "output": {"path": "docs/a.md", "content": "alpha\n", "complete": True}},
+            ),
             call("read_file", {"path": "link"}, refused("path_escape", "validate")),
             call("read_file", {"path": "out/secret"}, refused("path_escape", "validate")),
             call("list_dir", {"path": "out"}, refused("path_escape", "validate")),
-            call("list_dir", {}, {"decision": "allowed", "output": {"path": ".", "entries": [{"name": "docs", "kind": "dir"}, {"name": "link", "kind": "link"}, {"name": "notes", "kind": "dir"}, {"name": "out", "kind": "link"}], "truncated": False}}),
+            call(
+                "list_dir",
+                {},
+                {
+                    "decision": "allowed",
+                    "output": {
+                        "path": ".",
+                        "entries": [
+                            {"name": "docs", "kind": "dir"},
+                            {"name": "link", "kind": "link"},
+                            {"name": "notes", "kind": "dir"},
+                            {"name": "out", "kind": "link"},
+                        ],
+                        "truncated": False,
+                    },
+                },
+            ),
             call("write_file", {"path": "docs/new.md", "content": "x"}, PENDING),
             {"fs": [{"rename": "ws/docs", "to": "ws/docs_old"}, {"symlink": "ws/docs", "to": "../outside"}]},
             {"approve": "last", "approver": "bob", "expect": refused("path_escape", "validate")},
@@ -310,17 +458,37 @@ def main() -> None:
             call("write_file", {"path": "notes/a.md", "content": "mine\n"}, refused("stale_write", "invoke"), run="r1"),
             {"file": "ws/notes/a.md", "expect": {"text": "changed outside\n"}},
             call("read_file", {"path": "notes/a.md"}, {"decision": "allowed"}, run="r1"),
-            call("write_file", {"path": "notes/a.md", "content": "mine\n"}, {"decision": "allowed", "output": {"path": "notes/a.md", "created": False, "bytes": 5}}, run="r1"),
-            call("edit_file", {"path": "notes/a.md", "old_text": "absent", "new_text": "x"}, refused("edit_mismatch", "invoke"), run="r1"),
+            call(
+                "write_file",
+                {"path": "notes/a.md", "content": "mine\n"},
+                {"decision": "allowed", "output": {"path": "notes/a.md", "created": False, "bytes": 5}},
+                run="r1",
+            ),
+            call(
+                "edit_file",
+                {"path": "notes/a.md", "old_text": "absent", "new_text": "x"},
+                refused("edit_mismatch", "invoke"),
+                run="r1",
+            ),
             call("edit_file", {"path": "notes/a.md", "old_text": "mine", "new_text": "ours"}, {"decision": "allowed"}, run="r1"),
             {"file": "ws/notes/a.md", "expect": {"text": "ours\n"}},
-            call("edit_file", {"path": "notes/a.md", "old_text": "ours", "new_text": "theirs"}, refused("stale_write", "invoke"), run="r2"),
+            call(
+                "edit_file",
+                {"path": "notes/a.md", "old_text": "ours", "new_text": "theirs"},
+                refused("stale_write", "invoke"),
+                run="r2",
+            ),
             call("read_file", {"path": "notes/a.md"}, {"decision": "allowed"}, run="r2"),
             call("write_file", {"path": "notes/a.md", "content": "r1 wins\n"}, {"decision": "allowed"}, run="r1"),
             call("write_file", {"path": "notes/a.md", "content": "r2 loses\n"}, refused("stale_write", "invoke"), run="r2"),
             call("read_file", {"path": "notes/a.md"}, {"decision": "allowed"}, run="r1"),
             call("run_command", {"argv": ["echo", "between"]}, {"decision": "allowed"}, run="r1"),
-            call("edit_file", {"path": "notes/a.md", "old_text": "wins", "new_text": "won"}, refused("stale_write", "invoke"), run="r1"),
+            call(
+                "edit_file",
+                {"path": "notes/a.md", "old_text": "wins", "new_text": "won"},
+                refused("stale_write", "invoke"),
+                run="r1",
+            ),
             {"file": "ws/notes/a.md", "expect": {"text": "r1 wins\n"}},
         ],
     )

@@ -195,7 +195,11 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
                 error = err.code
         elif "accept" in step:
             try:
-                args = {"id": approval_ref(step["accept"]), "candidate": step["candidate"], "approver": principals[step["approver"]]}
+                args = {
+                    "id": approval_ref(step["accept"]),
+                    "candidate": step["candidate"],
+                    "approver": principals[step["approver"]],
+                }
                 other = h.request("accept_candidate", args)
             except hw.HarnessweaverError as err:
                 error = err.code

@@ -60,8 +60,8 @@ impl Coordinator {
         self.observations.lock().unwrap_or_else(PoisonError::into_inner).insert((run.to_string(), path), hash);
     }
 
-    fn observed(&self, run: &str, path: &PathBuf) -> Option<String> {
-        self.observations.lock().unwrap_or_else(PoisonError::into_inner).get(&(run.to_string(), path.clone())).cloned()
+    fn observed(&self, run: &str, path: PathBuf) -> Option<String> {
+        self.observations.lock().unwrap_or_else(PoisonError::into_inner).get(&(run.to_string(), path)).cloned()
     }
 
     /// Forgets every observation (after a command ran).
@@ -152,7 +152,7 @@ pub fn edit(co: &Coordinator, run: &str, target: &Target, old: &str, new: &str) 
 
 /// Refuses a write to a file not seen whole in this run, or changed since.
 fn check_fresh(co: &Coordinator, run: &str, target: &Target, current: &[u8], complete: bool) -> Result<(), Failure> {
-    match co.observed(run, &target.absolute()) {
+    match co.observed(run, target.absolute()) {
         None => Err((RefusalCode::StaleWrite, format!("`{}` exists and was not read completely in this run; read it first", target.shown))),
         Some(seen) if !complete || seen != sha256_tagged(current) => {
             Err((RefusalCode::StaleWrite, format!("`{}` changed since it was read in this run; read it again", target.shown)))
