@@ -115,6 +115,7 @@ spec:
     tools: [read_file, run_command]
     egress: ["https://docs.example.com"]
     shell: false
+    sandbox: required
     host_reads: ["/usr/share/doc"]
     permission_file: permissions.yaml
     access:

@@ -26,6 +26,10 @@ struct Fixture {
 }
 
 fn setup(name: &str, builtins: &str) -> Fixture {
+    setup_with(name, builtins, None)
+}
+
+fn setup_with(name: &str, builtins: &str, probe: Option<harnessweaver_runtime::transport::confine::Probe>) -> Fixture {
     let dir = std::env::temp_dir().join(format!("hw-builtins-attack-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("ws/docs")).unwrap();
@@ -36,7 +40,8 @@ fn setup(name: &str, builtins: &str) -> Fixture {
         "apiVersion: harnessweaver/v1\nkind: Harness\nmetadata: {{ name: attacks }}\nspec:\n  tools: {{ manifests: [] }}\n  builtins:\n    workspace: ws\n    tools: [read_file, write_file, edit_file, list_dir, search_files, run_command, fetch]\n{builtins}"
     );
     std::fs::write(dir.join("harness.yaml"), harness).unwrap();
-    let options = HostOptions { backends: Some(harnessweaver_runtime::RuntimeBackends::shared(Default::default())), ..HostOptions::default() };
+    let transports = harnessweaver_runtime::transport::TransportOptions { sandbox_probe: probe, ..Default::default() };
+    let options = HostOptions { backends: Some(harnessweaver_runtime::RuntimeBackends::shared(transports)), ..HostOptions::default() };
     let host = Host::load(&dir.join("harness.yaml"), options).unwrap_or_else(|e| panic!("{}", e.text()));
     let ctx = CallContext { principal: Principal::new("agent"), run_id: Some(host.new_run().unwrap()), ..CallContext::default() };
     Fixture { dir: dir.canonicalize().unwrap(), host, ctx }
@@ -331,4 +336,19 @@ fn a_granted_command_writes_in_the_workspace_and_nowhere_else() {
     assert_eq!(code(&r), "allowed", "the gate allows touch: {r:?}");
     assert_ne!(r.output.as_ref().unwrap()["exit_code"], 0, "{r:?}");
     assert!(!f.dir.join("outside/made").exists(), "a command wrote outside the workspace");
+}
+
+#[test]
+fn a_required_sandbox_that_is_missing_refuses_instead_of_running_unconfined() {
+    use harnessweaver_runtime::transport::confine::Probe;
+    let access = "    access:\n      - { effect: allow, kind: command.execute, command: [touch] }\n";
+    let missing = Probe { bwrap: None, ..Probe::current().clone() };
+    let f = setup_with("required", &format!("    sandbox: required\n{access}"), Some(missing.clone()));
+    let r = f.call("run_command", json!({"argv": ["touch", "docs/made.md"]}));
+    assert_eq!(code(&r), "sandbox_unavailable", "{r:?}");
+    assert!(!f.dir.join("ws/docs/made.md").exists(), "the command ran unconfined");
+    // Where the sandbox is only wanted when available, the same machine runs it (argv only).
+    let f = setup_with("when-available", access, Some(missing));
+    let r = f.call("run_command", json!({"argv": ["touch", "docs/made.md"]}));
+    assert_eq!(r.output.as_ref().map(|o| o["exit_code"].clone()), Some(json!(0)), "{r:?}");
 }

@@ -48,6 +48,8 @@ pub enum EffectGrant<'a> {
         timeout_ms: u64,
         /// The most bytes of stdout and of stderr kept.
         max_output_bytes: u64,
+        /// Refuse (`sandbox_unavailable`) rather than run unconfined.
+        sandbox_required: bool,
     },
     /// GET or HEAD `url`; every redirect's origin is passed to `check_origin` first.
     Fetch {
@@ -323,6 +325,7 @@ impl Builtins {
                     workspace: &self.workspace,
                     timeout_ms: ticket.timeout_ms,
                     max_output_bytes: crate::manifest::DEFAULT_MAX_OUTPUT_BYTES,
+                    sandbox_required: self.spec.sandbox_required,
                 };
                 let outcome = effects.run_builtin(ticket, &grant);
                 co.invalidate_all();

@@ -116,6 +116,10 @@ pub struct BuiltinsSpec {
     /// `run_command` may run a compound command through `/bin/sh -c` (every
     /// part still passes the gate). Default false: argv only.
     pub shell: bool,
+    /// `run_command` runs only under the OS sandbox: where a mechanism is
+    /// missing the call is refused (`sandbox_unavailable`) instead of run
+    /// unconfined. Default false: confined whenever the machine can.
+    pub sandbox_required: bool,
     /// Absolute directories `read_file`, `list_dir` and `search_files` may read outside the workspace.
     pub host_reads: Vec<String>,
     /// The permission file, relative to harness.yaml (default `permissions.yaml`).
@@ -157,6 +161,9 @@ pub(super) fn parse(node: &Node, cx: &mut Checker) -> Option<BuiltinsSpec> {
     }
     if let Some(n) = b.get("shell") {
         spec.shell = cx.boolean(n, "spec.builtins.shell").unwrap_or(false);
+    }
+    if let Some(n) = b.get("sandbox") {
+        spec.sandbox_required = cx.choice(n, "spec.builtins.sandbox", &[("required", true), ("when_available", false)]).unwrap_or(true);
     }
     if let Some(n) = b.get("host_reads") {
         spec.host_reads = cx.strings(n, "spec.builtins.host_reads").unwrap_or_default();

@@ -31,8 +31,8 @@ use super::process::kill_group;
 /// Runs a built-in tool's grant.
 pub fn run(grant: &EffectGrant<'_>, ticket: &Ticket, confinement: &Confinement, http: &HttpClient, test_mode: bool) -> InvokeOutcome {
     match grant {
-        EffectGrant::Command { argv, cwd, workspace, timeout_ms, max_output_bytes } => {
-            command(argv, cwd, workspace, Duration::from_millis(*timeout_ms), *max_output_bytes, confinement)
+        EffectGrant::Command { argv, cwd, workspace, timeout_ms, max_output_bytes, sandbox_required } => {
+            command(argv, cwd, workspace, Duration::from_millis(*timeout_ms), *max_output_bytes, confinement, *sandbox_required)
         }
         EffectGrant::Fetch { url, method, timeout_ms, max_bytes, check_origin } => {
             if test_mode {
@@ -54,7 +54,7 @@ fn program(arg0: &str, cwd: &Path) -> Option<PathBuf> {
     COMMAND_SEARCH_PATH.iter().map(|d| Path::new(d).join(arg0)).find(|p| p.is_file())
 }
 
-fn command(argv: &[String], cwd: &Path, workspace: &Path, timeout: Duration, cap: u64, confinement: &Confinement) -> InvokeOutcome {
+fn command(argv: &[String], cwd: &Path, workspace: &Path, timeout: Duration, cap: u64, confinement: &Confinement, required: bool) -> InvokeOutcome {
     let Some((arg0, rest)) = argv.split_first() else { return InvokeOutcome::Failed { kind: "empty argv".into() } };
     let Some(exe) = program(arg0, cwd) else {
         return InvokeOutcome::Failed { kind: format!("`{arg0}` is not a program on the search path ({})", COMMAND_SEARCH_PATH.join(":")) };
@@ -87,6 +87,7 @@ fn command(argv: &[String], cwd: &Path, workspace: &Path, timeout: Duration, cap
     };
     let (mut cmd, confined) = match confinement.command(&spec, &resolved) {
         Ok(c) => (c, true),
+        Err(refusal) if required => return refusal.into_outcome(),
         Err(_) => {
             let mut c = Command::new(&exe);
             c.args(rest);
