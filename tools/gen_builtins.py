@@ -445,6 +445,28 @@ def main() -> None:
         symlinks={"ws/link": "../outside/secret", "ws/out": "../outside"},
     )
 
+    audit = dict(
+        description="the audit event of a built-in call is narrow: its subject is the path, the argv, or the method and host; never content or a query",
+        files={"harness.yaml": harness(base, {"audit": {"sink": "callback"}}), **WS},
+        steps=[
+            call("read_file", {"path": "docs/a.md"}, {"decision": "allowed"}),
+            call("write_file", {"path": "notes/new.md", "content": "a secret body\n"}, {"decision": "allowed"}),
+            call("run_command", {"argv": ["echo", "hi"]}, {"decision": "allowed"}),
+            call("fetch", {"url": "https://docs.example.com/search?q=private+words"}, PENDING),
+            call("read_file", {"path": "../outside/secret"}, refused("path_escape", "validate")),
+        ],
+    )
+    scenario("audit_is_narrow", audit["description"], audit["files"], audit["steps"])
+    case = json.loads((OUT / "audit_is_narrow.json").read_text(encoding="utf-8"))
+    case["audit"] = [
+        {"tool": "read_file", "decision": "allowed", "subject": "docs/a.md"},
+        {"tool": "write_file", "decision": "allowed", "subject": "notes/new.md"},
+        {"tool": "run_command", "decision": "allowed", "subject": "echo hi"},
+        {"tool": "fetch", "decision": "pending", "code": "approval_required", "subject": "GET docs.example.com:443"},
+        {"tool": "read_file", "decision": "refused", "code": "path_escape", "subject": None},
+    ]
+    (OUT / "audit_is_narrow.json").write_text(json.dumps(case, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
     scenario(
         "stale_writes",
         "a write needs a complete read of the file in the same run, and fails when the file changed since; a command in between voids every observation",

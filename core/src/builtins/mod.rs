@@ -364,6 +364,24 @@ impl Builtins {
     }
 }
 
+impl Builtins {
+    /// What the audit trail may say of a prepared call: the path of a file
+    /// tool, the argv of a command (what its approver saw), the method and
+    /// host of a fetch; never content, a query, headers or a body.
+    pub fn audit_subject(prepared: &Prepared) -> String {
+        match &prepared.op {
+            Op::Read { target, .. } | Op::Write { target, .. } | Op::Edit { target, .. } | Op::List { target, .. } | Op::Search { target, .. } => {
+                target.shown.clone()
+            }
+            Op::Command { argv, .. } => argv.join(" "),
+            Op::Fetch { url, method } => {
+                let origin = crate::harness::builtins::canonical_origin(url).unwrap_or_default();
+                format!("{method} {}", origin.split_once("://").map_or("", |(_, host)| host))
+            }
+        }
+    }
+}
+
 fn same_origin(a: &str, b: &str) -> bool {
     let (x, y) = (crate::harness::builtins::canonical_origin(a), crate::harness::builtins::canonical_origin(b));
     x.is_some() && x == y

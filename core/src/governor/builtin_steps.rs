@@ -88,3 +88,9 @@ impl Governor {
         Ok((granted, chosen))
     }
 }
+
+/// The audit event's `subject` of a built-in call: what it touched, as its
+/// approver saw it (a path, an argv, a method and host), never content.
+pub(super) fn subject(prepared: Option<&crate::builtins::Prepared>) -> Option<String> {
+    prepared.map(crate::builtins::Builtins::audit_subject)
+}

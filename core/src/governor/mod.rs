@@ -511,7 +511,8 @@ impl Governor {
             would_refuse: found.would_refuse,
         };
         let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
-        self.audit_result_with_approval(&result, ctx, found.args_digest, found.approval_id, found.ts_ms, timings);
+        let subject = builtin_steps::subject(found.prepared.as_deref());
+        self.audit_result_with_approval(&result, ctx, found.args_digest, found.approval_id, found.ts_ms, timings, subject);
         result
     }
 
@@ -534,7 +535,8 @@ impl Governor {
             labels,
             would_refuse: found.would_refuse,
         };
-        self.audit_result(&result, ctx, found.args_digest, found.ts_ms, Timings { decide_us: found.decide_us, ..Timings::default() });
+        let subject = builtin_steps::subject(found.prepared.as_deref());
+        self.audit_result(&result, ctx, found.args_digest, found.ts_ms, Timings { decide_us: found.decide_us, ..Timings::default() }, subject);
         result
     }
 
@@ -617,6 +619,7 @@ impl Governor {
                 redactions: Some(redactions.clone()),
                 truncated: Some(truncated),
                 would_refuse: ticket.would_refuse.clone(),
+                subject: builtin_steps::subject(ticket.prepared.as_deref()),
                 timings,
             });
         }
@@ -706,6 +709,7 @@ impl Governor {
             redactions: None,
             truncated: None,
             would_refuse: ticket.would_refuse,
+            subject: builtin_steps::subject(ticket.prepared.as_deref()),
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
         });
         if ticket.own_run {
@@ -714,11 +718,12 @@ impl Governor {
         result
     }
 
-    fn audit_result(&self, result: &CallResult, ctx: &CallContext, args_digest: Option<String>, ts_ms: u64, timings: Timings) {
+    fn audit_result(&self, result: &CallResult, ctx: &CallContext, args_digest: Option<String>, ts_ms: u64, timings: Timings, subject: Option<String>) {
         let approval_id = result.approval.as_ref().map(|a| a.id.clone());
-        self.audit_result_with_approval(result, ctx, args_digest, approval_id, ts_ms, timings);
+        self.audit_result_with_approval(result, ctx, args_digest, approval_id, ts_ms, timings, subject);
     }
 
+    #[expect(clippy::too_many_arguments, reason = "the event's parts, from two callers; a struct for one private function adds nothing")]
     fn audit_result_with_approval(
         &self,
         result: &CallResult,
@@ -727,6 +732,7 @@ impl Governor {
         approval_id: Option<String>,
         ts_ms: u64,
         timings: Timings,
+        subject: Option<String>,
     ) {
         self.record(AuditEvent {
             ts_ms,
@@ -744,6 +750,7 @@ impl Governor {
             redactions: None,
             truncated: None,
             would_refuse: result.would_refuse.clone(),
+            subject,
             timings,
         });
     }
