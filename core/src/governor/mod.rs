@@ -718,7 +718,15 @@ impl Governor {
         result
     }
 
-    fn audit_result(&self, result: &CallResult, ctx: &CallContext, args_digest: Option<String>, ts_ms: u64, timings: Timings, subject: Option<String>) {
+    fn audit_result(
+        &self,
+        result: &CallResult,
+        ctx: &CallContext,
+        args_digest: Option<String>,
+        ts_ms: u64,
+        timings: Timings,
+        subject: Option<String>,
+    ) {
         let approval_id = result.approval.as_ref().map(|a| a.id.clone());
         self.audit_result_with_approval(result, ctx, args_digest, approval_id, ts_ms, timings, subject);
     }
