@@ -218,6 +218,10 @@ codes! {
         InvalidOutput => "invalid_output",
         /// The state store could not be reached (at any step that uses it).
         StoreUnavailable => "store_unavailable",
+        // Issue 23 (argument provenance): a sink argument (`flow.sinks`)
+        // whose value came only from untrusted content.
+        /// A sink argument's value came only from untrusted tool output.
+        TaintedArgument => "tainted_argument",
     }
 }
 
@@ -231,7 +235,7 @@ impl RefusalCode {
             Self::DigestMismatch => Step::Pin,
             Self::ScopeMissing | Self::PolicyDenied => Step::Policy,
             Self::BudgetExhausted | Self::RateLimited => Step::Limits,
-            Self::Trifecta => Step::Flow,
+            Self::Trifecta | Self::TaintedArgument => Step::Flow,
             Self::ApprovalRequired | Self::ApprovalDenied | Self::ApprovalExpired | Self::ApprovalLimit => Step::Approval,
             Self::Timeout
             | Self::HandlerError
