@@ -6,7 +6,7 @@
 //! host sets to the user's request, and outputs labelled `trusted`): each
 //! string whole (when short) and the tokens worth tracking inside it: e-mail
 //! addresses, URLs and their hosts, IBANs, phone and account numbers (runs of
-//! digits), words. A *sink* argument (`flow.sinks`: the arguments that choose
+//! digits), words and pairs of adjacent words. A *sink* argument (`flow.sinks`: the arguments that choose
 //! where data goes or what is done) is then *trusted* when its value is one
 //! of the trusted values, *tainted* when it is only one of the untrusted
 //! ones, and *untraced* otherwise (the model made it up, or it was built
@@ -176,12 +176,20 @@ fn each_token(text: &str, mut f: impl FnMut(&str)) {
             f(&digits);
         }
     }
-    for m in p.word.find_iter(text) {
-        let w = m.as_str().trim_end_matches(['.', '-', '\'']);
-        if !w.is_empty() {
-            f(w);
+    // Words, and each pair of adjacent words: a plain name of several words
+    // ("riverside view hotel") is trusted only when the trusted input holds
+    // it in that order, not its words scattered.
+    let mut last = String::new();
+    each_word(text, |w| {
+        f(w);
+        if !last.is_empty() {
+            last.push(' ');
+            last.push_str(w);
+            f(&last);
         }
-    }
+        last.clear();
+        last.push_str(w);
+    });
 }
 
 /// Whether a normalised value holds a structured token (an address, a URL,
@@ -309,11 +317,17 @@ impl Values {
         // A plain name ("Alice", "general") whose every word the trusted
         // input holds is trusted; an address, URL or number must match whole.
         if !structured(&n) {
-            let mut words = 0usize;
-            let mut all = true;
+            let (mut words, mut all, mut last) = (0usize, true, String::new());
             each_word(&n, |w| {
                 words += 1;
                 all &= self.has(hasher, true, w);
+                if !last.is_empty() {
+                    last.push(' ');
+                    last.push_str(w);
+                    all &= self.has(hasher, true, &last);
+                }
+                last.clear();
+                last.push_str(w);
             });
             if words > 0 && all {
                 return Origin::Trusted;
@@ -378,6 +392,8 @@ mod tests {
         assert_eq!(v.origin(&h, &json!("https://www.corp.com/x")), Origin::Trusted);
         assert_eq!(v.origin(&h, &json!("alice smith")), Origin::Trusted);
         assert_eq!(v.origin(&h, &json!("www.corp.com/y")), Origin::Untraced);
+        // Its words are all trusted, but never in this order.
+        assert_eq!(v.origin(&h, &json!("smith alice")), Origin::Untraced);
     }
 
     #[test]
