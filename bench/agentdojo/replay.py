@@ -317,7 +317,12 @@ def main() -> None:
     parser.add_argument("--configs", default="all", help="comma-separated names of CONFIGS, or `all`")
     parser.add_argument("--out", default=str(ROOT / "target" / "agentdojo" / "results.json"))
     parser.add_argument("--write-docs", action="store_true", help="write the table into BENCHMARKS.md")
+    parser.add_argument("--write-manifests", action="store_true", help="write the manifests into bench/agentdojo/manifests/ and stop")
     args = parser.parse_args()
+    if args.write_manifests:
+        for name, suite in get_suites(VERSION).items():
+            write_manifests(suite, name, Path(__file__).resolve().parent / "manifests" / name)
+        return
     warnings.filterwarnings("ignore")
     _speed_up_environment_loading()
     attacks = ATTACK_NAMES if args.attacks == "all" else args.attacks.split(",")
