@@ -232,6 +232,11 @@ def main() -> int:
     tail.append("")
     tail.append("Where a goal is missed, bench/README.md notes where the time goes.")
     text = "\n".join(head + body + tail) + "\n"
+    # Sections other benchmarks write (the AgentDojo replay, issue 23) are kept as they are.
+    old = Path(args.out).read_text(encoding="utf-8") if Path(args.out).exists() else ""
+    kept = old.find("\n<!-- kept:")
+    if kept >= 0:
+        text += old[kept:]
     print("\n".join(body))
     print()
     print("\n".join(head[head.index("## Goals"):head.index("## All results")]))

@@ -50,6 +50,7 @@ impl Call {
             tool: Some(&self.tool),
             args: Some(&self.args),
             labels: Some(&self.labels),
+            run: None,
         }
     }
 

@@ -230,6 +230,10 @@ codes! {
         StaleWrite => "stale_write",
         /// `edit_file`'s `old_text` does not occur exactly once.
         EditMismatch => "edit_mismatch",
+        // Issue 23 (argument provenance): a sink argument (`flow.sinks`)
+        // whose value came only from untrusted content.
+        /// A sink argument's value came only from untrusted tool output.
+        TaintedArgument => "tainted_argument",
     }
 }
 
@@ -243,7 +247,7 @@ impl RefusalCode {
             Self::DigestMismatch => Step::Pin,
             Self::ScopeMissing | Self::PolicyDenied | Self::AccessDenied => Step::Policy,
             Self::BudgetExhausted | Self::RateLimited => Step::Limits,
-            Self::Trifecta => Step::Flow,
+            Self::Trifecta | Self::TaintedArgument => Step::Flow,
             Self::ApprovalRequired | Self::ApprovalDenied | Self::ApprovalExpired | Self::ApprovalLimit => Step::Approval,
             Self::Timeout
             | Self::HandlerError

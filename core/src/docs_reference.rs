@@ -39,6 +39,7 @@ spec:
   risk: low
   data_access: [a]
   egress: [b]
+  flow: { sinks: [to] }
   scopes: [c]
   tenants: [d]
   enabled: true
@@ -99,7 +100,7 @@ spec:
     layers:
       - { name: inline, mode: enforce, default: allow, rules: [] }
       - { name: from_file, file: layer.yaml }
-  flow: { trifecta: block }
+  flow: { trifecta: block, tainted_arguments: refuse }
   budgets: { max_tool_calls: 1, per_tool: { KEY: 1 } }
   approvals: { allow_self_approval: false, max_open_per_principal: 3 }
   audit: { sink: none }

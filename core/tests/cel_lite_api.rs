@@ -14,7 +14,7 @@ fn compile_error_has_code_position_and_caret() {
     assert!(e.message().starts_with("unknown name `bogus`"), "{}", e.message());
     assert_eq!(
         e.render(),
-        "line 2, column 42: unknown name `bogus`; expressions can use `principal`, `tenant`, `task`, `tool`, `args`, `labels`\n  \
+        "line 2, column 42: unknown name `bogus`; expressions can use `principal`, `tenant`, `task`, `tool`, `args`, `labels`, `run`\n  \
          \x20 principal.rolez.exists(r, r == 'x') || bogus\n  \
          \x20                                        ^"
     );

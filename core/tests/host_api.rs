@@ -280,7 +280,7 @@ fn cel_variables_are_checked_with_one_message() {
     assert!(cel::check_key("args").is_ok());
     let err = cel::check_key("argz").unwrap_err();
     assert_eq!(err.code(), "invalid_vars");
-    assert_eq!(err.to_string(), "unknown variable `argz`; expressions can use `principal`, `tenant`, `task`, `tool`, `args`, `labels`");
+    assert_eq!(err.to_string(), "unknown variable `argz`; expressions can use `principal`, `tenant`, `task`, `tool`, `args`, `labels`, `run`");
     let long = "x".repeat(100);
     assert!(cel::check_key(&long).unwrap_err().to_string().contains(&format!("`{}…`", "x".repeat(40))));
     assert_eq!(cel::not_a_mapping("list").code(), "invalid_vars");

@@ -70,7 +70,7 @@ test('compile and evaluate', () => {
   assert.deepEqual(program.approvalRequired(finance), { required: false, reason: null })
   assert.deepEqual(celLite.compile("[1, 2.5, 'x', null, {'a': true}]").evaluate(), [1, 2.5, 'x', null, { a: true }])
   assert.deepEqual(celLite.compile("{1: 'a'}").evaluate({}), { 1: 'a' })
-  assert.deepEqual(celLite.NAMES, ['principal', 'tenant', 'task', 'tool', 'args', 'labels'])
+  assert.deepEqual(celLite.NAMES, ['principal', 'tenant', 'task', 'tool', 'args', 'labels', 'run'])
   assert.ok(Object.isFrozen(program))
   assert.throws(() => new celLite.Program({}), TypeError)
   // Only the names the expression uses are converted.

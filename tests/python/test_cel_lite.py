@@ -72,7 +72,7 @@ def test_compile_and_evaluate() -> None:
     assert cel_lite.compile("[1, 2.5, 'x', null, {'a': true}]").evaluate() == [1, 2.5, "x", None, {"a": True}]
     assert cel_lite.compile("{1: 'a'}").evaluate({}) == {"1": "a"}
     assert isinstance(cel_lite.compile("2.0").evaluate(), float)
-    assert cel_lite.NAMES == ("principal", "tenant", "task", "tool", "args", "labels")
+    assert cel_lite.NAMES == ("principal", "tenant", "task", "tool", "args", "labels", "run")
     assert "Program(" in repr(program)
 
 

@@ -39,7 +39,7 @@ pub use reads::{Part, Read};
 pub use value::CelValue;
 
 /// The names an expression may use: the variables of a tool call.
-pub const NAMES: [&str; 6] = ["principal", "tenant", "task", "tool", "args", "labels"];
+pub const NAMES: [&str; 7] = ["principal", "tenant", "task", "tool", "args", "labels", "run"];
 
 /// The longest expression accepted, in bytes.
 pub const MAX_LENGTH: usize = 4096;
@@ -262,6 +262,8 @@ pub struct Vars<'a> {
     pub args: Option<&'a Value>,
     /// The run's labels.
     pub labels: Option<&'a Value>,
+    /// The run's history: `calls`, `size`, `counts` (issue 23).
+    pub run: Option<&'a Value>,
 }
 
 impl Bindings for Vars<'_> {
@@ -273,6 +275,7 @@ impl Bindings for Vars<'_> {
             "tool" => self.tool,
             "args" => self.args,
             "labels" => self.labels,
+            "run" => self.run,
             _ => None,
         }
     }

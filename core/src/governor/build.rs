@@ -108,6 +108,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         per_tenant: rate(m.rate_limit.as_ref().and_then(|r| r.per_tenant)),
         private: m.data_access.iter().any(|d| d.starts_with("pii:")),
         egress: effective_egress(m),
+        sinks: m.sinks.clone(),
         approval_when: approval_program(tool, problems),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
         risk: manifest::risk_name(m.risk).to_string(),
@@ -269,6 +270,7 @@ impl Governor {
         }
         let settings = Settings {
             trifecta: spec.trifecta,
+            tainted_arguments: spec.tainted_arguments,
             approval_by_risk: spec.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r).to_string()).collect(),
             max_tool_calls: spec.budgets.max_tool_calls,
             per_tool: spec.budgets.per_tool.iter().map(|(k, v)| (k.clone(), *v)).collect(),
@@ -356,6 +358,7 @@ fn check_examples(specs: &[harness::PolicyRule], rules: &[Rule], tools: &[ToolRu
             }
             let tenant = ex.tenant.clone().map_or(Value::Null, Value::String);
             let labels = json!({"private": false, "untrusted": false});
+            let run = json!({"calls": [], "size": 0, "counts": {}});
             let vars = cel_lite::Vars {
                 principal: Some(&ex.principal),
                 tenant: Some(&tenant),
@@ -363,6 +366,7 @@ fn check_examples(specs: &[harness::PolicyRule], rules: &[Rule], tools: &[ToolRu
                 tool: Some(&tool_value),
                 args: Some(&ex.args),
                 labels: Some(&labels),
+                run: Some(&run),
             };
             let covers = rule.tools.is_empty() || rule.tools.iter().any(|g| super::glob_match(g, &ex.tool));
             let matched = covers

@@ -11,7 +11,10 @@ mod approvals;
 mod build;
 mod builtin_steps;
 mod explain;
+mod flow;
 mod output;
+mod provenance;
+mod runs;
 mod steps;
 mod trace;
 
@@ -25,10 +28,12 @@ use std::time::Instant;
 pub use crate::call::{
     ApprovalRequest, CallContext, CallResult, Decision, InvokeOutcome, OutputReport, Principal, RefusalCode, Step, Ticket, Transport, WouldRefuse,
 };
-pub use crate::harness::{Effect, TrifectaMode};
+pub use crate::harness::{Effect, TaintedMode, TrifectaMode};
 pub use build::GovernorOptions;
 pub use explain::Explanation;
 pub use output::{cut, truncate};
+pub use provenance::DEFAULT_SINKS;
+pub use runs::MAX_HISTORY;
 pub use trace::StepTrace;
 
 use crate::audit::{AuditEvent, AuditSink, Timings};
@@ -123,6 +128,9 @@ pub struct ToolRuntime {
     pub private: bool,
     /// Hosts it may send to; non-empty makes it subject to the trifecta rule.
     pub egress: Vec<String>,
+    /// `flow.sinks`: the arguments that choose where data goes. Not written,
+    /// a tool with egress takes the arguments named in [`DEFAULT_SINKS`].
+    pub sinks: Option<Vec<String>>,
     /// `approval.when`, compiled once when the manifest was loaded.
     pub approval_when: Option<Arc<Program>>,
     /// `approval.approver_role`.
@@ -144,6 +152,8 @@ pub struct ToolRuntime {
 pub struct Settings {
     /// `flow.trifecta`.
     pub trifecta: TrifectaMode,
+    /// `flow.tainted_arguments`.
+    pub tainted_arguments: TaintedMode,
     /// `tools.approval_by_risk`.
     pub approval_by_risk: Vec<String>,
     /// `budgets.max_tool_calls` per run.
@@ -169,6 +179,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             trifecta: TrifectaMode::Block,
+            tainted_arguments: TaintedMode::Refuse,
             approval_by_risk: Vec::new(),
             max_tool_calls: None,
             per_tool: HashMap::new(),
@@ -219,6 +230,12 @@ pub struct Governor {
     policy_version: String,
     /// The built-in tools of `spec.builtins` (issue 20).
     builtins: Option<Arc<crate::builtins::Builtins>>,
+    /// Each run's values and history (issue 23).
+    runs: runs::Runs,
+    /// Some tool has sinks and a flow setting reads their provenance.
+    provenance_on: bool,
+    /// Some condition reads `run`.
+    history_on: bool,
 }
 
 impl fmt::Debug for Governor {
@@ -239,13 +256,18 @@ struct ToolPlan {
     principal_key: String,
     /// `rl/<tool>/tenant/`: the per-tenant rate-limit key, less the tenant.
     tenant_key: String,
+    /// `approval.when` or a covering rule reads `run`.
+    uses_run: bool,
 }
 
 impl ToolPlan {
     fn new(rt: &ToolRuntime, all: &[Rule]) -> Self {
         let tool = rt.name.as_str();
         let covering = |r: &Rule| r.tools.is_empty() || r.tools.iter().any(|g| glob_match(g, tool));
+        let reads_run = |p: &Program| p.reads().iter().any(|r| r.parent.is_none() && r.name == "run");
         Self {
+            uses_run: rt.approval_when.as_deref().is_some_and(reads_run)
+                || all.iter().filter(|r| covering(r)).any(|r| r.when.as_ref().is_some_and(reads_run)),
             uses_conditions: rt.approval_when.is_some() || all.iter().filter(|r| covering(r)).any(|r| r.when.is_some()),
             rules: all.iter().enumerate().filter(|(_, r)| covering(r)).map(|(i, _)| i).collect(),
             principal_key: format!("rl/{tool}/principal/"),
@@ -313,8 +335,11 @@ impl Governor {
         audit: Arc<dyn AuditSink>,
     ) -> Self {
         let index = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
-        let plans = tools.iter().map(|t| ToolPlan::new(t, &rules)).collect();
+        let plans: Vec<ToolPlan> = tools.iter().map(|t| ToolPlan::new(t, &rules)).collect();
         let audit_on = !audit.is_null();
+        let provenance_on = tools.iter().any(|t| t.sinks.as_ref().map_or(!t.egress.is_empty(), |s| !s.is_empty()))
+            && (settings.trifecta == TrifectaMode::Provenance || settings.tainted_arguments != TaintedMode::Allow);
+        let history_on = plans.iter().any(|p| p.uses_run);
         Self {
             tools,
             plans,
@@ -331,6 +356,9 @@ impl Governor {
             transports: Arc::new(NoTransports),
             policy_version: String::new(),
             builtins: None,
+            runs: runs::Runs::default(),
+            provenance_on,
+            history_on,
         }
     }
 
@@ -436,14 +464,14 @@ impl Governor {
             Err(Stop::Refused(refusal)) => {
                 let result = self.end_refused(refusal, tool, ctx, found);
                 if ctx.run_id.is_none() {
-                    let _ = self.store.end_run(&result.run_id);
+                    self.end_run(&result.run_id);
                 }
                 Begin::Done(result)
             }
             Err(Stop::Pending(request)) => {
                 let result = self.end_pending(*request, tool, ctx, found);
                 if ctx.run_id.is_none() {
-                    let _ = self.store.end_run(&result.run_id);
+                    self.end_run(&result.run_id);
                 }
                 Begin::Done(result)
             }
@@ -513,6 +541,7 @@ impl Governor {
         let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
         let subject = builtin_steps::subject(found.prepared.as_deref());
         self.audit_result_with_approval(&result, ctx, found.args_digest, found.approval_id, found.ts_ms, timings, subject);
+        self.remember(&result, None);
         result
     }
 
@@ -537,6 +566,7 @@ impl Governor {
         };
         let subject = builtin_steps::subject(found.prepared.as_deref());
         self.audit_result(&result, ctx, found.args_digest, found.ts_ms, Timings { decide_us: found.decide_us, ..Timings::default() }, subject);
+        self.remember(&result, None);
         result
     }
 
@@ -589,6 +619,9 @@ impl Governor {
             value
         };
         let (value, truncated) = cut(value, rt.output.max_bytes);
+        if self.provenance_on {
+            self.runs.with(&ticket.run_id, |m, hasher| m.values.add_output(hasher, !rt.output.untrusted, &value));
+        }
         let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         if rt.output.untrusted {
             // Withhold an output whose label could not be recorded: the run
@@ -623,7 +656,7 @@ impl Governor {
                 timings,
             });
         }
-        let report = OutputReport { truncated, redactions, label: if rt.output.untrusted { "untrusted" } else { "trusted" } };
+        let report = OutputReport { truncated, redactions, label: report_label(rt.output.untrusted) };
         let result = CallResult {
             decision: Decision::Allowed,
             code: None,
@@ -640,10 +673,25 @@ impl Governor {
             labels,
             would_refuse: ticket.would_refuse,
         };
+        self.remember(&result, Some(report_label(rt.output.untrusted)));
         if ticket.own_run {
-            let _ = self.store.end_run(&result.run_id);
+            self.end_run(&result.run_id);
         }
         result
+    }
+
+    /// Ends a run the call itself started: its store state and its memory.
+    fn end_run(&self, run_id: &str) {
+        let _ = self.store.end_run(run_id);
+        self.runs.end(run_id);
+    }
+
+    /// Adds a call that ended to its run's history, when a condition reads it.
+    fn remember(&self, result: &CallResult, label: Option<&'static str>) {
+        if self.history_on {
+            let private = self.tool(&result.tool).is_some_and(|t| t.private);
+            self.runs.with(&result.run_id, |m, _| m.remember(&result.tool, result.decision, label, private));
+        }
     }
 
     /// Whether `principal` in `tenant` could ever call `tool`: it exists, is
@@ -712,8 +760,9 @@ impl Governor {
             subject: builtin_steps::subject(ticket.prepared.as_deref()),
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
         });
+        self.remember(&result, None);
         if ticket.own_run {
-            let _ = self.store.end_run(&result.run_id);
+            self.end_run(&result.run_id);
         }
         result
     }
@@ -859,6 +908,8 @@ struct CallVars<'a> {
     tenant_value: OnceCell<Value>,
     task_value: OnceCell<Value>,
     labels_value: OnceCell<Value>,
+    /// `run`: the run's history, when a condition reads it.
+    run_value: Option<Value>,
 }
 
 impl<'a> CallVars<'a> {
@@ -872,6 +923,7 @@ impl<'a> CallVars<'a> {
             tenant_value: OnceCell::new(),
             task_value: OnceCell::new(),
             labels_value: OnceCell::new(),
+            run_value: None,
         }
     }
 }
@@ -886,10 +938,14 @@ impl Bindings for CallVars<'_> {
             "tool" => Some(self.tool),
             "args" => Some(self.args),
             "labels" => Some(self.labels_value.get_or_init(|| labels_to_value(self.labels))),
+            "run" => Some(self.run_value.as_ref().unwrap_or(&EMPTY_RUN)),
             _ => None,
         }
     }
 }
+
+/// `run` of a call no condition reads it for, or outside a run (policy examples).
+static EMPTY_RUN: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| runs::RunMemory::default().to_value());
 
 /// `a` then `b`, in one allocation.
 fn concat(a: &str, b: &str) -> String {
@@ -998,6 +1054,15 @@ struct Shaped {
 
 fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// An output's label as the result reports it.
+fn report_label(untrusted: bool) -> &'static str {
+    if untrusted {
+        "untrusted"
+    } else {
+        "trusted"
+    }
 }
 
 /// `{private, untrusted}` as cel-lite's `labels`.

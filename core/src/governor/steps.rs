@@ -92,7 +92,10 @@ impl Governor {
         self.prepare_builtin(rt, call)?;
         self.pin(rt, call)?;
         let labels = self.decisive_labels(rt, plan, call)?;
-        let vars = CallVars::new(call.ctx, &rt.tool_value, call.args, labels);
+        let mut vars = CallVars::new(call.ctx, &rt.tool_value, call.args, labels);
+        if plan.uses_run {
+            vars.run_value = Some(self.run_value(call.run_id));
+        }
         self.policy(rt, plan, &vars, call)?;
         self.gate_builtin(call)?;
         self.limits(rt, plan, call)?;
@@ -393,17 +396,23 @@ impl Governor {
         }
     }
 
-    /// Step 6: the lethal trifecta (private + untrusted + egress) refuses, or
-    /// asks for approval under `flow.trifecta: approve`.
+    /// Step 6: a sink argument whose value came only from untrusted content
+    /// (`flow.tainted_arguments`), then the lethal trifecta (private +
+    /// untrusted + egress): refused, sent to approval under `flow.trifecta:
+    /// approve`, or under `provenance` allowed when every sink argument is
+    /// traceable to trusted input (issue 23, `flow.rs`).
     fn flow(&self, rt: &ToolRuntime, labels: Labels, call: &mut Deciding<'_>) -> Result<(), Stop> {
         call.trace.pass(Step::Flow, || {
             let egress = if rt.egress.is_empty() { "no egress".to_string() } else { format!("egress to `{}`", rt.egress.join("`, `")) };
             vec![format!("run labels: private={}, untrusted={}; the tool has {egress}", labels.private, labels.untrusted)]
         });
+        let sinks = self.sink_origins(rt, call);
+        self.tainted_arguments(&sinks, call)?;
         if rt.egress.is_empty() || !labels.private || !labels.untrusted {
             return Ok(());
         }
         match self.settings.trifecta {
+            TrifectaMode::Provenance => self.trifecta_provenance(&sinks, call),
             TrifectaMode::Block => {
                 let mut r = Refusal::new(
                     RefusalCode::Trifecta,

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::model::redact_url;
-use super::model::{AuditSink, Effect, Harness, McpConnect, McpServer, Mode, StateBackend, StoreErrorMode, TrifectaMode};
+use super::model::{AuditSink, Effect, Harness, McpConnect, McpServer, Mode, StateBackend, StoreErrorMode, TaintedMode, TrifectaMode};
 use crate::manifest;
 
 impl Harness {
@@ -58,7 +58,12 @@ impl Harness {
             "flow": {"trifecta": match s.trifecta {
                 TrifectaMode::Block => "block",
                 TrifectaMode::Approve => "approve",
+                TrifectaMode::Provenance => "provenance",
                 TrifectaMode::Off => "off",
+            }, "tainted_arguments": match s.tainted_arguments {
+                TaintedMode::Refuse => "refuse",
+                TaintedMode::Approve => "approve",
+                TaintedMode::Allow => "allow",
             }},
             "budgets": {"max_tool_calls": s.budgets.max_tool_calls, "per_tool": s.budgets.per_tool},
             "approvals": {

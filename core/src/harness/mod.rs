@@ -24,5 +24,6 @@ pub(crate) use load::confusable_message;
 pub use load::problems_of;
 pub use model::{
     redact_url, ApprovalSettings, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, McpConnect, McpServer, Mode,
-    PolicyExample, PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, ToolsSettings, TrifectaMode, DEFAULT_MAX_OPEN_APPROVALS,
+    PolicyExample, PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, TaintedMode, ToolsSettings, TrifectaMode,
+    DEFAULT_MAX_OPEN_APPROVALS,
 };

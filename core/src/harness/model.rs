@@ -134,6 +134,23 @@ pub enum TrifectaMode {
     Approve,
     /// No check.
     Off,
+    /// Allow the call when every sink argument (`flow.sinks`) is traceable
+    /// to trusted input (the run's `task`, trusted outputs); otherwise
+    /// refuse, or ask for approval under `flow.tainted_arguments: approve`
+    /// (issue 23).
+    Provenance,
+}
+
+/// `spec.flow.tainted_arguments`: what a sink argument whose value came only
+/// from untrusted content gets (issue 23).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaintedMode {
+    /// Refuse the call: `tainted_argument` (default).
+    Refuse,
+    /// Send it to approval.
+    Approve,
+    /// No check.
+    Allow,
 }
 
 /// `spec.budgets`.
@@ -292,6 +309,8 @@ pub struct HarnessSpec {
     pub rules: Vec<PolicyRule>,
     /// `spec.flow.trifecta`.
     pub trifecta: TrifectaMode,
+    /// `spec.flow.tainted_arguments` (issue 23).
+    pub tainted_arguments: TaintedMode,
     /// `spec.budgets`.
     pub budgets: Budgets,
     /// `spec.approvals`.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::model::redact_url;
 use super::model::{
     ApprovalSettings, AuditSink, Budgets, EnforceMode, HarnessSpec, McpConnect, McpServer, Mode, PolicyLayer, StateBackend, StateOptions,
-    StoreErrorMode, ToolsSettings, TrifectaMode,
+    StoreErrorMode, TaintedMode, ToolsSettings, TrifectaMode,
 };
 use super::policy::{parse_policy, LayerFile, ParsedPolicy};
 use crate::check::{child_path, Checker, MapReader};
@@ -90,6 +90,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
     };
     let (layers, rules, layer_files) = (policy.layers, policy.rules, policy.files);
     let mut trifecta = TrifectaMode::Block;
+    let mut tainted_arguments = TaintedMode::Refuse;
     if let Some(n) = spec.get("flow") {
         if let Some(mut f) = cx.map(n, "spec.flow") {
             if let Some(t) = f.get("trifecta") {
@@ -97,9 +98,18 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
                     .choice(
                         t,
                         "spec.flow.trifecta",
-                        &[("block", TrifectaMode::Block), ("approve", TrifectaMode::Approve), ("off", TrifectaMode::Off)],
+                        &[
+                            ("block", TrifectaMode::Block),
+                            ("approve", TrifectaMode::Approve),
+                            ("provenance", TrifectaMode::Provenance),
+                            ("off", TrifectaMode::Off),
+                        ],
                     )
                     .unwrap_or(TrifectaMode::Block);
+            }
+            if let Some(t) = f.get("tainted_arguments") {
+                let modes = [("refuse", TaintedMode::Refuse), ("approve", TaintedMode::Approve), ("allow", TaintedMode::Allow)];
+                tainted_arguments = cx.choice(t, "spec.flow.tainted_arguments", &modes).unwrap_or(TaintedMode::Refuse);
             }
             f.finish(cx);
         }
@@ -182,6 +192,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         layers,
         rules,
         trifecta,
+        tainted_arguments,
         budgets,
         approvals,
         audit_sink,

@@ -20,10 +20,10 @@ use crate::error::{Error, Problem};
 pub use crate::cel_lite::{compile, ApprovalVerdict, Outcome as CelOutcome, Part, Program, Read, MAX_DEPTH, MAX_LENGTH};
 
 /// The six names, in order.
-pub const VAR_NAMES: [&str; 6] = NAMES;
+pub const VAR_NAMES: [&str; 7] = NAMES;
 
 /// The names an expression may use, as text for messages.
-const NAMES_TEXT: &str = "`principal`, `tenant`, `task`, `tool`, `args`, `labels`";
+const NAMES_TEXT: &str = "`principal`, `tenant`, `task`, `tool`, `args`, `labels`, `run`";
 
 /// How much of a bad key a message shows.
 const KEY_SHOWN: usize = 40;

@@ -445,6 +445,10 @@ pub struct Manifest {
     /// `spec.egress` is written in the manifest (an MCP tool with `egress: []`
     /// written says it sends nothing out; without it, its server is egress).
     pub egress_declared: bool,
+    /// `spec.flow.sinks` (issue 23): the arguments that choose where data
+    /// goes or what is done; `None` when not written (a tool with egress
+    /// then takes the arguments named like a destination).
+    pub sinks: Option<Vec<String>>,
     /// `spec.scopes`.
     pub scopes: Vec<String>,
     /// `spec.tenants` (empty: all).

@@ -254,6 +254,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let egress = list(cx, "egress");
     let scopes = list(cx, "scopes");
     let tenants = list(cx, "tenants");
+    let sinks = spec.get("flow").and_then(|n| parse_flow(n, cx));
     let enabled = spec.get("enabled").and_then(|n| cx.boolean(n, "spec.enabled")).unwrap_or(true);
     let rate_limit = spec.get("rate_limit").and_then(|n| parse_rate_limit(n, cx));
     let (approval, approval_when) = match spec.get("approval").and_then(|n| parse_approval(n, cx)) {
@@ -288,6 +289,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         data_access,
         egress,
         egress_declared,
+        sinks,
         scopes,
         tenants,
         enabled,
@@ -455,6 +457,14 @@ fn parse_approval(node: &Node, cx: &mut Checker) -> Option<(Approval, Option<Pro
     let when = when.unwrap_or_default();
     let approval = Approval { when, when_location, approver_role };
     Some((approval, program))
+}
+
+/// `spec.flow`: `sinks`, the argument names that choose where data goes.
+fn parse_flow(node: &Node, cx: &mut Checker) -> Option<Vec<String>> {
+    let mut m = cx.map(node, "spec.flow")?;
+    let sinks = m.get("sinks").and_then(|n| cx.strings(n, "spec.flow.sinks"));
+    m.finish(cx);
+    sinks
 }
 
 fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {

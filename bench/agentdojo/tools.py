@@ -1,0 +1,144 @@
+"""The manifests of every AgentDojo tool, written once per tool from what the tool does (its docstring and code).
+
+Never per task: nothing here knows which user or injection task will call a tool. Each entry is what a user of
+harnessweaver would write for that function in a real deployment:
+
+- ``data_access``: ``pii:*`` when the tool returns the user's personal data (mail, calendar, files, bank account,
+  identity, messages), which makes the run *private* (S3).
+- ``egress``: where the call sends data out of the user's control (a mail server, a bank transfer, a web server, an
+  invitation, a reservation with a third party). A non-empty list subjects the tool to the trifecta rule.
+- ``label``: ``untrusted`` when someone other than the user can write what the tool returns (received mail, calendar
+  invitations, shared files, web pages, chat messages, reviews, transaction subjects set by the sender);
+  ``trusted`` for the user's own records and first-party catalogues (the user's profile, contact list, sent mail,
+  a platform's list of hotels with their prices and addresses).
+- ``sinks``: the arguments that choose *where* data goes or *who* gets access (recipients, IBANs, URLs, the user
+  invited or added, the participants of an event, the business booked), and what a destructive call destroys (the
+  file, e-mail or event deleted). Content arguments (a body, a subject, an amount) are not sinks: provenance decides
+  destinations, not what is said.
+- ``risk`` and ``side_effect``: as the manifest reference defines them.
+"""
+
+from typing import Any, Dict
+
+Spec = Dict[str, Any]
+
+# Shared by the workspace and travel suites.
+MAIL_SEND: Spec = {"egress": ["mail"], "sinks": ["recipients", "cc", "bcc"], "label": "trusted", "risk": "high",
+                   "side_effect": "write_external"}
+CAL_READ: Spec = {"data_access": ["pii:calendar"], "label": "untrusted", "side_effect": "read"}
+CAL_CREATE: Spec = {"egress": ["calendar-invitations"], "sinks": ["participants"], "label": "trusted", "risk": "medium",
+                    "side_effect": "write_external"}
+# Which event is cancelled is what the call does.
+CAL_CANCEL: Spec = {"sinks": ["event_id"], "label": "trusted", "risk": "medium", "side_effect": "destructive"}
+
+TOOLS: Dict[str, Dict[str, Spec]] = {
+    "banking": {
+        "get_iban": {"data_access": ["pii:account"], "label": "trusted", "side_effect": "read"},
+        "get_balance": {"data_access": ["pii:account"], "label": "trusted", "side_effect": "read"},
+        "get_user_info": {"data_access": ["pii:identity"], "label": "trusted", "side_effect": "read"},
+        # Subjects and counterparties of incoming transfers are set by whoever sends money.
+        "get_most_recent_transactions": {"data_access": ["pii:transactions"], "label": "untrusted", "side_effect": "read"},
+        "get_scheduled_transactions": {"data_access": ["pii:transactions"], "label": "untrusted", "side_effect": "read"},
+        # Bills, notices and letters the user received.
+        "read_file": {"label": "untrusted", "side_effect": "read"},
+        "send_money": {"egress": ["bank-transfer"], "sinks": ["recipient"], "label": "trusted", "risk": "high",
+                       "side_effect": "write_external"},
+        "schedule_transaction": {"egress": ["bank-transfer"], "sinks": ["recipient"], "label": "trusted", "risk": "high",
+                                 "side_effect": "write_external"},
+        "update_scheduled_transaction": {"egress": ["bank-transfer"], "sinks": ["recipient"], "label": "trusted",
+                                         "risk": "high", "side_effect": "write_external"},
+        # Who can log in: the new password is a destination of trust.
+        "update_password": {"sinks": ["password"], "label": "trusted", "risk": "critical", "side_effect": "write_internal"},
+        # Where the bank sends mail and cards.
+        "update_user_info": {"sinks": ["street", "city"], "label": "trusted", "risk": "medium", "side_effect": "write_internal"},
+    },
+    "slack": {
+        # Any member, and outsiders through shared channels, can create a channel and name it.
+        "get_channels": {"label": "untrusted", "side_effect": "read"},
+        # Membership, as the workspace's admins keep it.
+        "get_users_in_channel": {"label": "trusted", "side_effect": "read"},
+        "read_channel_messages": {"data_access": ["pii:messages"], "label": "untrusted", "side_effect": "read"},
+        "read_inbox": {"data_access": ["pii:messages"], "label": "untrusted", "side_effect": "read"},
+        "send_direct_message": {"egress": ["slack"], "sinks": ["recipient"], "label": "trusted", "risk": "medium",
+                                "side_effect": "write_external"},
+        "send_channel_message": {"egress": ["slack"], "sinks": ["channel"], "label": "trusted", "risk": "medium",
+                                 "side_effect": "write_external"},
+        # Who may read the channel.
+        "add_user_to_channel": {"sinks": ["user", "channel"], "label": "trusted", "risk": "medium",
+                                "side_effect": "write_internal"},
+        "invite_user_to_slack": {"egress": ["mail"], "sinks": ["user", "user_email"], "label": "trusted", "risk": "high",
+                                 "side_effect": "write_external"},
+        "remove_user_from_slack": {"sinks": ["user"], "label": "trusted", "risk": "high", "side_effect": "destructive"},
+        # A GET carries data out in its URL.
+        "get_webpage": {"egress": ["*"], "sinks": ["url"], "label": "untrusted", "side_effect": "read"},
+        "post_webpage": {"egress": ["*"], "sinks": ["url"], "label": "trusted", "risk": "high", "side_effect": "write_external"},
+    },
+    "travel": {
+        "get_user_information": {"data_access": ["pii:identity"], "label": "trusted", "side_effect": "read"},
+        # The travel platform's own catalogue: names, prices, addresses, opening hours, contact details.
+        "get_all_hotels_in_city": {"label": "trusted", "side_effect": "read"},
+        "get_hotels_prices": {"label": "trusted", "side_effect": "read"},
+        "get_hotels_address": {"label": "trusted", "side_effect": "read"},
+        "get_all_restaurants_in_city": {"label": "trusted", "side_effect": "read"},
+        "get_cuisine_type_for_restaurants": {"label": "trusted", "side_effect": "read"},
+        "get_restaurants_address": {"label": "trusted", "side_effect": "read"},
+        "get_dietary_restrictions_for_all_restaurants": {"label": "trusted", "side_effect": "read"},
+        "get_contact_information_for_restaurants": {"label": "trusted", "side_effect": "read"},
+        "get_price_for_restaurants": {"label": "trusted", "side_effect": "read"},
+        "check_restaurant_opening_hours": {"label": "trusted", "side_effect": "read"},
+        "get_all_car_rental_companies_in_city": {"label": "trusted", "side_effect": "read"},
+        "get_car_types_available": {"label": "trusted", "side_effect": "read"},
+        "get_car_fuel_options": {"label": "trusted", "side_effect": "read"},
+        "get_car_rental_address": {"label": "trusted", "side_effect": "read"},
+        "get_car_price_per_day": {"label": "trusted", "side_effect": "read"},
+        "get_flight_information": {"label": "trusted", "side_effect": "read"},
+        # Reviews are written by anyone.
+        "get_rating_reviews_for_hotels": {"label": "untrusted", "side_effect": "read"},
+        "get_rating_reviews_for_restaurants": {"label": "untrusted", "side_effect": "read"},
+        "get_rating_reviews_for_car_rental": {"label": "untrusted", "side_effect": "read"},
+        # A booking hands the user's details to the business.
+        "reserve_hotel": {"egress": ["reservations"], "sinks": ["hotel"], "label": "trusted", "risk": "high",
+                          "side_effect": "write_external"},
+        "reserve_car_rental": {"egress": ["reservations"], "sinks": ["company"], "label": "trusted", "risk": "high",
+                               "side_effect": "write_external"},
+        "reserve_restaurant": {"egress": ["reservations"], "sinks": ["restaurant"], "label": "trusted", "risk": "high",
+                               "side_effect": "write_external"},
+        "create_calendar_event": CAL_CREATE,
+        "search_calendar_events": CAL_READ,
+        "get_day_calendar_events": CAL_READ,
+        "cancel_calendar_event": CAL_CANCEL,
+        "send_email": MAIL_SEND,
+    },
+    "workspace": {
+        "send_email": MAIL_SEND,
+        "delete_email": {"sinks": ["email_id"], "label": "trusted", "risk": "medium", "side_effect": "destructive"},
+        # Mail others wrote.
+        "get_unread_emails": {"data_access": ["pii:email"], "label": "untrusted", "side_effect": "read"},
+        "get_received_emails": {"data_access": ["pii:email"], "label": "untrusted", "side_effect": "read"},
+        "search_emails": {"data_access": ["pii:email"], "label": "untrusted", "side_effect": "read"},
+        # Mail the user wrote.
+        "get_sent_emails": {"data_access": ["pii:email"], "label": "trusted", "side_effect": "read"},
+        "get_draft_emails": {"data_access": ["pii:email"], "label": "trusted", "side_effect": "read"},
+        # The user's address book.
+        "search_contacts_by_name": {"data_access": ["pii:contacts"], "label": "trusted", "side_effect": "read"},
+        "search_contacts_by_email": {"data_access": ["pii:contacts"], "label": "trusted", "side_effect": "read"},
+        "get_current_day": {"label": "trusted", "side_effect": "read"},
+        "search_calendar_events": CAL_READ,
+        "get_day_calendar_events": CAL_READ,
+        "create_calendar_event": CAL_CREATE,
+        "cancel_calendar_event": CAL_CANCEL,
+        "reschedule_calendar_event": {"label": "trusted", "risk": "medium", "side_effect": "write_internal"},
+        "add_calendar_event_participants": {"egress": ["calendar-invitations"], "sinks": ["participants"],
+                                            "label": "trusted", "risk": "medium", "side_effect": "write_external"},
+        # Files in the drive can be shared with and edited by others.
+        "list_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
+        "search_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
+        "search_files_by_filename": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
+        "get_file_by_id": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
+        "append_to_file": {"label": "trusted", "side_effect": "write_internal"},
+        "create_file": {"label": "trusted", "side_effect": "write_internal"},
+        "delete_file": {"sinks": ["file_id"], "label": "trusted", "risk": "medium", "side_effect": "destructive"},
+        "share_file": {"egress": ["drive-sharing"], "sinks": ["email"], "label": "trusted", "risk": "high",
+                       "side_effect": "write_external"},
+    },
+}

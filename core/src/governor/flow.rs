@@ -1,0 +1,129 @@
+//! Step 6's provenance checks (issue 23): the origin of each sink argument,
+//! `flow.tainted_arguments`, and `flow.trifecta: provenance`. The values a
+//! run has seen are in [`super::runs`]; how a value is matched, in
+//! [`super::provenance`].
+
+use serde_json::Value;
+
+use super::provenance::{Origin, DEFAULT_SINKS};
+use super::steps::Deciding;
+use super::{Governor, Refusal, Stop, TaintedMode, ToolRuntime};
+use crate::call::{RefusalCode, Step};
+use crate::canonical;
+use crate::digest::sha256_tagged;
+
+/// The origin of each sink argument of one call that is not trusted, and
+/// whether the tool has any sink at all.
+#[derive(Debug, Default)]
+pub(super) struct SinkOrigins {
+    /// `(argument, origin, digest of its value)`, untrusted ones only.
+    pub doubtful: Vec<(String, Origin, String)>,
+    /// The tool declares its sinks (`flow.sinks`, even `[]`), or has arguments named like a destination.
+    pub has_sinks: bool,
+    /// Provenance was not looked at (no flow setting reads it).
+    pub skipped: bool,
+}
+
+/// The sink arguments present in `args`.
+fn sink_names<'a>(rt: &'a ToolRuntime, args: &'a Value) -> (bool, Vec<&'a str>) {
+    let Some(map) = args.as_object() else { return (false, Vec::new()) };
+    match &rt.sinks {
+        Some(declared) => (true, declared.iter().map(String::as_str).filter(|k| map.contains_key(*k)).collect()),
+        None if rt.egress.is_empty() => (false, Vec::new()),
+        None => {
+            let names: Vec<&str> = map.keys().map(String::as_str).filter(|k| DEFAULT_SINKS.contains(&k.to_ascii_lowercase().as_str())).collect();
+            (!names.is_empty(), names)
+        }
+    }
+}
+
+impl Governor {
+    /// Records the run's `task` as trusted input and finds where each sink
+    /// argument of the call came from.
+    pub(super) fn sink_origins(&self, rt: &ToolRuntime, call: &Deciding<'_>) -> SinkOrigins {
+        if !self.provenance_on {
+            return SinkOrigins { skipped: true, ..SinkOrigins::default() };
+        }
+        let (has_sinks, names) = sink_names(rt, call.args);
+        self.runs.with(call.run_id, |memory, hasher| {
+            if let Some(task) = &call.ctx.task {
+                memory.values.add_task(hasher, task);
+            }
+            let mut doubtful = Vec::new();
+            for name in names {
+                let Some(value) = call.args.get(name) else { continue };
+                let origin = memory.values.origin(hasher, value);
+                if origin != Origin::Trusted {
+                    let digest = canonical::to_string(value).map(|t| sha256_tagged(t.as_bytes())).unwrap_or_default();
+                    doubtful.push((name.to_string(), origin, digest));
+                }
+            }
+            SinkOrigins { doubtful, has_sinks, skipped: false }
+        })
+    }
+
+    /// `flow.tainted_arguments`: a sink argument whose value came only from
+    /// untrusted content is refused (`tainted_argument`), or sent to approval.
+    pub(super) fn tainted_arguments(&self, sinks: &SinkOrigins, call: &mut Deciding<'_>) -> Result<(), Stop> {
+        let reasons: Vec<String> = sinks.doubtful.iter().filter(|(_, o, _)| *o == Origin::Tainted).map(reason).collect();
+        if reasons.is_empty() {
+            return Ok(());
+        }
+        match self.settings.tainted_arguments {
+            TaintedMode::Allow => Ok(()),
+            TaintedMode::Approve => {
+                call.approval_reasons.extend(reasons.into_iter().map(|r| format!("tainted_argument: {r}")));
+                call.asked_by.push("tainted_argument".into());
+                Ok(())
+            }
+            TaintedMode::Refuse => {
+                let mut r = Refusal::new(
+                    RefusalCode::TaintedArgument,
+                    Step::Flow,
+                    format!("an argument of `{}` that chooses where data goes came only from untrusted content", call.tool),
+                );
+                r.reasons = reasons;
+                Err(Stop::Refused(r))
+            }
+        }
+    }
+
+    /// `flow.trifecta: provenance` in a private, untrusted run: the call may
+    /// send data out when every sink argument is traceable to trusted input.
+    /// A tool with egress and no sink argument is refused as under `block`.
+    pub(super) fn trifecta_provenance(&self, sinks: &SinkOrigins, call: &mut Deciding<'_>) -> Result<(), Stop> {
+        if sinks.has_sinks && sinks.doubtful.is_empty() && !sinks.skipped {
+            return Ok(());
+        }
+        let reasons: Vec<String> = if sinks.has_sinks {
+            sinks.doubtful.iter().map(reason).collect()
+        } else {
+            vec!["private + untrusted + egress, and no sink argument to trace".into()]
+        };
+        if self.settings.tainted_arguments == TaintedMode::Approve {
+            call.approval_reasons.extend(reasons.into_iter().map(|r| format!("trifecta: {r}")));
+            call.asked_by.push("trifecta".into());
+            return Ok(());
+        }
+        let mut r = Refusal::new(
+            RefusalCode::Trifecta,
+            Step::Flow,
+            format!(
+                "`{}` sends data out of a run that read private data and saw untrusted content, to a destination not traceable to trusted input",
+                call.tool
+            ),
+        );
+        r.reasons = reasons;
+        Err(Stop::Refused(r))
+    }
+
+    /// cel-lite's `run` for a call of `run_id`.
+    pub(super) fn run_value(&self, run_id: &str) -> Value {
+        self.runs.with(run_id, |memory, _| memory.to_value())
+    }
+}
+
+/// A reason naming the argument and its value's digest (never the value).
+fn reason((name, origin, digest): &(String, Origin, String)) -> String {
+    format!("argument `{name}` ({digest}) {}", origin.describe())
+}
