@@ -11,7 +11,9 @@ use super::args::{Opt, Spec, JSON};
 use super::ui::{harness_path, Io, Paint};
 use harnessweaver_core::harness::{AuditSink, Harness};
 
-const USAGE: &str = "usage: harnessweaver audit tail [harness.yaml] [-n N] [--follow] [--json]";
+const USAGE: &str = "usage: harnessweaver audit tail [harness.yaml] [-n N] [--follow] [--json]
+       harnessweaver audit verify [harness.yaml] [--file PATH] [--key PUBLIC]... [--json]
+       harnessweaver audit keygen --out FILE";
 
 const TAIL: Spec = Spec {
     path: "audit tail",
@@ -38,8 +40,10 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(250);
 pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
     match args {
         ["tail", rest @ ..] => tail(rest, io),
+        ["verify", rest @ ..] => super::audit_verify::verify(rest, io),
+        ["keygen", rest @ ..] => super::audit_verify::keygen(rest, io),
         ["--help" | "-h", ..] => {
-            let _ = writeln!(io.out, "{USAGE}\n\n{}", TAIL.help());
+            let _ = writeln!(io.out, "{USAGE}\n\n{}\n\n{}\n\n{}", TAIL.help(), super::audit_verify::VERIFY.help(), super::audit_verify::KEYGEN.help());
             0
         }
         [] => {
@@ -179,6 +183,8 @@ fn parse_lines(io: &mut Io<'_>, file: &Path, chunk: &str, first_line: usize) -> 
             continue;
         }
         match serde_json::from_str::<Value>(line) {
+            // Signed checkpoints of the chain (`audit verify` reads them) are not events.
+            Ok(v) if v.get("checkpoint").is_some() => {}
             Ok(v) => events.push(v),
             Err(e) => {
                 let _ = writeln!(io.err, "warning: {}:{}: not an audit event: {e}", file.display(), first_line + i);
