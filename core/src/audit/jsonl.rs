@@ -32,6 +32,8 @@ struct State {
     chain: Chain,
     /// The file's length after this sink's last write; another length means another writer wrote.
     end: u64,
+    /// Whether the file ended with a newline at `end` (false after a crash cut a line).
+    whole: bool,
 }
 
 impl JsonlSink {
@@ -53,9 +55,12 @@ impl JsonlSink {
             .read(true)
             .open(&path)
             .map_err(|e| io(format!("cannot open audit file `{}`: {e}", path.display())))?;
-        let lock = file.try_clone().map_err(|e| io(format!("cannot open audit file `{}`: {e}", path.display())))?;
-        let (head, end) = locked(&lock, || read_jsonl_head(&mut file)).map_err(|e| io(format!("cannot read audit file `{}`: {e}", path.display())))?;
-        Ok(Self { path, state: Mutex::new(State { file, line: Vec::with_capacity(512), chain: Chain::new(head, key, every), end }) })
+        let (head, end, whole) = locked_fd(descriptor(&file), || {
+            let (head, end) = read_jsonl_head(&mut file)?;
+            Ok((head, end, ends_with_newline(&mut file)?))
+        })
+        .map_err(|e| io(format!("cannot read audit file `{}`: {e}", path.display())))?;
+        Ok(Self { path, state: Mutex::new(State { file, line: Vec::with_capacity(512), chain: Chain::new(head, key, every), end, whole }) })
     }
 
     /// The file written to.
@@ -76,17 +81,20 @@ impl State {
             let (head, end) = read_jsonl_head(&mut self.file)?;
             self.chain.resume(head);
             self.end = end;
+            self.whole = ends_with_newline(&mut self.file)?;
         }
         Ok(())
     }
 
     /// Writes `bytes` (whole lines) in one write, after a newline when a crash left the file mid-line.
-    fn write(&mut self, bytes: &[u8], cut: bool) -> std::io::Result<()> {
-        if cut {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if !self.whole {
             self.file.write_all(b"\n")?;
+            self.end += 1;
+            self.whole = true;
         }
         self.file.write_all(bytes)?;
-        self.end = self.file.metadata()?.len();
+        self.end += bytes.len() as u64;
         Ok(())
     }
 }
@@ -95,10 +103,9 @@ impl AuditSink for JsonlSink {
     fn record(&self, event: &AuditEvent) -> Result<(), Error> {
         let mut guard = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let state = &mut *guard;
-        let file = state.file.try_clone().map_err(|e| self.cannot_write(&e))?;
-        locked(&file, || {
+        let fd = descriptor(&state.file);
+        locked_fd(fd, || {
             state.catch_up()?;
-            let cut = state.end > 0 && !ends_with_newline(&mut state.file)?;
             let mut line = std::mem::take(&mut state.line);
             let appended = state.chain.append(event, &mut line).map_err(|e| std::io::Error::other(e.to_string()))?;
             let checkpoint = appended.checkpoint.map(|c| c.to_line());
@@ -108,7 +115,7 @@ impl AuditSink for JsonlSink {
                 line.push(b'\n');
             }
             // One write per record (and its checkpoint), so readers never see half a line.
-            let written = state.write(&line, cut);
+            let written = state.write(&line);
             state.line = line;
             written
         })
@@ -120,15 +127,12 @@ impl Drop for JsonlSink {
     /// Signs the closing checkpoint (with a key and at least one record).
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let Ok(file) = state.file.try_clone() else { return };
-        let _ = locked(&file, || {
+        let fd = descriptor(&state.file);
+        let _ = locked_fd(fd, || {
             state.catch_up()?;
             let now = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
             match state.chain.close(now) {
-                Some(cp) => {
-                    let cut = !ends_with_newline(&mut state.file)?;
-                    state.write(format!("{}\n", cp.to_line()).as_bytes(), cut)
-                }
+                Some(cp) => state.write(format!("{}\n", cp.to_line()).as_bytes()),
                 None => Ok(()),
             }
         });
@@ -189,12 +193,23 @@ fn io(message: String) -> Error {
     Error::Io { message }
 }
 
-/// Runs `f` holding an exclusive advisory lock on `file` (other processes'
-/// sinks on the same file wait).
 #[cfg(unix)]
-fn locked<T>(file: &File, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
-    use std::os::fd::AsRawFd as _;
-    let fd = file.as_raw_fd();
+type Fd = std::os::fd::RawFd;
+#[cfg(not(unix))]
+type Fd = ();
+
+#[cfg(unix)]
+fn descriptor(file: &File) -> Fd {
+    std::os::fd::AsRawFd::as_raw_fd(file)
+}
+
+#[cfg(not(unix))]
+fn descriptor(_file: &File) -> Fd {}
+
+/// Runs `f` holding an exclusive advisory lock on the file `fd` refers to
+/// (other processes' sinks on the same file wait); the `File` stays borrowable inside `f`.
+#[cfg(unix)]
+fn locked_fd<T>(fd: Fd, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
     // SAFETY: flock on a descriptor this File owns; no memory is passed.
     if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
         return Err(std::io::Error::last_os_error());
@@ -207,6 +222,6 @@ fn locked<T>(file: &File, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Re
 
 /// Without `flock`, one process per file keeps one chain.
 #[cfg(not(unix))]
-fn locked<T>(_file: &File, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+fn locked_fd<T>(_fd: Fd, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
     f()
 }
