@@ -151,11 +151,18 @@ impl Telemetry {
         }
         let cx = Context::current_with_span(span);
         for phase in &record.phases {
-            let mut child =
-                self.tracer.span_builder(phase.name).with_kind(SpanKind::Internal).with_start_time(at(record.start_ms, phase.start_offset_us)).start_with_context(&self.tracer, &cx);
+            let mut child = self
+                .tracer
+                .span_builder(phase.name)
+                .with_kind(SpanKind::Internal)
+                .with_start_time(at(record.start_ms, phase.start_offset_us))
+                .start_with_context(&self.tracer, &cx);
             child.end_with_timestamp(at(record.start_ms, phase.start_offset_us + phase.duration_us));
             let name = phase.name.trim_start_matches("harnessweaver.");
-            self.phases.record(phase.duration_us as f64 / 1e6, &[KeyValue::new("harnessweaver.phase", name), KeyValue::new("gen_ai.tool.name", event.tool.clone())]);
+            self.phases.record(
+                phase.duration_us as f64 / 1e6,
+                &[KeyValue::new("harnessweaver.phase", name), KeyValue::new("gen_ai.tool.name", event.tool.clone())],
+            );
         }
         cx.span().end_with_timestamp(at(record.start_ms, record.duration_us));
         let code = event.code.map_or("", |c| c.as_str());

@@ -266,7 +266,11 @@ fn a_tampered_sqlite_trail_is_found() {
     exec("UPDATE hw_audit SET event = replace(event, '\"alice\"', '\"mallory\"') WHERE seq = 5");
     let (code, report) = verify(&[&t.harness()]);
     assert_eq!(code, 1);
-    assert_eq!((report["report"]["findings"][0]["code"].as_str(), report["report"]["findings"][0]["seq"].as_u64()), (Some("audit_modified"), Some(5)), "{report}");
+    assert_eq!(
+        (report["report"]["findings"][0]["code"].as_str(), report["report"]["findings"][0]["seq"].as_u64()),
+        (Some("audit_modified"), Some(5)),
+        "{report}"
+    );
     exec("DELETE FROM hw_audit WHERE seq = 2");
     let (_, report) = verify(&[&t.harness()]);
     assert!(codes(&report).contains(&"audit_deleted".to_string()), "{report}");

@@ -112,17 +112,20 @@ fn run_gateway(dir: &std::path::Path, env: &[(&str, &str)]) {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    let send = |stdin: &mut std::process::ChildStdin, v: Value| writeln!(stdin, "{v}").unwrap();
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    );
     let _ = lines.next().unwrap().unwrap();
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(&mut stdin, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let calls = [json!({"amount": 20, "card": "4111111111111111"}), json!({"amount": "twenty"}), json!({"amount": 500})];
     for (i, args) in calls.iter().enumerate() {
-        send(json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": "refund", "arguments": args}}));
+        send(&mut stdin, json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": "refund", "arguments": args}}));
         let answer: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
         assert_eq!(answer["id"], i + 1, "{answer}");
     }
-    drop(send);
+    // The client leaves: the gateway ends, flushing its exporters.
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }

@@ -165,7 +165,8 @@ pub fn read_jsonl_head(file: &mut File) -> std::io::Result<(ChainHead, u64)> {
         let mut tail = Vec::new();
         file.take(len - start).read_to_end(&mut tail)?;
         // Lines wholly inside the window: drop the first (maybe partial) one unless the window is the whole file.
-        let body = if start == 0 { tail.as_slice() } else { tail.iter().position(|b| *b == b'\n').and_then(|i| tail.get(i + 1..)).unwrap_or_default() };
+        let body =
+            if start == 0 { tail.as_slice() } else { tail.iter().position(|b| *b == b'\n').and_then(|i| tail.get(i + 1..)).unwrap_or_default() };
         let complete = body.iter().rposition(|b| *b == b'\n').map_or(&[][..], |i| body.get(..i).unwrap_or_default());
         let head = complete.split(|b| *b == b'\n').rev().filter(|l| Checkpoint::from_line(l).is_none()).find_map(ChainHead::of_record);
         if let Some(head) = head {

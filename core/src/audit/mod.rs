@@ -181,4 +181,3 @@ impl AuditSink for MemorySink {
         Ok(())
     }
 }
-

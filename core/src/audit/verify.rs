@@ -169,7 +169,13 @@ fn check_links(records: &[Record<'_>], report: &mut Report) {
                     Some(p) if r.seq > 1 => (p.at, p.seq),
                     _ => (r.at, r.seq),
                 };
-                find(report, AuditFinding::Modified, at, Some(seq), format!("changed after it was written: its digest is not the `prev` of seq {}", r.seq));
+                find(
+                    report,
+                    AuditFinding::Modified,
+                    at,
+                    Some(seq),
+                    format!("changed after it was written: its digest is not the `prev` of seq {}", r.seq),
+                );
             }
             _ => {}
         }
@@ -219,7 +225,10 @@ fn check_checkpoints(records: &[Record<'_>], checkpoints: &[(&str, Checkpoint)],
     if newest > 0 && !closed && (newest > newest_proven || !checkpoints.is_empty()) {
         let at = by_seq.get(&newest).map_or("", |r| r.at);
         let message = if newest > newest_proven {
-            format!("records {}..{newest} are covered by no checkpoint, and no closing checkpoint follows (still being written, or cut)", newest_proven + 1)
+            format!(
+                "records {}..{newest} are covered by no checkpoint, and no closing checkpoint follows (still being written, or cut)",
+                newest_proven + 1
+            )
         } else {
             format!("no closing checkpoint after seq {newest} (still being written, or records after it were cut)")
         };

@@ -21,6 +21,7 @@ mod process_paths;
 pub(crate) use load::confusable_message;
 pub use load::problems_of;
 pub use model::{
-    redact_url, ApprovalSettings, AuditSigning, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, KeySource, McpConnect, McpServer, Mode,
-    PolicyExample, PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, ToolsSettings, TrifectaMode, DEFAULT_MAX_OPEN_APPROVALS,
+    redact_url, ApprovalSettings, AuditSigning, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, KeySource, McpConnect,
+    McpServer, Mode, PolicyExample, PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, ToolsSettings, TrifectaMode,
+    DEFAULT_MAX_OPEN_APPROVALS,
 };

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use super::model::redact_url;
 use super::model::{
-    ApprovalSettings, AuditSigning, AuditSink, Budgets, EnforceMode, HarnessSpec, KeySource, McpConnect, McpServer, Mode, PolicyLayer, StateBackend, StateOptions,
-    StoreErrorMode, ToolsSettings, TrifectaMode,
+    ApprovalSettings, AuditSigning, AuditSink, Budgets, EnforceMode, HarnessSpec, KeySource, McpConnect, McpServer, Mode, PolicyLayer, StateBackend,
+    StateOptions, StoreErrorMode, ToolsSettings, TrifectaMode,
 };
 use super::policy::{parse_policy, LayerFile, ParsedPolicy};
 use crate::check::{child_path, Checker, MapReader};

@@ -43,7 +43,8 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         ["verify", rest @ ..] => super::audit_verify::verify(rest, io),
         ["keygen", rest @ ..] => super::audit_verify::keygen(rest, io),
         ["--help" | "-h", ..] => {
-            let _ = writeln!(io.out, "{USAGE}\n\n{}\n\n{}\n\n{}", TAIL.help(), super::audit_verify::VERIFY.help(), super::audit_verify::KEYGEN.help());
+            let _ =
+                writeln!(io.out, "{USAGE}\n\n{}\n\n{}\n\n{}", TAIL.help(), super::audit_verify::VERIFY.help(), super::audit_verify::KEYGEN.help());
             0
         }
         [] => {

@@ -88,7 +88,11 @@ pub(crate) fn verify(args: &[&str], io: &mut Io<'_>) -> i32 {
             AuditSink::Jsonl(file) => Trail::Jsonl(harness.dir().join(file)),
             AuditSink::Sqlite(file) => Trail::Sqlite(harness.dir().join(file)),
             AuditSink::None | AuditSink::Callback => {
-                let _ = writeln!(io.err, "harnessweaver audit verify: `{}` keeps no JSON Lines or SQLite trail (`spec.audit.sink`) [no_audit_sink]", path.display());
+                let _ = writeln!(
+                    io.err,
+                    "harnessweaver audit verify: `{}` keeps no JSON Lines or SQLite trail (`spec.audit.sink`) [no_audit_sink]",
+                    path.display()
+                );
                 return 1;
             }
         }
