@@ -1,7 +1,9 @@
 # The approvals console (runtime/src/console/, `harnessweaver console`) in a
 # real browser: Debian's Chromium (installed from Debian's packages when
 # missing: no browser download is possible here) driven by npm playwright-core,
-# with an agent in another process speaking MCP through the gateway.
+# with an agent in another process speaking MCP through the gateway (gateway-deps:
+# the binary, the venv with the MCP SDK; gateway.mk is read after this file, so
+# its targets are named, not its variables).
 TEST_TARGETS += test-console
 
 CONSOLE_DIR := tests/console

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::args::{Opt, Spec, JSON};
 use super::ui::{harness_path, Io, Paint};
 use harnessweaver_core::audit::{self as audit, parse_public_key, CheckpointKey, Item, Report};
-use harnessweaver_core::harness::{AuditSink, Harness};
+use harnessweaver_core::harness::AuditSink;
 
 pub(crate) const VERIFY: Spec = Spec {
     path: "audit verify",
@@ -72,12 +72,9 @@ pub(crate) fn verify(args: &[&str], io: &mut Io<'_>) -> i32 {
         Trail::Sqlite(PathBuf::from(f))
     } else {
         let path = harness_path(a.pos(0));
-        let harness = match Harness::load(&path) {
+        let harness = match io.load(&path, json) {
             Ok(h) => h,
-            Err(e) => {
-                io.problems(&e, &path, json);
-                return 1;
-            }
+            Err(code) => return code,
         };
         if trusted.is_empty() {
             if let Ok(Some(key)) = audit::signing_key(&harness) {

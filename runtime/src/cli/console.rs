@@ -5,7 +5,6 @@ use std::net::SocketAddr;
 use super::args::{Opt, Spec};
 use super::ui::{harness_path, Io};
 use crate::console::{self, Console};
-use harnessweaver_core::harness::Harness;
 
 pub(crate) const SPEC: Spec = Spec {
     path: "console",
@@ -42,12 +41,9 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         Ok(g) => g,
         Err(code) => return code,
     };
-    let harness = match Harness::load(&path) {
+    let harness = match io.load(&path, false) {
         Ok(h) => h,
-        Err(e) => {
-            io.problems(&e, &path, false);
-            return 1;
-        }
+        Err(code) => return code,
     };
     let console = match Console::new(harness, governor) {
         Ok(c) => c,
