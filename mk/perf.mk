@@ -43,3 +43,24 @@ bench-load-rust: ## benchmark Runtime::load of 10,000 manifests (Rust, wall time
 	$(BENCH_ROWS) load
 
 .PHONY: profile-governor profile-load bench-load-rust
+
+# The audit chain (issue 24): instructions and CPU time per event of the
+# chained JSON Lines sink, and of the signed one (a checkpoint every 1000), beside
+# the unchained sink it replaced. Callgrind cannot see system calls (the chain
+# adds a flock, an fstat and an unlock per event); the CPU time printed counts them.
+PROFILE_EVENTS ?= 20000
+
+profile-audit: ## instructions and CPU time per audit event: chained and signed sinks beside the unchained one (callgrind; needs valgrind)
+	@command -v valgrind >/dev/null || { echo "profile-audit needs valgrind (apt-get install valgrind)"; exit 1; }
+	mkdir -p $(PROFILE_DIR)
+	cargo build --release -p harnessweaver-core --example profile_audit --message-format=json \
+		| python3 -c 'import json,sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' > $(PROFILE_DIR)/audit-bin
+	for mode in unchained chained signed; do \
+		$$(cat $(PROFILE_DIR)/audit-bin) $$mode 200000 $(PROFILE_DIR)/audit; \
+		for n in 0 $(PROFILE_EVENTS); do \
+			valgrind --tool=callgrind --callgrind-out-file=$(PROFILE_DIR)/callgrind.audit-$$mode.$$n $$(cat $(PROFILE_DIR)/audit-bin) $$mode $$n $(PROFILE_DIR)/audit 2>&1 | sed -n 's/.*refs: *//p' | tr -d , > $(PROFILE_DIR)/ir.audit-$$mode.$$n; \
+		done; \
+		echo "$$mode: $$(( ($$(cat $(PROFILE_DIR)/ir.audit-$$mode.$(PROFILE_EVENTS)) - $$(cat $(PROFILE_DIR)/ir.audit-$$mode.0)) / $(PROFILE_EVENTS) )) instructions per event"; \
+	done
+
+.PHONY: profile-audit

@@ -77,6 +77,13 @@ pub trait Backends: Send + Sync {
     /// The transports of `tools`; problems (an undeclared MCP server, one that
     /// cannot be reached at load) are returned to be reported with the rest.
     fn transports(&self, harness: &Harness, tools: &[&Tool]) -> (Arc<dyn Invoker>, Vec<Problem>);
+
+    /// The audit sink the governor records to, given the one the harness
+    /// names: the runtime wraps it to export each call as an OpenTelemetry
+    /// span when an exporter is configured (issue 24). The default keeps it.
+    fn observe(&self, _harness: &Harness, sink: Arc<dyn AuditSink>) -> Arc<dyn AuditSink> {
+        sink
+    }
 }
 
 /// The backends of the core alone: the memory store, no SQLite, no Redis,

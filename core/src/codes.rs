@@ -611,6 +611,31 @@ codes! {
     }
 }
 
+// Issue 24: what `audit verify` finds in a chained trail (core/src/audit/verify.rs).
+codes! {
+    /// A finding of `harnessweaver audit verify`.
+    pub enum AuditFinding {
+        /// A record whose bytes no longer match the digest the next record (or a checkpoint) holds.
+        Modified => "audit_modified",
+        /// Records missing from the chain (a gap in `seq`).
+        Deleted => "audit_deleted",
+        /// A record that repeats a `seq`, or carries no chain fields.
+        Inserted => "audit_inserted",
+        /// A record found after a later one.
+        Reordered => "audit_reordered",
+        /// A record cut mid-write (the trail's last line is incomplete).
+        Truncated => "audit_truncated",
+        /// A line or row that is not JSON.
+        Unreadable => "audit_unreadable",
+        /// A checkpoint whose signature does not verify.
+        BadSignature => "audit_bad_signature",
+        /// A checkpoint signed by a key the verifier was not given.
+        UntrustedKey => "audit_untrusted_key",
+        /// Records after the last checkpoint, and no closing checkpoint: they are not proven.
+        UnsignedTail => "audit_unsigned_tail",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

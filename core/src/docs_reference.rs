@@ -354,6 +354,13 @@ fn governor_code_table_lists_every_argument_and_value_code() {
 }
 
 #[test]
+fn threat_model_audit_table_lists_every_audit_finding() {
+    use crate::codes::AuditFinding;
+    let defined: BTreeSet<String> = AuditFinding::ALL.iter().map(|c| c.as_str().to_string()).collect();
+    differ("docs/threat-model.md", "`AuditFinding`", &code_table("docs/threat-model.md"), &defined);
+}
+
+#[test]
 fn manifest_code_table_lists_every_load_problem_code() {
     use crate::codes::ProblemCode;
     let defined: BTreeSet<String> = ProblemCode::ALL.iter().map(|c| c.as_str().to_string()).collect();

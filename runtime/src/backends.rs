@@ -44,4 +44,8 @@ impl Backends for RuntimeBackends {
         let (transports, problems) = Transports::build(harness.spec(), tools.iter().copied(), &self.transports);
         (Arc::new(transports), problems)
     }
+
+    fn observe(&self, harness: &Harness, sink: Arc<dyn AuditSink>) -> Arc<dyn AuditSink> {
+        crate::telemetry::observe(harness, sink)
+    }
 }

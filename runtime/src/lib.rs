@@ -8,8 +8,10 @@
 
 mod backends;
 pub mod cli;
+pub mod console;
 pub mod gateway;
 pub mod store;
+pub mod telemetry;
 pub mod transport;
 
 use std::path::Path;

@@ -575,9 +575,11 @@ def test_an_audit_trail_of_a_run_full_of_pii_and_secrets_holds_none_of_them(tmp_
     for secret in fragments:
         assert secret not in trail, f"`{secret}` reached the audit trail"
     # A callback sees each event as the JSON Lines file has it: the same keys, in the same order, and values.
+    # The file's records also carry the hash chain (`seq`, `prev`) first (docs/threat-model.md, "The audit trail").
     varying = {"ts_ms", "call_id", "run_id", "approval_id", "timings"}
-    for line, event in zip(lines, callback_events):
+    for n, (line, event) in enumerate(zip(lines, callback_events), start=1):
         written = json.loads(line)
+        assert (written.pop("seq"), written.pop("prev")[:7]) == (n, "sha256:")
         assert list(event) == list(written)
         assert {k: v for k, v in event.items() if k not in varying} == {k: v for k, v in written.items() if k not in varying}
         assert list(event["timings"]) == list(written["timings"])

@@ -71,6 +71,21 @@ impl Governor {
         Ok(edited)
     }
 
+    /// Checks arguments an approver edited against the tool's input schema
+    /// (step 2's validator) before they are granted: an approver's typo is
+    /// refused now, with where and which keyword, not when the call re-runs.
+    pub fn check_edited_args(tool: &crate::manifest::Tool, args: &Value) -> Result<(), Error> {
+        let invalid = |message: String| Error::InvalidArgument { code: ArgumentCode::InvalidArgs.as_str(), message };
+        if !args.is_object() {
+            return Err(invalid("edited arguments must be an object".into()));
+        }
+        canonical::to_string(args).map_err(|e| invalid(format!("edited arguments: {e}")))?;
+        match tool.validator().check(args) {
+            Some(v) => Err(invalid(format!("edited {}", v.message()))),
+            None => Ok(()),
+        }
+    }
+
     /// Denies a pending approval with a reason for the record.
     pub fn deny(&self, id: &str, by: &str, reason: &str) -> Result<PendingApproval, Error> {
         let approval = self.open_approval(id)?;

@@ -238,7 +238,9 @@ impl Governor {
             (Some(audit), _) => audit,
             (None, harness::AuditSink::None) => Arc::new(NullSink),
             (None, harness::AuditSink::Callback) => Arc::new(MemorySink::new()),
-            (None, harness::AuditSink::Jsonl(path)) => match JsonlSink::open(harness.dir().join(path)) {
+            (None, harness::AuditSink::Jsonl(path)) => match crate::audit::signing_key(harness)
+                .and_then(|key| JsonlSink::open_signed(harness.dir().join(path), key, spec.audit_signing.checkpoint_every))
+            {
                 Ok(sink) => Arc::new(sink),
                 Err(e) => {
                     problems.push(Problem { path: "spec.audit.sink".into(), ..Problem::new("io_error", e.to_string()) });
@@ -260,6 +262,7 @@ impl Governor {
                 None
             }
         };
+        let audit = backends.observe(harness, audit);
         if !problems.is_empty() {
             return Err(Error::Load(problems));
         }

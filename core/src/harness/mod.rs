@@ -23,7 +23,7 @@ mod process_paths;
 pub(crate) use load::confusable_message;
 pub use load::problems_of;
 pub use model::{
-    redact_url, ApprovalSettings, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, McpConnect, McpServer, Mode,
-    PolicyExample, PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, TaintedMode, ToolsSettings, TrifectaMode,
+    redact_url, ApprovalSettings, AuditSigning, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, KeySource, McpConnect,
+    McpServer, Mode, PolicyExample, PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, TaintedMode, ToolsSettings, TrifectaMode,
     DEFAULT_MAX_OPEN_APPROVALS,
 };

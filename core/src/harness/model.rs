@@ -197,6 +197,32 @@ pub enum AuditSink {
     Sqlite(String),
 }
 
+/// How a chained audit sink signs its checkpoints (issue 24).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditSigning {
+    /// `spec.audit.signing_key`: `env:NAME` or a file (relative to
+    /// harness.yaml) holding an Ed25519 seed as 64 hex digits; none: the chain
+    /// is kept but no checkpoint is signed.
+    pub signing_key: Option<KeySource>,
+    /// `spec.audit.checkpoint_every`: a checkpoint after this many records (and at close).
+    pub checkpoint_every: u64,
+}
+
+impl Default for AuditSigning {
+    fn default() -> Self {
+        Self { signing_key: None, checkpoint_every: crate::audit::DEFAULT_CHECKPOINT_EVERY }
+    }
+}
+
+/// Where a secret key is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// An environment variable.
+    Env(String),
+    /// A file (relative to harness.yaml).
+    File(String),
+}
+
 /// `spec.state`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateBackend {
@@ -317,6 +343,8 @@ pub struct HarnessSpec {
     pub approvals: ApprovalSettings,
     /// `spec.audit.sink`.
     pub audit_sink: AuditSink,
+    /// `spec.audit.signing_key` and `spec.audit.checkpoint_every` (issue 24).
+    pub audit_signing: AuditSigning,
     /// `spec.state`.
     pub state: StateBackend,
     /// `spec.state_options`.

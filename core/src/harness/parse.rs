@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use super::model::redact_url;
 use super::model::{
-    ApprovalSettings, AuditSink, Budgets, EnforceMode, HarnessSpec, McpConnect, McpServer, Mode, PolicyLayer, StateBackend, StateOptions,
-    StoreErrorMode, TaintedMode, ToolsSettings, TrifectaMode,
+    ApprovalSettings, AuditSigning, AuditSink, Budgets, EnforceMode, HarnessSpec, KeySource, McpConnect, McpServer, Mode, PolicyLayer, StateBackend,
+    StateOptions, StoreErrorMode, TaintedMode, ToolsSettings, TrifectaMode,
 };
 use super::policy::{parse_policy, LayerFile, ParsedPolicy};
 use crate::check::{child_path, Checker, MapReader};
@@ -135,8 +135,10 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
     }
     let approvals = spec.get("approvals").map(|n| parse_approvals(n, cx)).unwrap_or_default();
     let mut audit_sink = AuditSink::None;
+    let mut audit_signing = AuditSigning::default();
     if let Some(n) = spec.get("audit") {
         if let Some(mut a) = cx.map(n, "spec.audit") {
+            audit_signing = parse_audit_signing(&mut a, cx);
             if let Some(s) = a.get("sink") {
                 if let Some(text) = cx.string(s, "spec.audit.sink") {
                     audit_sink = match text.as_str() {
@@ -196,6 +198,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         budgets,
         approvals,
         audit_sink,
+        audit_signing,
         state,
         state_options,
         mcp_servers,
@@ -204,6 +207,30 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         builtins,
     };
     Some((spec, globs, layer_files))
+}
+
+fn parse_audit_signing(a: &mut MapReader<'_>, cx: &mut Checker) -> AuditSigning {
+    let mut signing = AuditSigning::default();
+    if let Some(n) = a.get("signing_key") {
+        if let Some(text) = cx.string(n, "spec.audit.signing_key") {
+            signing.signing_key = match text.strip_prefix("env:") {
+                Some("") => {
+                    cx.report("invalid_value", n.pos, "spec.audit.signing_key", "`spec.audit.signing_key` is `env:` without a variable".to_string());
+                    None
+                }
+                Some(var) => Some(KeySource::Env(var.to_string())),
+                None if text.is_empty() => {
+                    cx.report("invalid_value", n.pos, "spec.audit.signing_key", "`spec.audit.signing_key` is empty".to_string());
+                    None
+                }
+                None => Some(KeySource::File(text)),
+            };
+        }
+    }
+    if let Some(n) = a.get("checkpoint_every") {
+        signing.checkpoint_every = cx.positive(n, "spec.audit.checkpoint_every").unwrap_or(signing.checkpoint_every);
+    }
+    signing
 }
 
 fn parse_approvals(node: &Node, cx: &mut Checker) -> ApprovalSettings {

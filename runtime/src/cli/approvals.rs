@@ -54,7 +54,7 @@ pub(crate) const DENY: Spec = Spec {
 
 /// A governor over `spec.state` alone (no tools, no transports): enough to
 /// list, grant and deny approvals.
-fn approvals_governor(path: &Path, io: &mut Io<'_>, json: bool) -> Result<Governor, i32> {
+pub(crate) fn approvals_governor(path: &Path, io: &mut Io<'_>, json: bool) -> Result<Governor, i32> {
     let harness = match Harness::load(path) {
         Ok(h) => h,
         Err(e) => {

@@ -66,6 +66,11 @@ impl Args {
         self.opts.iter().rev().find(|(l, _)| *l == long).and_then(|(_, v)| v.as_deref())
     }
 
+    /// Every value given to `long`, in order (a repeatable option).
+    pub fn values(&self, long: &str) -> Vec<&str> {
+        self.opts.iter().filter(|(l, _)| *l == long).filter_map(|(_, v)| v.as_deref()).collect()
+    }
+
     /// Positional `i`.
     pub fn pos(&self, i: usize) -> Option<&str> {
         self.pos.get(i).map(String::as_str)

@@ -9,9 +9,11 @@ use serde_json::{json, Value};
 
 use super::args::{Opt, Spec, JSON};
 use super::ui::{harness_path, Io, Paint};
-use harnessweaver_core::harness::{AuditSink, Harness};
+use harnessweaver_core::harness::AuditSink;
 
-const USAGE: &str = "usage: harnessweaver audit tail [harness.yaml] [-n N] [--follow] [--json]";
+const USAGE: &str = "usage: harnessweaver audit tail [harness.yaml] [-n N] [--follow] [--json]
+       harnessweaver audit verify [harness.yaml] [--file PATH] [--key PUBLIC]... [--json]
+       harnessweaver audit keygen --out FILE";
 
 const TAIL: Spec = Spec {
     path: "audit tail",
@@ -38,8 +40,11 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(250);
 pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
     match args {
         ["tail", rest @ ..] => tail(rest, io),
+        ["verify", rest @ ..] => super::audit_verify::verify(rest, io),
+        ["keygen", rest @ ..] => super::audit_verify::keygen(rest, io),
         ["--help" | "-h", ..] => {
-            let _ = writeln!(io.out, "{USAGE}\n\n{}", TAIL.help());
+            let _ =
+                writeln!(io.out, "{USAGE}\n\n{}\n\n{}\n\n{}", TAIL.help(), super::audit_verify::VERIFY.help(), super::audit_verify::KEYGEN.help());
             0
         }
         [] => {
@@ -69,12 +74,9 @@ fn tail(args: &[&str], io: &mut Io<'_>) -> i32 {
         Err(_) => return io.usage(&TAIL, "`--lines` takes a whole number"),
     };
     let path = harness_path(a.pos(0));
-    let harness = match Harness::load(&path) {
+    let harness = match io.load(&path, json) {
         Ok(h) => h,
-        Err(e) => {
-            io.problems(&e, &path, json);
-            return 1;
-        }
+        Err(code) => return code,
     };
     let source = match &harness.spec().audit_sink {
         AuditSink::Jsonl(file) => Source::Jsonl(harness.dir().join(file)),
@@ -179,6 +181,8 @@ fn parse_lines(io: &mut Io<'_>, file: &Path, chunk: &str, first_line: usize) -> 
             continue;
         }
         match serde_json::from_str::<Value>(line) {
+            // Signed checkpoints of the chain (`audit verify` reads them) are not events.
+            Ok(v) if v.get("checkpoint").is_some() => {}
             Ok(v) => events.push(v),
             Err(e) => {
                 let _ = writeln!(io.err, "warning: {}:{}: not an audit event: {e}", file.display(), first_line + i);

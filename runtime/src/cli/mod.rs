@@ -11,6 +11,8 @@
 mod approvals;
 mod args;
 mod audit;
+mod audit_verify;
+mod console;
 
 mod doctor;
 mod explain;
@@ -35,6 +37,10 @@ commands:
                                             run the nine steps without invoking anything; print each verdict
   audit tail [harness.yaml] [-n N] [--follow]
                                             print the last audit events from the harness's audit sink
+  audit verify [harness.yaml] [--key PUBLIC]...
+                                            check the audit trail's hash chain and signed checkpoints
+  audit keygen --out FILE                   write a new checkpoint signing key; print its public key
+  console [harness.yaml] [--http ADDR]     the approvals console in the browser: approve, deny, read the audit trail
   gateway mcp [harness.yaml] [--stdio | --http ADDR]
                                             serve the harness's tools over MCP, every call governed
   approvals list|approve ID|deny ID [--reason TEXT] [--harness FILE]
@@ -88,6 +94,7 @@ fn dispatch(args: &[String], io: &mut Io<'_>) -> i32 {
         ["tools", rest @ ..] => tools::run(rest, io),
         ["explain", rest @ ..] => explain::run(rest, io),
         ["audit", rest @ ..] => audit::run(rest, io),
+        ["console", rest @ ..] => console::run(rest, io),
         ["gateway", rest @ ..] => gateway::run(rest, io),
         ["approvals", rest @ ..] => approvals::run(rest, io),
         ["sandbox", rest @ ..] => sandbox::run(rest, io),

@@ -7,6 +7,7 @@
 
 mod redis;
 mod sqlite;
+mod sqlite_audit;
 pub mod stress;
 
 use std::sync::Arc;
@@ -16,7 +17,8 @@ use harnessweaver_core::harness::{Harness, StateBackend};
 use harnessweaver_core::store::{MemoryStore, Store};
 
 pub use redis::{RedisClock, RedisOptions, RedisStore};
-pub use sqlite::{SqliteAuditSink, SqliteOptions, SqliteStore};
+pub use sqlite::{SqliteOptions, SqliteStore};
+pub use sqlite_audit::{verify_sqlite, SqliteAuditSink};
 
 /// The store `spec.state` names: memory, a SQLite file (opened on first use:
 /// a file that cannot be written now refuses calls with `store_unavailable`
@@ -54,7 +56,9 @@ pub fn open_sqlite_audit(harness: &Harness, path: &str) -> Result<Arc<SqliteAudi
     let state_options = harness.spec().state_options;
     let sqlite_options =
         SqliteOptions { busy_timeout: std::time::Duration::from_millis(state_options.timeout_ms), run_ttl_ms: state_options.run_ttl_ms };
-    SqliteAuditSink::open(harness.dir().join(path), sqlite_options)
+    let every = harness.spec().audit_signing.checkpoint_every;
+    harnessweaver_core::audit::signing_key(harness)
+        .and_then(|key| SqliteAuditSink::open_signed(harness.dir().join(path), sqlite_options, key, every))
         .map(Arc::new)
         .map_err(|e| Box::new(Problem { path: "spec.audit.sink".into(), ..Problem::new("io_error", e.to_string()) }))
 }

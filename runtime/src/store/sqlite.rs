@@ -20,8 +20,6 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use harnessweaver_core::audit::{AuditEvent, AuditSink};
-use harnessweaver_core::error::Error;
 use harnessweaver_core::store::{gcra, ns_to_ms_ceil, Acquire, ApprovalState, Bounded, Budget, Labels, PendingApproval, RateKey, Store, StoreError};
 use harnessweaver_core::{Clock, SystemClock};
 
@@ -46,6 +44,9 @@ CREATE TABLE IF NOT EXISTS hw_audit (
     run_id TEXT NOT NULL, tool TEXT NOT NULL, principal TEXT NOT NULL, tenant TEXT,
     decision TEXT NOT NULL, code TEXT, step TEXT, args_digest TEXT, approval_id TEXT,
     event TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hw_audit_checkpoint (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, seq INTEGER NOT NULL, checkpoint TEXT NOT NULL
 );
 ";
 
@@ -134,14 +135,14 @@ impl Default for SqliteOptions {
 
 /// A pool of connections to one SQLite file.
 #[derive(Debug)]
-struct Pool {
+pub(super) struct Pool {
     path: PathBuf,
     options: SqliteOptions,
     idle: Mutex<Vec<Connection>>,
 }
 
 impl Pool {
-    fn new(path: &Path, options: SqliteOptions) -> Self {
+    pub(super) fn new(path: &Path, options: SqliteOptions) -> Self {
         Self { path: path.to_path_buf(), options, idle: Mutex::new(Vec::new()) }
     }
 
@@ -175,7 +176,7 @@ impl Pool {
     /// processes open the file or switch it to WAL at once, or to break a
     /// lock cycle); the transaction then rolled back whole, so it is tried
     /// again a few times before the store counts as unavailable.
-    fn with<T>(&self, f: impl Fn(&mut Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+    pub(super) fn with<T>(&self, f: impl Fn(&mut Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -481,65 +482,4 @@ pub(super) fn parse_state(state: &str) -> Result<ApprovalState, StoreError> {
         "used" => ApprovalState::Used,
         other => return Err(StoreError::new(format!("a stored approval has the unknown state `{other}`"))),
     })
-}
-
-/// Audit events as rows of the `hw_audit` table of a SQLite file
-/// (`spec.audit.sink: sqlite:<path>`); the narrow columns for queries, and
-/// the event's JSON.
-#[derive(Debug)]
-pub struct SqliteAuditSink {
-    pool: Pool,
-}
-
-impl SqliteAuditSink {
-    /// Opens (creating) the file; fails when it cannot be written.
-    pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, Error> {
-        let sink = Self { pool: Pool::new(path.as_ref(), options) };
-        sink.pool.with(|_| Ok(())).map_err(|e| Error::Io { message: e.message })?;
-        Ok(sink)
-    }
-
-    /// Every event recorded so far, oldest first (tests and `audit tail`).
-    pub fn events(&self) -> Result<Vec<serde_json::Value>, Error> {
-        let rows = self
-            .pool
-            .with(|conn| {
-                let mut stmt = conn.prepare_cached("SELECT event FROM hw_audit ORDER BY seq")?;
-                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-                rows.collect::<rusqlite::Result<Vec<String>>>()
-            })
-            .map_err(|e| Error::Io { message: e.message })?;
-        rows.iter().map(|text| serde_json::from_str(text).map_err(|e| Error::Io { message: format!("audit row: {e}") })).collect()
-    }
-}
-
-impl AuditSink for SqliteAuditSink {
-    fn record(&self, event: &AuditEvent) -> Result<(), Error> {
-        let json = serde_json::to_value(event).map_err(|e| Error::Io { message: format!("audit event: {e}") })?;
-        let text = json.to_string();
-        let field = |k: &str| json.get(k).and_then(|v| v.as_str()).map(str::to_string);
-        self.pool
-            .with(|conn| {
-                conn.prepare_cached(
-                    "INSERT INTO hw_audit (ts_ms, call_id, run_id, tool, principal, tenant, decision, code, step, args_digest, approval_id, event)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                )?
-                .execute(params![
-                    i64::try_from(event.ts_ms).unwrap_or(i64::MAX),
-                    event.call_id,
-                    event.run_id,
-                    event.tool,
-                    event.principal,
-                    event.tenant,
-                    field("decision").unwrap_or_default(),
-                    event.code.map(|c| c.as_str()),
-                    field("step"),
-                    event.args_digest,
-                    event.approval_id,
-                    text,
-                ])?;
-                Ok(())
-            })
-            .map_err(|e| Error::Io { message: e.message })
-    }
 }

@@ -4,17 +4,29 @@
 //! code and step, timings and a digest of the arguments. It never carries
 //! arguments, outputs, headers or secrets (rule S1), so a trail can be shipped
 //! anywhere without becoming a leak.
+//!
+//! The JSON Lines and SQLite sinks chain their records and sign checkpoints
+//! (`chain`), and `verify` judges a trail read back (`harnessweaver audit verify`).
 
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use crate::call::{Decision, RefusalCode, Step, WouldRefuse};
 use crate::error::Error;
+
+mod chain;
+mod jsonl;
+mod span;
+mod verify;
+
+pub use chain::{
+    key_id, parse_public_key, record_digest, record_link, Appended, Chain, ChainHead, Checkpoint, CheckpointKey, DEFAULT_CHECKPOINT_EVERY, GENESIS,
+};
+pub use jsonl::{read_jsonl_head, signing_key, JsonlSink};
+pub use span::{attr as span_attr, SpanPhase, SpanRecord, SpanValue};
+pub use verify::{verify, Finding, GoodCheckpoint, Item, Report};
 
 /// Time spent per phase, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -173,47 +185,5 @@ impl AuditSink for MemorySink {
     fn record(&self, event: &AuditEvent) -> Result<(), Error> {
         self.events.lock().unwrap_or_else(PoisonError::into_inner).push(event.clone());
         Ok(())
-    }
-}
-
-/// Appends one JSON object per line to a file.
-#[derive(Debug)]
-pub struct JsonlSink {
-    path: PathBuf,
-    /// The file, and the line buffer every event is written into (kept, so a call allocates nothing).
-    file: Mutex<(File, Vec<u8>)>,
-}
-
-impl JsonlSink {
-    /// Opens (creating) `path` for appending.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
-        let path = path.as_ref().to_path_buf();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::Io { message: format!("cannot create `{}`: {e}", dir.display()) })?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| Error::Io { message: format!("cannot open audit file `{}`: {e}", path.display()) })?;
-        Ok(Self { path, file: Mutex::new((file, Vec::with_capacity(512))) })
-    }
-
-    /// The file written to.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl AuditSink for JsonlSink {
-    fn record(&self, event: &AuditEvent) -> Result<(), Error> {
-        let mut guard = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        let (file, line) = &mut *guard;
-        line.clear();
-        serde_json::to_writer(&mut *line, event).map_err(|e| Error::Io { message: format!("audit event: {e}") })?;
-        line.push(b'\n');
-        // One write per line, so concurrent writers (threads or processes with
-        // O_APPEND) never interleave within a line.
-        file.write_all(line).map_err(|e| Error::Io { message: format!("cannot write audit file `{}`: {e}", self.path.display()) })
     }
 }
