@@ -416,7 +416,8 @@ function loadWith(path, options, t) {
   })
   const onApproval = o.onApproval && ((req, approval) => {
     try {
-      return o.onApproval(JSON.parse(req), JSON.parse(approval))
+      const answer = o.onApproval(JSON.parse(req), JSON.parse(approval))
+      return typeof answer === 'boolean' ? answer : null
     } catch (err) {
       return kindOf(err)
     }
