@@ -5,6 +5,7 @@
 //! ticket of a JavaScript handler as `[id, tool, argsText, idempotencyKey,
 //! remainingMs]`, which `index.js` runs and hands back to `finish` (the core
 //! judges the deadline and runs step 9).
+#![allow(clippy::too_many_arguments, reason = "napi functions take their JavaScript arguments one by one")]
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -109,7 +110,6 @@ impl NativeHost {
 #[napi(
     ts_args_type = "path: string, handlers: Array<[string, boolean]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null"
 )]
-#[expect(clippy::too_many_arguments, reason = "load's arguments, one by one")]
 pub fn load_host(
     env: Env,
     path: String,
@@ -169,7 +169,6 @@ impl NativeHost {
         ts_args_type = "tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null",
         ts_return_type = "unknown"
     )]
-    #[expect(clippy::too_many_arguments, reason = "a call's arguments, one by one")]
     pub fn call<'e>(
         &self,
         env: &'e Env,
