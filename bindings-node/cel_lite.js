@@ -15,8 +15,9 @@
  * @param {Function} HarnessweaverError the package's base error class
  * @param {Function} rethrow the package's mapping of other addon errors (bad vars, values with no JSON form)
  * @param {string[]} names the variable names expressions may use (the core's)
+ * @param {Function} textOf a value's JSON text at a nesting depth; throws the core's error for a value with no JSON form
  */
-module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names) {
+module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names, textOf) {
   /** A cel-lite expression did not compile; `message` shows the line with a caret. */
   class CompileError extends HarnessweaverError {
     constructor({ message, code, line, column, reason }) {
@@ -51,21 +52,21 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names
     for (const key in vars) if (!known(key) && hasOwn(vars, key)) native.celLiteBadVars(null, key)
   }
 
-  // One gather function per program, written from the core's reads (`[name, parent, whole]`,
+  // One gather function per program, written from the core's reads (`[name, parent, whole, depth]`,
   // parents first): it reads exactly those parts (own enumerable properties, as the whole
   // conversion does) and hands them to the program's native function with their kinds
-  // (see src/cel_lite.rs): a read whole, or a value that is not a plain object, is a value;
-  // a plain object read field by field a map; anything missing absent.
+  // (see src/cel_lite.rs): a string, number, bool or null as itself; a plain object read field
+  // by field a map; another value read whole its JSON text; anything missing absent.
   function gatherer(reads, evaluate) {
     const words = Math.ceil((reads.length + 1) / 16)
     const kind = (i, k) => `k${(i + 1) >> 4} |= ${(k << (2 * ((i + 1) & 15))) | 0}`
     const read = (i) => {
-      const [name, parent, whole] = reads[i]
+      const [name, parent, whole, depth] = reads[i]
       const key = JSON.stringify(name)
       const from = parent === null ? 'vars' : `v${parent}`
       // A variable must be own (an own `undefined` is unbound); a field own and enumerable.
       const has = parent === null ? `hasOwn(vars, ${key})` : `isEnumerable.call(${from}, ${key})`
-      const value = `p${i} = v${i}; ${kind(i, 1)}`
+      const value = `if (isScalar(v${i})) { p${i} = v${i}; ${kind(i, 1)} } else { p${i} = textOf(v${i}, ${depth}); ${kind(i, 3)} }`
       const fields = reads.map((r, j) => (r[1] === i ? read(j) : '')).join('')
       const inner = whole ? value : `if (isPlain(v${i})) { ${kind(i, 2)}; ${fields} } else { ${value} }`
       const unbound = parent === null ? `if (v${i} !== undefined) ` : ''
@@ -79,9 +80,12 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names
         checkVars(vars)
         ${reads.map((r, i) => (r[1] === null ? read(i) : '')).join('')}
       }
-      return evaluate(${[...ks, ...ps].join(', ')})
+      const out = evaluate(${[...ks, ...ps].join(', ')})
+      return typeof out === 'object' && out !== null ? JSON.parse(out.json) : out
     }`
-    return new Function('hasOwn', 'isEnumerable', 'isPlain', 'checkVars', 'evaluate', body)(hasOwn, isEnumerable, isPlain, checkVars, evaluate)
+    const isScalar = (v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' || v === null
+    return new Function('hasOwn', 'isEnumerable', 'isPlain', 'isScalar', 'checkVars', 'textOf', 'evaluate', body)(
+      hasOwn, isEnumerable, isPlain, isScalar, checkVars, textOf, evaluate)
   }
 
   function mapError(err) {
@@ -137,7 +141,8 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names
   /** Compiles a cel-lite expression; throws CompileError with `code`, `line`, `column`. */
   function compile(text) {
     if (typeof text !== 'string') throw new TypeError('celLite.compile expects the expression as a string')
-    const [evaluate, data] = native.celLiteCompile(text)
+    const [evaluate, json] = native.celLiteCompile(text)
+    const data = JSON.parse(json)
     if (evaluate === null) throw new CompileError(data)
     return new Program(TOKEN, text, data, evaluate)
   }

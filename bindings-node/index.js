@@ -1,14 +1,13 @@
 'use strict'
 // harnessweaver for Node. The Rust core decides every step (the addon's
-// `call` runs steps 1-7, the handler and step 9 in one go); this file shapes
-// the API, races a handler's promise against its deadline (abandoned at it,
-// its late result ignored) and maps the addon's errors. The API reference is
-// index.d.ts.
+// `call` runs steps 1-7, its `finish` judges the handler's outcome and runs
+// step 9); this file shapes the API, writes values as JSON text, runs a
+// handler, races its promise against the deadline (abandoned at it, its late
+// result ignored) and maps the addon's errors. The API reference is index.d.ts.
 
 const native = require('./native.js')
 
-const { NativeTicket } = native
-const TABLES = native.request('tables', {})
+const TABLES = JSON.parse(native.request('tables', '{}'))
 const TIMED_OUT = Symbol('timed out')
 
 class HarnessweaverError extends Error {
@@ -56,7 +55,7 @@ const { LoadError, InvalidValueError, InvalidArgumentError, ToolBlocked, ToolNot
 
 function rethrow(err) {
   if (err && typeof err === 'object' && typeof err.kind === 'string' && typeof err.code === 'string') {
-    throw new (KINDS[err.kind] || HarnessweaverError)(err.message, err.code, err.problems)
+    throw new (KINDS[err.kind] || HarnessweaverError)(err.message, err.code, JSON.parse(err.problems))
   }
   throw err
 }
@@ -74,6 +73,100 @@ function invalid(message, code) {
   return new InvalidArgumentError(message, code, [])
 }
 
+// Values cross to the addon as JSON text. `JSON.stringify`'s when it says
+// exactly what the value is: finite numbers, well-formed strings, booleans,
+// null, arrays without holes and plain objects, no `toJSON` anywhere, nesting
+// below serde_json's limit. Anything else is written by `write`, as the core
+// reads values: BigInts by the core's integer rule, lone surrogates as U+FFFD,
+// own enumerable keys read once; what has no JSON form throws a `Problem`
+// (its kind and where it is) for the core to word.
+const TEXT_MAX_DEPTH = 100
+const { maxDepth: MAX_DEPTH, maxSafeInteger } = TABLES
+const MAX_INT = BigInt(maxSafeInteger)
+
+function jsonExact(v, depth) {
+  switch (typeof v) {
+    case 'string':
+      return v.isWellFormed()
+    case 'boolean':
+      return true
+    case 'number':
+      return Number.isFinite(v)
+    case 'object': {
+      if (v === null) return true
+      if (depth >= TEXT_MAX_DEPTH || v.toJSON !== undefined) return false
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) if (!jsonExact(v[i], depth + 1)) return false
+        return true
+      }
+      const proto = Object.getPrototypeOf(v)
+      if (proto !== Object.prototype && proto !== null) return false
+      const keys = Object.keys(v)
+      for (let i = 0; i < keys.length; i++) if (!jsonExact(v[keys[i]], depth + 1) || !keys[i].isWellFormed()) return false
+      return true
+    }
+    default:
+      return false
+  }
+}
+
+class Problem {
+  constructor(kind, detail, path) {
+    this.text = JSON.stringify([kind, detail, path])
+  }
+}
+
+function write(v, depth, path) {
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(v.toWellFormed())
+    case 'boolean':
+      return String(v)
+    case 'number':
+      if (Number.isFinite(v)) return JSON.stringify(v)
+      throw new Problem('number', String(v), path)
+    case 'bigint':
+      if (v >= -MAX_INT && v <= MAX_INT) return String(v)
+      throw new Problem('bigint', String(v), path)
+    case 'object': {
+      if (v === null) return 'null'
+      if (depth >= MAX_DEPTH) throw new Problem('deep', '', path)
+      if (Array.isArray(v)) return `[${Array.from({ length: v.length }, (_, i) => write(v[i], depth + 1, [...path, i]))}]`
+      const proto = Object.getPrototypeOf(v)
+      if (proto !== Object.prototype && proto !== null) throw new Problem('object', '', path)
+      return `{${Object.keys(v).map((k) => `${JSON.stringify(k.toWellFormed())}:${write(v[k], depth + 1, [...path, k])}`)}}`
+    }
+    default:
+      throw new Problem(typeof v, '', path)
+  }
+}
+
+/** The JSON text the core reads for `v` at nesting `depth`, or a `Problem` (`walk`: never `JSON.stringify`'s). */
+function encode(v, depth = 0, walk = false) {
+  if (!walk && jsonExact(v, depth)) return JSON.stringify(v)
+  try {
+    return write(v, depth, [])
+  } catch (err) {
+    if (err instanceof Problem) return err
+    throw err
+  }
+}
+
+/** The JSON text of `v`; throws the core's error for a value with no JSON form. */
+function textOf(v, depth, walk) {
+  const text = encode(v, depth, walk)
+  if (text instanceof Problem) {
+    const [kind, detail, path] = JSON.parse(text.text)
+    guard(() => native.request('value_error', JSON.stringify({ kind, detail, path })))
+  }
+  return text
+}
+
+/** What a call to the core gives: the JSON text's value. */
+function request(rt, method, args) {
+  return JSON.parse(guard(() => rt.request(method, textOf(args || {}))))
+}
+
 /** What a call ended with; every field is the core's, converted when read. */
 class CallResult {
   #r
@@ -83,7 +176,7 @@ class CallResult {
 
   static {
     for (const k of TABLES.resultFields) {
-      Object.defineProperty(this.prototype, k, { get() { return native.resultField(this.#r, k) }, enumerable: true })
+      Object.defineProperty(this.prototype, k, { get() { return JSON.parse(native.resultField(this.#r, k)) }, enumerable: true })
     }
   }
 
@@ -99,7 +192,7 @@ class CallResult {
 
   /** The core's JSON form (what `JSON.stringify` prints). */
   toJSON() {
-    return native.resultField(this.#r, null)
+    return JSON.parse(native.resultField(this.#r, null))
   }
 
   static _deliver(inner, raiseOnRefusal) {
@@ -119,35 +212,57 @@ class ToolDescription {
   }
 
   static fromManifest(manifest, origin) {
-    return new ToolDescription(guard(() => native.request('describe_manifest', { manifest, origin: origin ?? null })), [manifest, origin ?? '<code>'])
+    return new ToolDescription(request(native, 'describe_manifest', { manifest, origin: origin ?? null }), [manifest, origin ?? '<code>'])
   }
 }
 
-// A ticket's promise against its deadline, then the core's finish.
-async function race(rt, ticket) {
+// What a thrown value is called: an object's `name` when it is a non-empty string, else its type.
+function kindOf(err) {
+  try {
+    if (typeof err === 'object' && err !== null && typeof err.name === 'string' && err.name) return err.name
+  } catch {}
+  return err === null ? 'object' : typeof err
+}
+
+// Hands a handler's outcome to the core: its value's text, or what has no JSON form.
+function finish(rt, id, value) {
+  const text = value === undefined ? 'null' : encode(value)
+  return text instanceof Problem ? rt.finish(id, 'invalid', text.text) : rt.finish(id, 'returned', text)
+}
+
+// A handler's promise against its deadline (abandoned at it, its late result ignored), then the core's finish.
+async function race(rt, id, pending, ms) {
   let timer
   const timeout = new Promise((resolve) => {
-    timer = setTimeout(resolve, ticket.remainingMs, TIMED_OUT)
+    timer = setTimeout(resolve, ms, TIMED_OUT)
   })
-  const pending = Promise.resolve(ticket.pending)
+  pending = Promise.resolve(pending)
   // An abandoned handler may still reject later: never an unhandled rejection.
   pending.catch(() => {})
-  let how = 'returned'
   let value
   try {
     value = await Promise.race([pending, timeout])
   } catch (err) {
-    how = 'threw'
-    value = err
+    return rt.finish(id, 'threw', kindOf(err))
   } finally {
     clearTimeout(timer)
   }
-  return rt.finish(ticket, value, value === TIMED_OUT ? 'timeout' : how)
+  return value === TIMED_OUT ? rt.finish(id, 'timeout', null) : finish(rt, id, value)
 }
 
-// What the addon's `call` returned, to its end: the core's result, or a promise of it.
-function settle(rt, begun) {
-  return begun instanceof NativeTicket ? race(rt, begun) : begun
+// What the addon's `call` returned, to its end: the core's result, or a promise of it. A handler's
+// ticket (`[id, tool, argsText, idempotencyKey, remainingMs]`) runs its handler here.
+function settle(rt, handlers, begun) {
+  if (!Array.isArray(begun)) return begun
+  const [id, tool, args, idempotencyKey, ms] = begun
+  let out
+  try {
+    out = handlers.get(tool)(JSON.parse(args), { idempotencyKey, tool })
+    if (out !== null && (typeof out === 'object' || typeof out === 'function') && typeof out.then === 'function') return race(rt, id, out, ms)
+  } catch (err) {
+    return rt.finish(id, 'threw', kindOf(err))
+  }
+  return finish(rt, id, out)
 }
 
 function principalOf(options) {
@@ -155,19 +270,26 @@ function principalOf(options) {
   return options.principal
 }
 
+// A principal's text: anything with no JSON form is no principal (the core words the refusal).
+function principalText(p) {
+  const text = encode(p)
+  return text instanceof Problem ? 'null' : text
+}
+
 const runId = (run) => (run && typeof run === 'object' ? run.id : run) ?? null
 const approvalId = (a) => (a && typeof a === 'object' ? a.id ?? (a.approval && a.approval.id) : a)
 
 class Harness {
-  constructor(inner, path, names) {
+  constructor(inner, path, handlers, names) {
     this._rt = inner
+    this._handlers = handlers
     this._names = names
     this.path = path
-    this.tools = this._request('tools').map((d) => new ToolDescription(d))
+    this.tools = this._request('describe_tools').map((d) => new ToolDescription(d))
   }
 
   _request(method, args) {
-    return guard(() => this._rt.request(method, args || {}))
+    return request(this._rt, method, args)
   }
 
   tool(name) {
@@ -178,37 +300,40 @@ class Harness {
     return this._names
   }
 
-  async call(tool, args, options) {
-    const o = options || {}
-    const p = principalOf(options)
+  call(tool, args, options) {
+    return this._call(tool, args, options, null)
+  }
+
+  async _call(tool, args, o, text) {
+    const p = text ?? principalText(principalOf(o))
     const rt = this._rt
-    const a = args === undefined ? {} : args
-    let r = guard(() => rt.call(String(tool), a, jsonText(a), p, jsonText(p), o.tenant ?? null, o.task ?? null, runId(o.run),
-      approvalId(o.approval) ?? null))
-    if (r instanceof NativeTicket || r instanceof Promise) r = await settle(rt, r)
+    const a = textOf(args === undefined ? {} : args)
+    let r = guard(() => rt.call(String(tool), a, p, o.tenant ?? null, o.task ?? null, runId(o.run), approvalId(o.approval) ?? null))
+    if (Array.isArray(r)) r = settle(rt, this._handlers, r)
+    if (r instanceof Promise) r = await r
     return CallResult._deliver(r, o.raiseOnRefusal)
   }
 
   run(options) {
-    const rt = this._rt
     const o = options || {}
     const harness = this
-    // Converted once (a malformed principal fails here rather than at the
-    // first call); the run's calls pass the handle while `run.principal` is
-    // still this object, so its fields are read when the run starts.
+    // Read once (a malformed principal fails here rather than at the first
+    // call); the run's calls pass its text while `run.principal` is still
+    // this object, so its fields are read when the run starts.
     const given = principalOf(options)
-    const handle = guard(() => rt.principalHandle(given))
+    const text = principalText(given)
+    request(native, 'principal', { principal: JSON.parse(text) })
     const run = {
       id: this._request('new_run'),
       principal: o.principal,
       tenant: o.tenant ?? null,
       task: o.task ?? null,
       get labels() {
-        return harness._request('labels', { run: this.id })
+        return harness._request('labels', { run_id: this.id })
       },
       call(tool, args, callOptions) {
-        const principal = run.principal === given ? handle : run.principal
-        return harness.call(tool, args, { ...callOptions, principal, tenant: run.tenant, task: run.task, run: run.id })
+        const p = run.principal === given ? text : principalText(run.principal)
+        return harness._call(tool, args, { ...callOptions, tenant: run.tenant, task: run.task, run: run.id }, p)
       },
     }
     return run
@@ -216,8 +341,9 @@ class Harness {
 
   async approve(id, options) {
     const o = options || {}
-    const begun = guard(() => this._rt.approveAndResume(String(approvalId(id)), o.approver, o.args ?? null))
-    return CallResult._deliver(await settle(this._rt, begun), o.raiseOnRefusal)
+    const edited = o.args == null ? null : textOf(o.args)
+    const begun = guard(() => this._rt.approveAndResume(String(approvalId(id)), principalText(o.approver ?? null), edited))
+    return CallResult._deliver(await settle(this._rt, this._handlers, begun), o.raiseOnRefusal)
   }
 
   grant(id, options) {
@@ -279,14 +405,30 @@ function loadWith(path, options, t) {
     sources.push(tool._source)
     if (fn) handlers.set(tool.name, fn)
   }
-  const declared = [...handlers].map(([name, fn]) => [name, fn, fn.constructor.name === 'AsyncFunction'])
-  const inner = guard(() => native.loadHost(String(path), declared, sources, o.audit ?? null, o.onApproval ?? null, t.clockMs ?? null,
+  const declared = [...handlers].map(([name, fn]) => [name, fn.constructor.name === 'AsyncFunction'])
+  // The callbacks take the core's JSON text and answer a bool, or the kind of what they threw.
+  const audit = o.audit && ((event) => {
+    try {
+      o.audit(JSON.parse(event))
+    } catch (err) {
+      return kindOf(err)
+    }
+  })
+  const onApproval = o.onApproval && ((req, approval) => {
+    try {
+      const answer = o.onApproval(JSON.parse(req), JSON.parse(approval))
+      return typeof answer === 'boolean' ? answer : null
+    } catch (err) {
+      return kindOf(err)
+    }
+  })
+  const inner = guard(() => native.loadHost(String(path), declared, textOf(sources), audit || null, onApproval || null, t.clockMs ?? null,
     t.sequentialIds ?? null, t.sandboxWorker ?? null))
-  return new Harness(inner, String(path), Object.keys(tools).sort())
+  return new Harness(inner, String(path), handlers, Object.keys(tools).sort())
 }
 
 function inspect(path) {
-  return new Harness(guard(() => native.inspectHost(String(path))), String(path), [])
+  return new Harness(guard(() => native.inspectHost(String(path))), String(path), new Map(), [])
 }
 
 /** Test-only hooks (internal, not API): a manual clock and deterministic ids. */
@@ -297,68 +439,32 @@ const _testing = {
   advanceMs(harness, ms) {
     harness._request('advance_ms', { ms })
   },
-}
-
-// The deepest value sent as JSON text; deeper ones take the walk (serde_json
-// parses at most 128 levels, and the walk gives the nesting error).
-const TEXT_MAX_DEPTH = 100
-
-// Whether `JSON.stringify(v)` says exactly what the addon's walk would
-// convert: finite numbers, strings, booleans, null, arrays without holes and
-// plain objects, and no `toJSON` anywhere (own, inherited or not enumerable).
-// Anything else takes the walk, which refuses it or applies the shared rules.
-function jsonExact(v, depth) {
-  switch (typeof v) {
-    case 'string':
-    case 'boolean':
-      return true
-    case 'number':
-      return Number.isFinite(v)
-    case 'object': {
-      if (v === null) return true
-      if (depth >= TEXT_MAX_DEPTH || v.toJSON !== undefined) return false
-      if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++) if (!jsonExact(v[i], depth + 1)) return false
-        return true
-      }
-      const proto = Object.getPrototypeOf(v)
-      if (proto !== Object.prototype && proto !== null) return false
-      const keys = Object.keys(v)
-      for (let i = 0; i < keys.length; i++) if (!jsonExact(v[keys[i]], depth + 1)) return false
-      return true
-    }
-    default:
-      return false
-  }
-}
-
-// `value` as `JSON.stringify` text when that text is exact (one string
-// crosses to the addon instead of N-API calls per property; V8 writes it
-// faster than the walk reads the value), else null.
-function jsonText(value) {
-  return jsonExact(value, 0) ? JSON.stringify(value) : null
+  /** Whether `JSON.stringify(v)` is taken as `v`'s text, and the text the walk writes instead. */
+  exact: (v) => jsonExact(v, 0),
+  walk: (v) => textOf(v, 0, true),
 }
 
 function definitionDigest(name, description, inputSchema) {
-  return guard(() => native.definitionDigest(name, description, inputSchema, jsonText(inputSchema)))
+  return guard(() => native.definitionDigest(name, description, textOf(inputSchema)))
 }
 
 function canonicalJson(value) {
-  return guard(() => native.canonicalJson(value, jsonText(value)))
+  return guard(() => native.canonicalJson(textOf(value)))
 }
 
 function sanitize(value, sanitizers) {
-  return guard(() => native.request('sanitize', { value, sanitizers: Array.from(sanitizers, String) }))
+  return request(native, 'sanitize', { value, sanitizers: Array.from(sanitizers, String) })
 }
 
 async function serveMcp(h, options) {
   const o = options || {}
   const rt = h._rt
-  const gw = guard(() => native.serveMcp(rt, o.http ?? null, o.principal ?? null, o.tenant ?? null))
+  const p = o.principal == null ? null : principalText(o.principal)
+  const gw = guard(() => native.serveMcp(rt, o.http ?? null, p, o.tenant ?? null))
   for (let c = await gw.next(); c !== null; c = await gw.next()) {
     const call = c
     // Run as `call` runs it, on this thread; not awaited: calls run concurrently, as the gateway takes them.
-    Promise.resolve().then(() => settle(rt, call.begin(rt))).then((r) => call.reply(r), () => call.reply(null))
+    Promise.resolve().then(() => settle(rt, h._handlers, call.begin(rt))).then((r) => call.reply(r), () => call.reply(null))
   }
 }
 
@@ -366,7 +472,7 @@ function cliRun(args) {
   return native.cliRun(args.map(String))
 }
 
-const celLite = require('./cel_lite.js')(native, HarnessweaverError, rethrow, TABLES.celNames)
+const celLite = require('./cel_lite.js')(native, HarnessweaverError, rethrow, TABLES.celNames, textOf)
 
 module.exports = {
   load, inspect, _testing, CallResult, ToolBlocked, ToolNotFound, InvalidArguments, DigestMismatch, PolicyDenied, LimitExceeded,

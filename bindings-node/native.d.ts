@@ -25,77 +25,59 @@ export declare class NativeGateway {
 
 /** A harness loaded by the core for calls (or only read, by `inspectHost`). */
 export declare class NativeHost {
-  /** The core's host method `method` with its named arguments (`Host::request`). */
-  request(method: string, args: Record<string, unknown>): any
+  /** The core's host method `method` with its named arguments (`Host::request`); JSON text in and out. */
+  request(method: string, args: string): string
+  /** Steps 1–7 of a call (values as JSON text): see the module's note for what it answers. */
+  call(tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): unknown
   /**
-   * A call through the nine steps: its result (`resultField` reads it), a
-   * `NativeTicket` when the handler returned a promise, or a promise of the
-   * result for a tool on the core's transports (http, code, mcp; run on
-   * libuv's pool). `argsText` and `principalText` are their values'
-   * `JSON.stringify` text when exact (see `definitionDigest`).
+   * Ends ticket `id`: its handler `returned` (`text`: the value's JSON text), gave a
+   * value with no JSON form (`invalid`; `text`: `[kind, detail, path]`), `threw`
+   * (`text`: what it threw, by name) or hit the deadline (`timeout`).
    */
-  call(tool: string, args: unknown, argsText: string | null, principal: unknown, principalText: string | null, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): unknown
+  finish(id: number, how: 'returned' | 'invalid' | 'threw' | 'timeout', text: string | null): unknown
   /**
-   * Ends a ticket's call: its promise resolved to `value` (`how`:
-   * `returned`), rejected with it (`threw`), or hit the deadline (`timeout`).
+   * Grants approval `id` as `approver` (JSON text, with the approver's
+   * edited args' text, if any) and begins the approved call, as `call` does.
    */
-  finish(ticket: NativeTicket, value: unknown, how: 'returned' | 'threw' | 'timeout'): unknown
-  /**
-   * Grants approval `id` as `approver` (with the approver's edited args,
-   * if any) and runs the approved call from step 1, as `call` does.
-   */
-  approveAndResume(id: string, approver: unknown, args?: unknown): unknown
-  /** `principal` converted once: a handle a run's calls pass instead of the object. */
-  principalHandle(principal: unknown): unknown
+  approveAndResume(id: string, approver: string, args?: string | null): unknown
 }
 
-/**
- * A call whose handler returned a promise: `pending` (that promise) and
- * `remainingMs` are own properties; `finish` ends it once.
- */
-export declare class NativeTicket {}
-
-/** The canonical JSON text of a value (`text`: its `JSON.stringify` text, as for `definitionDigest`). */
-export declare function canonicalJson(value: unknown, text?: string | null): string
+/** The canonical JSON text of a value (its JSON text). */
+export declare function canonicalJson(text: string): string
 
 /** Throws the core's error for `vars` that are not a mapping (`type_name`) or hold an unknown `key`. */
 export declare function celLiteBadVars(typeName?: string | undefined | null, key?: string | undefined | null): void
 
 /**
  * Compiles a cel-lite expression: `[evaluate, reads]`, or `[null, {code, message, line, column, reason}]`
- * (`message` rendered with the line and a caret).
+ * (`message` rendered with the line and a caret), the second as JSON text.
  */
-export declare function celLiteCompile(text: string): [((...args: unknown[]) => unknown) | null, unknown]
+export declare function celLiteCompile(text: string): [((...args: unknown[]) => unknown) | null, string]
 
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number
 
-/**
- * The definition digest (`sha256:…`) of a tool's name, description and
- * input schema; `text` is the schema's `JSON.stringify` text, which
- * `index.js` sends only when it is exact (the schema is walked when the core
- * cannot read the text).
- */
-export declare function definitionDigest(name: string, description: string, inputSchema: unknown, text?: string | null): string
+/** The definition digest (`sha256:…`) of a tool's name, description and input schema (its JSON text). */
+export declare function definitionDigest(name: string, description: string, inputSchema: string): string
 
 /** Reads `harness.yaml` and its manifests only: calls fail `not_loaded_for_calls`. */
 export declare function inspectHost(path: string): NativeHost
 
 /**
- * Loads `harness.yaml`, reading it once: `handlers` are `[tool, function,
- * isAsync]`; `codeTools` are `[manifest, origin]` pairs; `clockMs` and
- * `sequentialIds` are for tests.
+ * Loads `harness.yaml`, reading it once: `handlers` are `[tool, isAsync]`;
+ * `codeTools` is the JSON text of `[manifest, origin]` pairs; `audit` and
+ * `onApproval` take JSON text; `clockMs` and `sequentialIds` are for tests.
  */
-export declare function loadHost(path: string, handlers: Array<[string, Function, boolean]>, codeTools: Array<[unknown, string]>, audit?: ((event: Record<string, unknown>) => unknown) | null, onApproval?: ((request: Record<string, unknown>, approval: Record<string, unknown>) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeHost
+export declare function loadHost(path: string, handlers: Array<[string, boolean]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeHost
 
 /**
  * A core host method that needs no harness (`harnessweaver_core::host::request`):
- * `tables`, `describe_manifest`, `sanitize`.
+ * `tables`, `describe_manifest`, `sanitize`, `value_error`; `args` and the answer are JSON text.
  */
-export declare function request(method: string, args: Record<string, unknown>): any
+export declare function request(method: string, args: string): string
 
-/** One field of a call's result (`CallResult::FIELDS`), or the whole result's JSON form for none. */
-export declare function resultField(result: unknown, name: string | null): any
+/** The JSON text of one field of a call's result (`CallResult::FIELDS`), or of the whole result's JSON form for none. */
+export declare function resultField(result: unknown, name: string | null): string
 
 /** The name of the refusal class a result raises; null when the call ran. */
 export declare function resultRefusal(result: unknown): string | null
@@ -105,7 +87,7 @@ export declare function resultToModel(result: unknown): string
 
 /**
  * Starts serving `host`'s harness over MCP on a thread of its own: stdio
- * (as `principal`/`tenant`, else `spec.gateway.stdio`) or, with
+ * (as `principal` (JSON text) and `tenant`, else `spec.gateway.stdio`) or, with
  * `http: "127.0.0.1:PORT"`, streamable HTTP checked against `spec.gateway.http`.
  */
-export declare function serveMcp(host: NativeHost, http?: string | null, principal?: unknown, tenant?: string | null): NativeGateway
+export declare function serveMcp(host: NativeHost, http?: string | null, principal?: string | null, tenant?: string | null): NativeGateway

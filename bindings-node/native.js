@@ -838,7 +838,6 @@ module.exports = nativeBinding
 module.exports.GatewayCall = nativeBinding.GatewayCall
 module.exports.NativeGateway = nativeBinding.NativeGateway
 module.exports.NativeHost = nativeBinding.NativeHost
-module.exports.NativeTicket = nativeBinding.NativeTicket
 module.exports.canonicalJson = nativeBinding.canonicalJson
 module.exports.celLiteBadVars = nativeBinding.celLiteBadVars
 module.exports.celLiteCompile = nativeBinding.celLiteCompile

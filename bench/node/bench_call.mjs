@@ -47,10 +47,13 @@ try {
   const awaited = await perCallUs(async () => lookupOrder(args))
   const governed = await perCallUs(() => h.call('lookup_order', args, { principal }))
   const rt = h._rt
-  // The addon's call alone: steps 1-7, the handler and step 9 in one native call, no promise
-  // (args and principal walked, not sent as text; the result read for its refusal class).
+  // The addon's calls alone: steps 1-7, the handler with its args parsed and its output written
+  // as JSON text, and step 9, no promise (the result read for its refusal class).
   const native = require(join(PKG, 'native.js'))
-  const core = perCallUsSync(() => native.resultRefusal(rt.call('lookup_order', args, null, principal, null, null, null, null, null)))
+  const core = perCallUsSync(() => {
+    const [id, , text] = rt.call('lookup_order', JSON.stringify(args), JSON.stringify(principal), null, null, null, null)
+    return native.resultRefusal(rt.finish(id, 'returned', JSON.stringify(lookupOrder(JSON.parse(text)))))
+  })
 
   const f = (x) => x.toFixed(2).padStart(8)
   console.log(`node: median of ${REPEATS} samples`)

@@ -12,7 +12,7 @@ const path = require('node:path')
 const { parseArgs } = require('node:util')
 
 // The manifest's values, from the core.
-const { risks: RISKS, sideEffects: SIDE_EFFECTS } = require('../native.js').request('tables', {})
+const { risks: RISKS, sideEffects: SIDE_EFFECTS } = JSON.parse(require('../native.js').request('tables', '{}'))
 const EXIT_OK = 0
 const EXIT_PROBLEMS = 1
 const EXIT_USAGE = 2

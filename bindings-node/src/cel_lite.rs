@@ -2,44 +2,43 @@
 //! that evaluates the parts `cel_lite.js` gathers.
 //!
 //! Conversion only; the reads, evaluation and approval rule are the core's
-//! (`host::cel`). `celLiteCompile` returns `[evaluate, reads]`: `reads` is the
-//! core's `Read` list as `[name, parent, whole]`, from which `cel_lite.js`
-//! writes one gather function per program, and `evaluate(k…, p…)` is one raw
-//! N-API function (no per-argument conversion, no class method bookkeeping)
-//! holding the compiled program. Its arguments: words of 2-bit kinds (pair 0
-//! says what to return: 0 the value, 1 the approval verdict; pair `i + 1` the
-//! part of read `i`: 0 absent, 1 a value, 2 a map read field by field, 16
-//! pairs a word), then one argument per read, the value of each part of kind 1.
-//! It returns the value (throwing the unevaluable reason, a string), or for
-//! the verdict `true`, `false` or the reason.
+//! (`host::cel`). `celLiteCompile` returns `[evaluate, text]`: `text` is the
+//! JSON of the core's `Read` list as `[name, parent, whole, depth]` (or of
+//! the compile error), from which `cel_lite.js` writes one gather function
+//! per program, and `evaluate(k…, p…)` is one raw N-API function holding the
+//! compiled program. Its arguments: words of 2-bit kinds (pair 0 says what
+//! to return: 0 the value, 1 the approval verdict; pair `i + 1` the part of
+//! read `i`: 0 absent, 1 a string, number, bool or null, 2 a map read field
+//! by field, 3 a value's JSON text; 16 pairs a word), then one argument per
+//! read. It returns the value (throwing the unevaluable reason, a string), or
+//! for the verdict `true`, `false` or the reason. A part's strings are read
+//! into the buffers of the last evaluation (no allocation once warm).
 
 use std::cell::RefCell;
 use std::ffi::CString;
 use std::{mem, ptr};
 
-use harnessweaver_core::host::canonical::{self, MAX_DEPTH};
+use harnessweaver_core::host::canonical;
 use harnessweaver_core::host::cel::{self as core_cel, CelOutcome, Part, Program};
-use harnessweaver_core::host::Error as CoreError;
+use harnessweaver_core::host::{value_of_text, Error as CoreError};
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
-use crate::{check, js_string, napi_check, throw, to_js, to_value, value_error};
-
-type CoreResult<T> = std::result::Result<T, CoreError>;
+use crate::{js_string, napi_check, throw};
 
 /// Pairs of kind bits per argument word.
 const PAIRS: usize = 16;
 
 /// Compiles a cel-lite expression: `[evaluate, reads]`, or `[null, {code, message, line, column, reason}]`
-/// (`message` rendered with the line and a caret).
-#[napi(ts_return_type = "[((...args: unknown[]) => unknown) | null, unknown]")]
+/// (`message` rendered with the line and a caret), the second as JSON text.
+#[napi(ts_return_type = "[((...args: unknown[]) => unknown) | null, string]")]
 pub fn cel_lite_compile(env: Env, text: String) -> Result<Unknown<'static>> {
     let raw = env.raw();
     let (function, data) = match core_cel::compile(&text) {
         Ok(program) => {
-            let reads: Vec<Value> = program.reads().iter().map(|r| json!([r.name, r.parent, r.whole])).collect();
+            let reads: Vec<Value> = program.reads().iter().map(|r| json!([r.name, r.parent, r.whole, r.depth])).collect();
             (unsafe { evaluate_function(raw, program)? }, Value::Array(reads))
         }
         Err(e) => {
@@ -51,7 +50,7 @@ pub fn cel_lite_compile(env: Env, text: String) -> Result<Unknown<'static>> {
     let mut out = ptr::null_mut();
     napi_check(unsafe { sys::napi_create_array_with_length(raw, 2, &mut out) }, "array")?;
     napi_check(unsafe { sys::napi_set_element(raw, out, 0, function) }, "element")?;
-    napi_check(unsafe { sys::napi_set_element(raw, out, 1, to_js(raw, &data)?) }, "element")?;
+    napi_check(unsafe { sys::napi_set_element(raw, out, 1, js_string(raw, &data.to_string())?) }, "element")?;
     Ok(unsafe { Unknown::from_raw_unchecked(raw, out) })
 }
 
@@ -68,11 +67,11 @@ pub fn cel_lite_bad_vars(env: Env, type_name: Option<String>, key: Option<String
     Err(throw(&env, &err))
 }
 
-/// A compiled program and the parts of its last evaluation, whose strings and
-/// arrays the next one converts into: no allocation once warm.
+/// A compiled program and the parts of its last evaluation, whose strings the
+/// next one reads into: no allocation once warm.
 struct Compiled {
     program: Program,
-    scratch: RefCell<Vec<Part>>,
+    scratch: RefCell<(Vec<Part>, String)>,
 }
 
 /// The most bytes of those buffers kept between evaluations.
@@ -140,17 +139,27 @@ unsafe fn evaluate_parts(env: sys::napi_env, info: sys::napi_callback_info) -> R
         Ok((bits >> (2 * (pair % PAIRS))) & 3)
     };
     let want = kind(0)?;
-    // A getter run while converting may evaluate this program again: that evaluation has parts of its own.
-    let (mut fresh, mut held) = (Vec::new(), scratch.try_borrow_mut());
-    let parts = held.as_deref_mut().unwrap_or(&mut fresh);
+    // A getter run while gathering cannot evaluate this program again before this call, but a
+    // program evaluated from inside another's gather would: that evaluation has buffers of its own.
+    let mut fresh = Default::default();
+    let mut held = scratch.try_borrow_mut();
+    let (parts, text) = held.as_deref_mut().unwrap_or(&mut fresh);
     parts.resize(reads.len(), Part::Absent);
     let mut kept = 0;
-    for (i, (read, part)) in reads.iter().zip(parts.iter_mut()).enumerate() {
+    for (i, part) in parts.iter_mut().enumerate() {
         *part = match (kind(i + 1)?, values.get(i), mem::take(part)) {
             (1, Some(value), old) => {
                 let mut slot = if let Part::Value(old) = old { old } else { Value::Null };
-                unsafe { convert_into(env, *value, &mut slot, read.depth, &mut kept) }.map_err(|e| throw(&Env::from_raw(env), &e))?;
+                unsafe { scalar(env, *value, &mut slot, &mut kept) }.map_err(|e| throw(&Env::from_raw(env), &e))?;
                 Part::Value(slot)
+            }
+            (3, Some(value), _) => {
+                let mut slot = Value::String(mem::take(text));
+                unsafe { scalar(env, *value, &mut slot, &mut kept) }.map_err(|e| throw(&Env::from_raw(env), &e))?;
+                let Value::String(json) = slot else { return Err(Error::from_reason("a part's text is not a string")) };
+                let read = value_of_text(&json).map_err(|e| throw(&Env::from_raw(env), &e));
+                *text = json;
+                Part::Value(read?)
             }
             (2, ..) => Part::Map,
             _ => Part::Absent,
@@ -159,6 +168,7 @@ unsafe fn evaluate_parts(env: sys::napi_env, info: sys::napi_callback_info) -> R
     let answer = unsafe { answer(env, program, parts, want) };
     if kept > KEEP {
         parts.clear();
+        *text = String::new();
     }
     answer
 }
@@ -174,7 +184,17 @@ unsafe fn answer(env: sys::napi_env, program: &Program, parts: &[Part], want: u3
         };
     }
     match program.evaluate_parts(parts) {
-        CelOutcome::Value(v) => unsafe { to_js(env, &v) },
+        // A string, number, bool or null as itself; anything else as JSON text `cel_lite.js` parses (an object).
+        CelOutcome::Value(Value::String(s)) => unsafe { js_string(env, &s) },
+        CelOutcome::Value(Value::Number(n)) => unsafe { f64::to_napi_value(env, n.as_f64().unwrap_or(0.0)) },
+        CelOutcome::Value(Value::Bool(b)) => unsafe { bool::to_napi_value(env, b) },
+        CelOutcome::Value(Value::Null) => unsafe { Null::to_napi_value(env, Null) },
+        CelOutcome::Value(v) => {
+            let mut wrapped = ptr::null_mut();
+            napi_check(unsafe { sys::napi_create_object(env, &mut wrapped) }, "object")?;
+            napi_check(unsafe { sys::napi_set_named_property(env, wrapped, c"json".as_ptr(), js_string(env, &v.to_string())?) }, "json")?;
+            Ok(wrapped)
+        }
         CelOutcome::Unevaluable { reason } => {
             napi_check(unsafe { sys::napi_throw(env, js_string(env, &reason)?) }, "throw")?;
             Err(Error::new(Status::PendingException, reason))
@@ -182,10 +202,10 @@ unsafe fn answer(env: sys::napi_env, program: &Program, parts: &[Part], want: u3
     }
 }
 
-/// Converts `value` as `to_value` does, writing strings and arrays into the
-/// buffers `slot` holds (adding their bytes to `kept`); anything else anew.
-unsafe fn convert_into(env: sys::napi_env, value: sys::napi_value, slot: &mut Value, depth: usize, kept: &mut usize) -> CoreResult<()> {
-    let (mut ty, mut is_array, mut len, mut written, mut f) = (sys::ValueType::napi_string, false, 0u32, 0usize, 0.0);
+/// Reads a string, number, bool or null into `slot`, a string into the buffer `slot` holds
+/// (adding its bytes to `kept`).
+unsafe fn scalar(env: sys::napi_env, value: sys::napi_value, slot: &mut Value, kept: &mut usize) -> std::result::Result<(), CoreError> {
+    let (mut ty, mut written, mut f, mut b) = (sys::ValueType::napi_string, 0usize, 0.0, false);
     // A part mostly keeps its type from one evaluation to the next: a string or number is read as one
     // without asking its type first (a wrong guess fails without throwing, and the type is asked).
     if let Value::Number(_) = slot {
@@ -195,55 +215,47 @@ unsafe fn convert_into(env: sys::napi_env, value: sys::napi_value, slot: &mut Va
         }
     }
     if !matches!(slot, Value::String(_)) {
-        check(unsafe { sys::napi_typeof(env, value, &mut ty) }, "typeof")?;
+        unsafe { sys::napi_typeof(env, value, &mut ty) };
     }
-    if ty == sys::ValueType::napi_string {
-        let mut bytes = if let Value::String(s) = mem::take(slot) { s.into_bytes() } else { Vec::new() };
-        bytes.clear();
-        // One call when it fits: N-API never writes part of a character (at most 4 bytes) and keeps a
-        // byte for the NUL, so 5 bytes to spare means all was written. Else its length in UTF-16 units
-        // (free) bounds it: each unit is at most 3 bytes of UTF-8.
-        for pass in 0..2 {
-            let units = if pass == 0 { 64 } else { 3 * unsafe { utf16_len(env, value)? } + 6 };
-            bytes.reserve(units);
-            let status = unsafe { sys::napi_get_value_string_utf8(env, value, bytes.as_mut_ptr().cast(), bytes.capacity(), &mut written) };
-            if status == sys::Status::napi_string_expected {
-                return unsafe { convert_into(env, value, slot, depth, kept) };
+    if ty != sys::ValueType::napi_string {
+        *slot = match ty {
+            sys::ValueType::napi_number => {
+                unsafe { sys::napi_get_value_double(env, value, &mut f) };
+                canonical::double_value(f)?
             }
-            check(status, "string")?;
-            if written + 5 < bytes.capacity() {
-                break;
+            sys::ValueType::napi_boolean => {
+                unsafe { sys::napi_get_value_bool(env, value, &mut b) };
+                Value::Bool(b)
             }
+            _ => Value::Null,
+        };
+        return Ok(());
+    }
+    let mut bytes = if let Value::String(s) = mem::take(slot) { s.into_bytes() } else { Vec::new() };
+    bytes.clear();
+    // One call when it fits: N-API never writes part of a character (at most 4 bytes) and keeps a
+    // byte for the NUL, so 5 bytes to spare means all was written. Else its length in UTF-16 units
+    // (free) bounds it: each unit is at most 3 bytes of UTF-8.
+    for pass in 0..2 {
+        let mut units = 64;
+        if pass == 1 {
+            unsafe { sys::napi_get_value_string_utf16(env, value, ptr::null_mut(), 0, &mut units) };
+            units = 3 * units + 6;
         }
-        // SAFETY: N-API wrote `written` bytes, fewer than the capacity, at the start of the buffer.
-        unsafe { bytes.set_len(written.min(bytes.capacity())) };
-        *kept += bytes.capacity();
-        // N-API hands out UTF-8 (lone surrogates become U+FFFD), so this does not fail.
-        *slot = Value::String(String::from_utf8(bytes).map_err(|_| value_error("invalid_string", "string is not valid Unicode"))?);
-        return Ok(());
+        bytes.reserve(units);
+        let status = unsafe { sys::napi_get_value_string_utf8(env, value, bytes.as_mut_ptr().cast(), bytes.capacity(), &mut written) };
+        if status == sys::Status::napi_string_expected {
+            *slot = Value::Null;
+            return unsafe { scalar(env, value, slot, kept) };
+        }
+        if written + 5 < bytes.capacity() {
+            break;
+        }
     }
-    if ty == sys::ValueType::napi_object && depth < MAX_DEPTH {
-        check(unsafe { sys::napi_is_array(env, value, &mut is_array) }, "array")?;
-    }
-    if !is_array {
-        *slot = unsafe { to_value(env, value, depth)? };
-        return Ok(());
-    }
-    let mut items = if let Value::Array(items) = mem::take(slot) { items } else { Vec::new() };
-    check(unsafe { sys::napi_get_array_length(env, value, &mut len) }, "array length")?;
-    items.resize(len as usize, Value::Null);
-    for (i, item) in (0..len).zip(items.iter_mut()) {
-        let mut element = ptr::null_mut();
-        check(unsafe { sys::napi_get_element(env, value, i, &mut element) }, "array element")?;
-        unsafe { convert_into(env, element, item, depth + 1, kept)? };
-    }
-    *kept += items.capacity() * mem::size_of::<Value>();
-    *slot = Value::Array(items);
+    // SAFETY: N-API wrote `written` bytes, fewer than the capacity, at the start of the buffer.
+    unsafe { bytes.set_len(written.min(bytes.capacity())) };
+    *kept += bytes.capacity();
+    // N-API hands out UTF-8 (lone surrogates become U+FFFD), so this does not fail.
+    *slot = Value::String(String::from_utf8(bytes).map_err(|_| CoreError::value("invalid_string", "string is not valid Unicode"))?);
     Ok(())
-}
-
-unsafe fn utf16_len(env: sys::napi_env, value: sys::napi_value) -> CoreResult<usize> {
-    let mut units = 0;
-    check(unsafe { sys::napi_get_value_string_utf16(env, value, ptr::null_mut(), 0, &mut units) }, "string")?;
-    Ok(units)
 }

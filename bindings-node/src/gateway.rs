@@ -9,13 +9,13 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use harnessweaver_core::host::CallResult as CoreResult;
+use harnessweaver_core::host::{CallResult as CoreResult, Principal};
 use harnessweaver_runtime::gateway::handover::{serve_handed_over, HandOver, HandedCall};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::host::{given, principal, NativeHost};
-use super::throw;
+use super::host::NativeHost;
+use super::{throw, value};
 
 /// A running gateway (native side); `serveMcp` in `index.js` drives it.
 #[napi]
@@ -26,11 +26,11 @@ pub struct NativeGateway(Arc<HandOver>);
 pub struct GatewayCall(RefCell<Option<HandedCall>>);
 
 /// Starts serving `host`'s harness over MCP on a thread of its own: stdio
-/// (as `principal`/`tenant`, else `spec.gateway.stdio`) or, with
+/// (as `principal` (JSON text) and `tenant`, else `spec.gateway.stdio`) or, with
 /// `http: "127.0.0.1:PORT"`, streamable HTTP checked against `spec.gateway.http`.
-#[napi(ts_args_type = "host: NativeHost, http?: string | null, principal?: unknown, tenant?: string | null")]
-pub fn serve_mcp(env: Env, host: &NativeHost, http: Option<String>, who: Option<Unknown<'_>>, tenant: Option<String>) -> Result<NativeGateway> {
-    let who = given(who).map(|p| principal(&env, &p)).transpose()?;
+#[napi(ts_args_type = "host: NativeHost, http?: string | null, principal?: string | null, tenant?: string | null")]
+pub fn serve_mcp(env: Env, host: &NativeHost, http: Option<String>, who: Option<String>, tenant: Option<String>) -> Result<NativeGateway> {
+    let who = who.map(|p| Principal::from_value(&value(&env, &p)?).map_err(|e| throw(&env, &e))).transpose()?;
     let calls = serve_handed_over(&host.inner, http.as_deref(), who, tenant).map_err(|e| throw(&env, &e))?;
     Ok(NativeGateway(Arc::new(calls)))
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use harnessweaver_core::host::{
     self as core, ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, EventField, HandlerDecl,
-    HandlerMode, HandlerRef, HandlerResolver, HostOptions, Outcome, RefusalClass, Resolved, SpecFormat, TestOptions, Ticket as CoreTicket,
-    TicketCell, TicketRoute,
+    HandlerMode, HandlerRef, HandlerResolver, HostOptions, Outcome, RefusalClass, Resolved, TestOptions, Ticket as CoreTicket, TicketCell,
+    TicketRoute,
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use pyo3::prelude::*;
@@ -19,7 +19,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyString};
 use serde_json::Value;
 
-use crate::{convert, load_err, manifest_source, properties, refusal_classes, to_py, to_py_err, to_value, watchdog, HandlerOverrun};
+use crate::{convert, load_err, manifest_source, properties, refusal_class, to_py, to_py_err, to_value, watchdog, HandlerOverrun};
 
 /// Who makes a call: an id, roles, scopes and attributes.
 #[pyclass(frozen, eq, module = "harnessweaver", name = "Principal")]
@@ -319,9 +319,10 @@ impl Host {
         Ok(Host { inner: Arc::new(inner), fns, runner })
     }
 
-    /// Every tool's description, in load order.
-    fn describe_tools<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        self.inner.tools().map(|t| to_py(py, &t.describe())).collect()
+    /// The core's host method `method` with its named arguments (`Host::request`; `_governor.py` makes the methods).
+    fn request<'py>(&self, py: Python<'py>, method: &str, args: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let args = convert(py, args)?;
+        to_py(py, &py.detach(|| self.inner.request(method, &args)).map_err(|e| to_py_err(py, &e))?)
     }
 
     /// A governed call: steps 1–9, a sync handler on this thread under its deadline.
@@ -370,9 +371,7 @@ impl Host {
     #[pyo3(signature = (result, raise_on_refusal = true))]
     fn deliver(py: Python<'_>, result: Py<CallResult>, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
         let Some(class) = RefusalClass::of(result.get().0.decision, result.get().0.step).filter(|_| raise_on_refusal) else { return Ok(result) };
-        let t = refusal_classes(py)?.iter().find(|(c, _)| *c == class).map(|(_, t)| t.bind(py).clone());
-        let t = t.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("a refusal class is missing"))?;
-        Err(PyErr::from_value(t.call1((result,))?))
+        Err(PyErr::from_value(refusal_class(py, class)?.call1((result,))?))
     }
 
     #[pyo3(signature = (id, *, approver, args = None))]
@@ -398,59 +397,6 @@ impl Host {
     ) -> PyResult<Py<CallResult>> {
         let begun = self.resume(py, id, approver, args)?;
         deliver(py, self.run_begun(py, begun)?, raise_on_refusal)
-    }
-
-    #[pyo3(signature = (id, *, approver))]
-    fn grant<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, approver: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let (id, approver) = (id_of(id)?, principal_arg(py, approver)?);
-        to_py(py, &py.detach(|| self.inner.grant(&id, &approver)).map_err(|e| to_py_err(py, &e))?)
-    }
-
-    #[pyo3(signature = (id, reason = "", *, by))]
-    fn deny<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, reason: &str, by: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let (id, by) = (id_of(id)?, principal_arg(py, by)?);
-        to_py(py, &py.detach(|| self.inner.deny(&id, &by, reason)).map_err(|e| to_py_err(py, &e))?)
-    }
-
-    fn approvals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &py.detach(|| self.inner.approvals()).map_err(|e| to_py_err(py, &e))?)
-    }
-
-    #[pyo3(signature = (tool, args = None, **context))]
-    fn explain<'py>(
-        &self,
-        py: Python<'py>,
-        tool: &str,
-        args: Option<&Bound<'py, PyAny>>,
-        context: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (ctx, args) = (self::context(py, context)?, args_value(py, args)?);
-        to_py(py, &py.detach(|| self.inner.explain(tool, args, &ctx)).map_err(|e| to_py_err(py, &e))?)
-    }
-
-    #[pyo3(signature = (format = "openai", principal = None, tenant = None))]
-    fn tool_specs<'py>(
-        &self,
-        py: Python<'py>,
-        format: &str,
-        principal: Option<&Bound<'py, PyAny>>,
-        tenant: Option<&str>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let format = SpecFormat::parse(format).map_err(|e| to_py_err(py, &e))?;
-        let principal = principal.filter(|p| !p.is_none()).map(|p| principal_arg(py, p)).transpose()?;
-        to_py(py, &self.inner.tool_specs(format, principal.as_ref(), tenant).map_err(|e| to_py_err(py, &e))?)
-    }
-
-    fn new_run(&self, py: Python<'_>) -> PyResult<String> {
-        self.inner.new_run().map_err(|e| to_py_err(py, &e))
-    }
-
-    fn labels<'py>(&self, py: Python<'py>, run_id: &str) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &py.detach(|| self.inner.labels(run_id)).map_err(|e| to_py_err(py, &e))?)
-    }
-
-    fn advance_ms(&self, py: Python<'_>, ms: u64) -> PyResult<()> {
-        self.inner.advance_clock(ms).map_err(|e| to_py_err(py, &e))
     }
 }
 

@@ -15,8 +15,8 @@ use harnessweaver_core::host::{self as core, Error, LoadErrors, ManifestSource, 
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
-use pyo3::{create_exception, intern, PyTypeInfo};
+use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::{create_exception, PyTypeInfo};
 use serde_json::{Map, Value};
 
 create_exception!(harnessweaver, HarnessweaverError, PyException, "Base class of every harnessweaver error; `.code` is its stable snake_case code.");
@@ -121,6 +121,10 @@ fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Error> {
     if let Ok(f) = obj.cast::<PyFloat>() {
         return canonical::float_value(f.value());
     }
+    // A principal as the core reads one (in a host method's arguments).
+    if let Ok(p) = obj.cast::<host::Principal>() {
+        return Ok(p.get().0.to_value());
+    }
     if let Ok(s) = obj.cast::<PyString>() {
         return s
             .to_cow()
@@ -178,53 +182,22 @@ fn manifest_source(py: Python<'_>, manifest: &Bound<'_, PyAny>, origin: Option<S
     Ok(ManifestSource::from_host(convert(py, manifest)?, origin))
 }
 
-/// The refusal classes, built from the core's table: `[(class, type)]`.
-static CLASSES: PyOnceLock<Vec<(RefusalClass, Py<PyType>)>> = PyOnceLock::new();
-
-fn refusal_classes(py: Python<'_>) -> PyResult<&Vec<(RefusalClass, Py<PyType>)>> {
-    CLASSES.get_or_try_init(py, || {
-        let partialmethod = py.import("functools")?.getattr("partialmethod")?;
-        let (property, attrgetter) = (py.import("builtins")?.getattr("property")?, py.import("operator")?.getattr("attrgetter")?);
-        let mut made: Vec<(RefusalClass, Py<PyType>)> = Vec::new();
-        for &class in RefusalClass::ALL {
-            let parent = match class.parent() {
-                Some(p) => made.iter().find(|(c, _)| *c == p).map(|(_, t)| t.bind(py).clone()),
-                None => Some(py.get_type::<HarnessweaverError>()),
-            };
-            let ns = PyDict::new(py);
-            ns.set_item("__doc__", class.doc())?;
-            ns.set_item("__module__", "harnessweaver")?;
-            if class.parent().is_none() {
-                ns.set_item("__init__", partialmethod.call1((wrap_pyfunction!(refusal_init, py)?,))?)?;
-                ns.set_item("to_model", partialmethod.call1((wrap_pyfunction!(refusal_to_model, py)?,))?)?;
-            }
-            for extra in class.extras() {
-                ns.set_item(extra.as_str(), property.call1((attrgetter.call1((format!("result.{}", extra.as_str()),))?,))?)?;
-            }
-            let t = py.get_type::<PyType>().call1((class.name(), (parent,), ns))?.cast_into::<PyType>()?;
-            made.push((class, t.unbind()));
-        }
-        Ok(made)
-    })
+/// The refusal class of `class` (`_governor.py` builds them from the core's table into this module).
+fn refusal_class(py: Python<'_>, class: RefusalClass) -> PyResult<Bound<'_, PyAny>> {
+    static CLASSES: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
+    let all = CLASSES.get_or_try_init(py, || {
+        let module = py.import("harnessweaver._native")?;
+        RefusalClass::ALL.iter().map(|c| module.getattr(c.name()).map(Bound::unbind)).collect::<PyResult<Vec<_>>>()
+    })?;
+    let at = RefusalClass::ALL.iter().position(|c| *c == class).and_then(|i| all.get(i));
+    at.map(|t| t.bind(py).clone()).ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("a refusal class is missing"))
 }
 
-/// `ToolBlocked.__init__(self, result)`: the result's message, and `result`, `code`, `step`, no `problems`.
+/// A core host method that needs no harness (`tables`, `describe_manifest`, `sanitize`, ...), its named arguments in a dict.
 #[pyfunction]
-#[pyo3(text_signature = "(self, result)")]
-fn refusal_init(this: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
-    let py = this.py();
-    py.get_type::<PyException>().getattr("__init__")?.call1((this, result.getattr(intern!(py, "message"))?))?;
-    this.setattr("result", result)?;
-    this.setattr("code", result.getattr("code")?)?;
-    this.setattr("step", result.getattr("step")?)?;
-    this.setattr("problems", PyList::empty(py))
-}
-
-/// `ToolBlocked.to_model(self)`: the text to hand back to the model.
-#[pyfunction]
-#[pyo3(text_signature = "(self)")]
-fn refusal_to_model<'py>(this: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    this.getattr("result")?.call_method0("to_model")
+fn request<'py>(py: Python<'py>, method: &str, args: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let args = convert(py, args)?;
+    to_py(py, &py.detach(|| core::request(method, &args)).map_err(|e| to_py_err(py, &e))?)
 }
 
 /// The definition digest (`sha256:…`) of a tool's name, description and input schema.
@@ -239,31 +212,12 @@ fn canonical_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> 
     canonical::to_string(&convert(py, value)?).map_err(|e| to_py_err(py, &e))
 }
 
-/// Parses one manifest (a dict, or YAML/JSON text) and returns its description.
-#[pyfunction]
-#[pyo3(signature = (manifest, origin = None))]
-fn describe_manifest<'py>(py: Python<'py>, manifest: &Bound<'py, PyAny>, origin: Option<String>) -> PyResult<Bound<'py, PyAny>> {
-    to_py(py, &core::describe_manifest(&manifest_source(py, manifest, origin)?).map_err(|e| load_err(py, &e))?)
-}
-
 /// Runs the named sanitizers on every string value and key of `value`: the value and the counts per kind.
 #[pyfunction]
 fn sanitize<'py>(py: Python<'py>, value: &Bound<'py, PyAny>, sanitizers: Vec<String>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let value = convert(py, value)?;
     let (out, counts) = py.detach(|| core::sanitize(&value, &sanitizers)).map_err(|e| to_py_err(py, &e))?;
     Ok((to_py(py, &out)?, to_py(py, counts.as_map())?))
-}
-
-/// Why the core refuses a resolved handler ref for the harness in `base` (`None`: it may be named).
-#[pyfunction]
-fn handler_refusal(
-    text: &str,
-    origin: Option<std::path::PathBuf>,
-    modules_in_path: Vec<String>,
-    base: std::path::PathBuf,
-    roots: Vec<std::path::PathBuf>,
-) -> Option<String> {
-    core::handler_refusal(text, origin.as_deref(), &modules_in_path, &base, &roots)
 }
 
 /// Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code.
@@ -280,19 +234,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidValueError", py.get_type::<InvalidValueError>())?;
     m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
     m.add("HandlerOverrun", py.get_type::<HandlerOverrun>())?;
-    for (class, t) in refusal_classes(py)? {
-        m.add(class.name(), t.bind(py))?;
-    }
     m.add("MAX_DEPTH", MAX_DEPTH)?;
     m.add("RISKS", core::RISKS.to_vec())?;
     m.add("SIDE_EFFECTS", core::SIDE_EFFECTS.to_vec())?;
     m.add_class::<Problem>()?;
     properties::<Problem>(py, &CoreProblem::FIELDS, problem_field)?;
+    m.add_function(wrap_pyfunction!(request, m)?)?;
     m.add_function(wrap_pyfunction!(definition_digest, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
-    m.add_function(wrap_pyfunction!(describe_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(sanitize, m)?)?;
-    m.add_function(wrap_pyfunction!(handler_refusal, m)?)?;
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
     host::register(m)?;
     gateway::register(m)?;

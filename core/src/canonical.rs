@@ -464,8 +464,9 @@ pub fn value_of_double_json(text: &str) -> Option<Value> {
     Some(value)
 }
 
-/// Reads every number of `value` as a double (serde_json's nesting limit bounds the recursion).
-fn as_doubles(value: &mut Value) -> Result<(), Error> {
+/// Reads every number of `value` as a double (serde_json's nesting limit, or
+/// `host::value_of_text`'s check, bounds the recursion).
+pub(crate) fn as_doubles(value: &mut Value) -> Result<(), Error> {
     match value {
         Value::Number(n) if n.as_i64().is_none_or(|i| i.unsigned_abs() > MAX_SAFE_INTEGER) => {
             *value = double_value(n.as_f64().ok_or_else(non_finite)?)?;

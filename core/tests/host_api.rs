@@ -552,9 +552,9 @@ fn request_answers_each_method_from_named_arguments_and_names_what_is_wrong() {
     assert!(!clean["value"].as_str().unwrap().contains("jane.doe"), "{clean}");
     let d = dir("request", &[("harness.yaml", harness("")), ("tools/echo.yaml", tool("echo", ""))]);
     let host = load(&d, vec![decl("echo", HandlerMode::CallerThread)]);
-    assert_eq!(host.request("tools", &json!({})).unwrap()[0]["name"], "echo");
+    assert_eq!(host.request("describe_tools", &json!({})).unwrap()[0]["name"], "echo");
     let missing = host.request("labels", &json!({})).unwrap_err();
-    assert!(format!("{missing}").contains("`run` is required"), "{missing}");
+    assert!(format!("{missing}").contains("`run_id` is required"), "{missing}");
     let typed = host.request("deny", &json!({"id": "x", "by": {"id": "a"}, "reason": 5})).unwrap_err();
     assert!(format!("{typed}").contains("`reason` must be a string"), "{typed}");
     assert!(host.request("new_run", &json!({})).unwrap().is_string());

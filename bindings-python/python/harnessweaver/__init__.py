@@ -59,7 +59,7 @@ class ToolDescription:
     def from_manifest(cls, manifest: Union[str, Mapping[str, Any]], origin: Optional[str] = None) -> "ToolDescription":
         """Parses one ``kind: Tool`` manifest (a dict, or YAML/JSON text). Raises :class:`LoadError`."""
         source = manifest if isinstance(manifest, str) else dict(manifest)
-        return cls(_native.describe_manifest(manifest, origin), (source, origin))
+        return cls(_native.request("describe_manifest", {"manifest": manifest, "origin": origin}), (source, origin))
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -40,7 +40,9 @@ def _import_handler(ref: str, base: str) -> Callable[..., Any]:
     if not module or not attr:
         raise ImportError(f"handler `{ref}` is not `module:function`")
     fn, origin, modules, _, _ = _resolve(module, attr.split("."), base)
-    refusal = _native.handler_refusal(ref, origin, modules, base, _roots())
+    refusal = _native.request(
+        "handler_refusal", {"text": ref, "origin": origin, "modules_in_path": modules, "base": base, "roots": _roots()}
+    )
     if refusal is not None:
         raise ImportError(refusal.removeprefix("ImportError: "))
     return fn  # type: ignore[no-any-return]

@@ -16,6 +16,8 @@ import asyncio
 import functools
 import importlib
 import inspect
+import json
+import operator
 import os
 import site
 import sys
@@ -149,6 +151,62 @@ def _in_thread(fn: Callable[..., Any], kwargs: Dict[str, Any]) -> "asyncio.Futur
 
     threading.Thread(target=target, name="harnessweaver-handler", daemon=True).start()
     return future
+
+
+def _id(o: Any) -> Any:
+    """The id of an approval or a run: an id, a mapping with ``id``, an ``ApprovalRequired`` or a ``Run``."""
+    if isinstance(o, (str, type(None))):
+        return o
+    if isinstance(o, Mapping):
+        return o.get("id")
+    return o.approval["id"] if hasattr(o, "approval") else o.id
+
+
+def _host_method(name: str, params: List[str]) -> Callable[..., Any]:
+    """A method of the native host passing its arguments by name to the core's ``request(name, ...)``."""
+    kind: Any = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    found = [inspect.Parameter("self", kind)]
+    for param in params:
+        if param == "*":
+            kind = inspect.Parameter.KEYWORD_ONLY
+            continue
+        key, _, default = param.partition("=")
+        found.append(inspect.Parameter(key, kind, default=json.loads(default) if default else inspect.Parameter.empty))
+    signature = inspect.Signature(found)
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        named = signature.bind(self, *args, **kwargs)
+        named.apply_defaults()
+        return self.request(name, {k: _id(v) if k in ("id", "run") else v for k, v in list(named.arguments.items())[1:]})
+
+    method.__name__ = method.__qualname__ = name
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    return method
+
+
+def _refusal_init(self: Any, result: CallResult) -> None:
+    Exception.__init__(self, result.message)
+    self.result, self.code, self.step, self.problems = result, result.code, result.step, []
+
+
+def _complete_native() -> None:
+    """Builds into the native module what the core's tables describe: the refusal classes
+    (base first, one per step) and the host methods that only pass their arguments on."""
+    tables = _native.request("tables", {})
+    made: Dict[Optional[str], Any] = {None: _native.HarnessweaverError}
+    for c in tables["refusalClasses"]:
+        ns: Dict[str, Any] = {"__doc__": c["doc"], "__module__": "harnessweaver"}
+        ns.update({x: property(operator.attrgetter(f"result.{x}")) for x in c["extras"]})
+        if c["parent"] is None:
+            ns.update(__init__=_refusal_init, to_model=lambda self: self.result.to_model())
+        made[c["name"]] = type(c["name"], (made[c["parent"]],), ns)
+        setattr(_native, c["name"], made[c["name"]])
+        _native.__all__.append(c["name"])
+    for name, params in tables["methods"]:
+        setattr(_native.Host, name, _host_method(name, params))
+
+
+_complete_native()
 
 
 class Run:

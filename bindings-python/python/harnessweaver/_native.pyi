@@ -27,11 +27,10 @@ __all__ = [
     "RISKS",
     "SIDE_EFFECTS",
     "Problem",
+    "request",
     "definition_digest",
     "canonical_json",
-    "describe_manifest",
     "sanitize",
-    "handler_refusal",
     "cli_run",
     "Principal",
     "Ticket",
@@ -163,13 +162,12 @@ class ToolFailed(ToolBlocked):
 class OutputRejected(ToolBlocked):
     """Step 9 (output): the output fails the tool's output constraints."""
 
-def handler_refusal(
-    text: str, origin: Optional[str], modules_in_path: Sequence[str], base: str, roots: Sequence[str]
-) -> Optional[str]:
-    """Why the core refuses the handler ref ``text`` for the harness in ``base``, or
-    None when it may be named: the resolved callable's code (``origin``, None when
-    built in) must be under ``base`` or one of ``roots`` (the package directories),
-    and no attribute of the path may be a module (``modules_in_path``)."""
+def request(method: str, args: Mapping[str, Any]) -> Any:
+    """Runs the core's host method ``method`` that needs no harness with its named
+    ``args``: ``tables``, ``describe_manifest`` (``manifest``, ``origin``: the
+    tool's description; raises :class:`LoadError`), ``sanitize``, ``principal``,
+    ``handler_refusal`` (``text``, ``origin``, ``modules_in_path``, ``base``,
+    ``roots``: why the core refuses a resolved handler ref, or None)."""
 
 def definition_digest(name: str, description: str, input_schema: Any) -> str:
     """``sha256:`` + hex SHA-256 of the canonical JSON of ``{"description",
@@ -180,10 +178,6 @@ def canonical_json(value: Any) -> str:
     """The canonical JSON text of ``value`` (sorted keys, no spaces, ASCII only,
     integral floats as integers): byte-identical in every language. Raises
     :class:`InvalidValueError` for values with no portable JSON form."""
-
-def describe_manifest(manifest: Any, origin: Optional[str] = None) -> Dict[str, Any]:
-    """Parses one ``kind: Tool`` manifest (a dict, or YAML/JSON text) and returns
-    its description; ``origin`` names it in problems. Raises :class:`LoadError`."""
 
 def cli_run(args: Sequence[str]) -> int:
     """Runs the ``harnessweaver`` command line with ``args`` (without the program
@@ -388,6 +382,9 @@ class Host:
         sandbox_worker: Optional[str] = None,
         inspect: bool = False,
     ) -> "Host": ...
+    def request(self, method: str, args: Mapping[str, Any]) -> Any:
+        """Runs the core's host method ``method`` with its named ``args``; the methods
+        below that only pass their arguments on are made from the core's table of them."""
     def describe_tools(self) -> List[Dict[str, Any]]:
         """Every tool's description (every manifest field with its default, the digest and pin), in load order."""
     def call(

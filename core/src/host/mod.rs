@@ -12,6 +12,7 @@ mod callbacks;
 pub mod cel;
 mod load;
 mod request;
+mod values;
 mod watchdog;
 
 use std::collections::HashMap;
@@ -36,7 +37,8 @@ pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallbac
 pub use load::{
     handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions,
 };
-pub use request::{request, tables, ERROR_CLASSES};
+pub use request::{request, tables, ERROR_CLASSES, METHODS};
+pub use values::{value_error, value_of_text};
 pub use watchdog::{Interrupter, Watchdog};
 
 use crate::clock::ManualClock;

@@ -6,11 +6,17 @@
 //! every language words a missing or mistyped one alike, and a binding
 //! converts values only, with one entry point instead of one per method.
 
+use std::path::{Path, PathBuf};
+
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::{cel, describe_manifest, invalid, sanitize, CallContext, Host, ManifestSource, Principal, SpecFormat, RISKS, SIDE_EFFECTS};
+use super::{
+    cel, describe_manifest, handler_refusal, invalid, sanitize, value_error, CallContext, Host, ManifestSource, Principal, SpecFormat, RISKS,
+    SIDE_EFFECTS,
+};
 use crate::call::CallResult;
+use crate::canonical::{MAX_DEPTH, MAX_SAFE_INTEGER};
 use crate::codes::{ArgumentCode, RefusalClass};
 use crate::error::Error;
 
@@ -19,19 +25,36 @@ use crate::error::Error;
 /// `HarnessweaverError` (an error of kind `other` is the base class itself).
 pub const ERROR_CLASSES: [[&str; 2]; 3] = [["load", "LoadError"], ["value", "InvalidValueError"], ["invalid_argument", "InvalidArgumentError"]];
 
+/// The methods of [`Host::request`] as a dynamic language exposes them:
+/// each name with its arguments in order, `*` before the keyword-only ones,
+/// `name=default` (JSON) for an optional one. An `id` or `run` argument takes
+/// the id, or what a host holds it in (an approval, a run).
+pub const METHODS: [(&str, &[&str]); 9] = [
+    ("describe_tools", &[]),
+    ("grant", &["id", "*", "approver"]),
+    ("deny", &["id", "reason=\"\"", "*", "by"]),
+    ("approvals", &[]),
+    ("explain", &["tool", "args=null", "*", "principal", "tenant=null", "task=null", "run=null"]),
+    ("tool_specs", &["format=\"openai\"", "principal=null", "tenant=null"]),
+    ("new_run", &[]),
+    ("labels", &["run_id"]),
+    ("advance_ms", &["ms"]),
+];
+
 /// The core's tables a binding builds its classes and checks from: the
 /// refusal classes (base first, each with its parent, step, doc and extra
-/// fields), the other error classes, the result's fields, the manifest risks
-/// and side effects (for `add tool`) and the variable names cel-lite
-/// expressions may use.
+/// fields), the other error classes, the host methods ([`METHODS`]), the result's fields, the manifest risks
+/// and side effects (for `add tool`), the variable names cel-lite
+/// expressions may use, and the bounds of a value (its nesting, an integer's
+/// magnitude) for a host that writes its values' JSON text itself.
 pub fn tables() -> Value {
     let class = |c: &RefusalClass| {
         let extras: Vec<&str> = c.extras().iter().map(|x| x.as_str()).collect();
         json!({"name": c.name(), "parent": c.parent().map(RefusalClass::name), "step": c.step(), "doc": c.doc(), "extras": extras})
     };
     let classes: Vec<Value> = RefusalClass::ALL.iter().map(class).collect();
-    json!({"refusalClasses": classes, "errorClasses": ERROR_CLASSES, "resultFields": CallResult::FIELDS, "risks": RISKS,
-        "sideEffects": SIDE_EFFECTS, "celNames": cel::VAR_NAMES})
+    json!({"refusalClasses": classes, "errorClasses": ERROR_CLASSES, "methods": METHODS, "resultFields": CallResult::FIELDS, "risks": RISKS,
+        "sideEffects": SIDE_EFFECTS, "celNames": cel::VAR_NAMES, "maxDepth": MAX_DEPTH, "maxSafeInteger": MAX_SAFE_INTEGER})
 }
 
 /// A method's named arguments.
@@ -53,6 +76,14 @@ impl<'a> Args<'a> {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
             Some(_) => Err(invalid(ArgumentCode::InvalidArgument.as_str(), format!("`{key}` must be a string"))),
+        }
+    }
+
+    /// A list of strings; missing or null is empty.
+    fn strings(&self, key: &str) -> Result<Vec<String>, Error> {
+        match self.value(key) {
+            Value::Null => Ok(Vec::new()),
+            v => serde_json::from_value(v).map_err(|_| invalid(ArgumentCode::InvalidArgument.as_str(), format!("`{key}` must be a list of strings"))),
         }
     }
 
@@ -85,9 +116,12 @@ fn unknown(method: &str) -> Error {
     invalid(ArgumentCode::InvalidArgument.as_str(), format!("unknown host method `{method}`"))
 }
 
-/// A method of no loaded harness: `tables`, `describe_manifest` (`manifest`
-/// as an object or YAML/JSON text, `origin`) or `sanitize` (`value`,
-/// `sanitizers`: `{value, counts}`).
+/// A method of no loaded harness: `tables`, `principal` (`principal`: it
+/// read, or `invalid_principal`), `handler_refusal` (`text`, `origin`,
+/// `modules_in_path`, `base`, `roots`: see [`handler_refusal`]), `describe_manifest` (`manifest`
+/// as an object or YAML/JSON text, `origin`), `sanitize` (`value`,
+/// `sanitizers`: `{value, counts}`) or `value_error` (`kind`, `detail`,
+/// `path`: always the error [`value_error`] words for them).
 pub fn request(method: &str, args: &Value) -> Result<Value, Error> {
     let a = Args::of(args)?;
     match method {
@@ -97,10 +131,18 @@ pub fn request(method: &str, args: &Value) -> Result<Value, Error> {
             describe_manifest(&source).map_err(|e| Error::Load(e.problems))
         }
         "sanitize" => {
-            let names: Vec<String> = serde_json::from_value(a.value("sanitizers"))
-                .map_err(|_| invalid(ArgumentCode::InvalidArgument.as_str(), "`sanitizers` must be a list of names"))?;
-            let (value, counts) = sanitize(&a.value("value"), &names)?;
+            let (value, counts) = sanitize(&a.value("value"), &a.strings("sanitizers")?)?;
             Ok(json!({"value": value, "counts": counts}))
+        }
+        "principal" => Ok(a.principal("principal")?.to_value()),
+        "handler_refusal" => {
+            let (origin, roots) = (a.text("origin")?.map(Path::new), a.strings("roots")?.into_iter().map(PathBuf::from).collect::<Vec<_>>());
+            let refusal = handler_refusal(a.required("text")?, origin, &a.strings("modules_in_path")?, Path::new(a.required("base")?), &roots);
+            Ok(refusal.map_or(Value::Null, Value::String))
+        }
+        "value_error" => {
+            let path = a.value("path").as_array().cloned().unwrap_or_default();
+            Err(value_error(a.text("kind")?.unwrap_or_default(), a.text("detail")?.unwrap_or_default(), &path))
         }
         other => Err(unknown(other)),
     }
@@ -108,24 +150,27 @@ pub fn request(method: &str, args: &Value) -> Result<Value, Error> {
 
 impl Host {
     /// Runs method `method` with `args` (an object of its named arguments) and
-    /// returns its answer: `tools` (every tool's description, in load order),
+    /// returns its answer: `describe_tools` (every tool's description, in load order),
     /// `grant` (`id`, `approver`), `deny` (`id`, `by`, `reason`),
     /// `accept_candidate` (`id`, `candidate`, `approver`: grants the approval
     /// and writes the built-in tools' candidate to the permission file),
     /// `approvals`, `explain` (`tool`, `args`, `principal`, `tenant`, `task`,
     /// `run`), `tool_specs` (`format`, default `openai`; `principal`,
-    /// `tenant`), `new_run`, `labels` (`run`), `advance_ms` (`ms`).
+    /// `tenant`), `new_run`, `labels` (`run_id`), `advance_ms` (`ms`). [`METHODS`]
+    /// lists them with their arguments.
     pub fn request(&self, method: &str, args: &Value) -> Result<Value, Error> {
         let a = Args::of(args)?;
         match method {
-            "tools" => Ok(Value::Array(self.tools().map(super::Tool::describe).collect())),
+            "describe_tools" => Ok(Value::Array(self.tools().map(super::Tool::describe).collect())),
             "grant" => to_json(self.grant(a.required("id")?, &a.principal("approver")?)?),
             "deny" => to_json(self.deny(a.required("id")?, &a.principal("by")?, a.text("reason")?.unwrap_or_default())?),
             "approvals" => to_json(self.approvals()?),
             "explain" => {
                 let (tenant, task, run_id) = (a.string("tenant")?, a.string("task")?, a.string("run")?);
                 let ctx = CallContext { principal: a.principal("principal")?, tenant, task, run_id, ..CallContext::default() };
-                self.explain(a.required("tool")?, a.value("args"), &ctx)
+                // No args are no arguments.
+                let args = Some(a.value("args")).filter(|v| !v.is_null()).unwrap_or_else(|| json!({}));
+                self.explain(a.required("tool")?, args, &ctx)
             }
             "tool_specs" => {
                 let format = SpecFormat::parse(a.text("format")?.unwrap_or("openai"))?;
@@ -136,7 +181,7 @@ impl Host {
                 Ok(json!({"state": approval.state.as_str(), "candidate": to_json(candidate)?}))
             }
             "new_run" => self.new_run().map(Value::String),
-            "labels" => to_json(self.labels(a.required("run")?)?),
+            "labels" => to_json(self.labels(a.required("run_id")?)?),
             "advance_ms" => {
                 let ms = a.0.get("ms").and_then(Value::as_u64);
                 let ms = ms.ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`ms` must be a whole number of milliseconds"))?;
