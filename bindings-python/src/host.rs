@@ -452,6 +452,13 @@ impl Host {
     fn advance_ms(&self, py: Python<'_>, ms: u64) -> PyResult<()> {
         self.inner.advance_clock(ms).map_err(|e| to_py_err(py, &e))
     }
+
+    /// The core's host method `method` with its named arguments (`Host::request`, as in Node).
+    #[pyo3(signature = (method, args = None))]
+    fn request<'py>(&self, py: Python<'py>, method: &str, args: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        let args = args_value(py, args)?;
+        to_py(py, &py.detach(|| self.inner.request(method, &args)).map_err(|e| to_py_err(py, &e))?)
+    }
 }
 
 fn args_value(py: Python<'_>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Value> {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use harnessweaver_core::audit::AuditSink;
 use harnessweaver_core::backends::{Backends, Invoker};
+use harnessweaver_core::effects::Journal;
 use harnessweaver_core::error::Problem;
 use harnessweaver_core::harness::Harness;
 use harnessweaver_core::manifest::Tool;
@@ -43,5 +44,9 @@ impl Backends for RuntimeBackends {
     fn transports(&self, harness: &Harness, tools: &[&Tool]) -> (Arc<dyn Invoker>, Vec<Problem>) {
         let (transports, problems) = Transports::build(harness.spec(), tools.iter().copied(), &self.transports);
         (Arc::new(transports), problems)
+    }
+
+    fn open_journal(&self, harness: &Harness) -> Result<Arc<dyn Journal>, Box<Problem>> {
+        crate::store::open_journal(harness)
     }
 }

@@ -11,16 +11,20 @@
 //! gateway or runtime.
 
 mod describe;
+mod effects;
 pub mod gateway;
 mod load;
 mod model;
 mod parse;
 mod policy;
 mod process_paths;
+mod runs;
 
+pub use effects::{EffectsSettings, JournalBackend, SecretSource, SecretsSettings};
 pub(crate) use load::confusable_message;
 pub use load::problems_of;
 pub use model::{
     redact_url, ApprovalSettings, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, McpConnect, McpServer, Mode,
     PolicyExample, PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, ToolsSettings, TrifectaMode, DEFAULT_MAX_OPEN_APPROVALS,
 };
+pub use runs::{refusal as run_refusal, RunSource, RunsSettings};
