@@ -129,6 +129,12 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
     if spec.path == COMPENSATE.path {
         return compensate(&a, &path, io, json);
     }
+    let applied = match (a.flag("applied"), a.flag("not-applied")) {
+        (true, false) => true,
+        (false, true) => false,
+        _ if listing => false,
+        _ => return io.usage(spec, "say what happened: `--applied` or `--not-applied`"),
+    };
     let harness = match load(&path, io, json) {
         Ok(h) => h,
         Err(code) => return code,
@@ -151,11 +157,6 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
             }
         };
     }
-    let applied = match (a.flag("applied"), a.flag("not-applied")) {
-        (true, false) => true,
-        (false, true) => false,
-        _ => return io.usage(spec, "say what happened: `--applied` or `--not-applied`"),
-    };
     let by = a.value("by").map(str::to_string).unwrap_or_else(|| std::env::var("USER").unwrap_or_else(|_| "cli".into()));
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     match effects::resolve(&*journal, a.pos(0).unwrap_or_default(), applied, &by, now) {
