@@ -21,10 +21,13 @@ fn hw(args: &[&str], dir: &Path) -> Output {
 
 fn write_harness(dir: &Path) {
     std::fs::create_dir_all(dir.join("tools")).unwrap();
-    std::fs::write(dir.join("harness.yaml"), "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.yaml\"]\n").unwrap();
+    std::fs::write(dir.join("harness.yaml"), "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.yaml\"]\n")
+        .unwrap();
     std::fs::write(dir.join("shop_tools.py"), "def refund(order_id):\n    return {'refunded': order_id}\n").unwrap();
     std::fs::write(dir.join("ping.py"), "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'ok': True, 'output': 'pong'}))\n").unwrap();
-    let tool = |name: &str, spec: &str| format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{ name: {name} }}\nspec:\n  description: A tool.\n{spec}");
+    let tool = |name: &str, spec: &str| {
+        format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{ name: {name} }}\nspec:\n  description: A tool.\n{spec}")
+    };
     std::fs::write(dir.join("tools/refund.yaml"), tool("refund", "  handler: \"shop_tools:refund\"\n")).unwrap();
     std::fs::write(dir.join("tools/pip_main.yaml"), tool("pip_main", "  handler: \"pip:main\"\n")).unwrap();
     std::fs::write(dir.join("tools/ping.yaml"), tool("ping", "  transport: process\n  command: /usr/bin/python3\n  args: [ping.py]\n")).unwrap();
@@ -50,7 +53,10 @@ fn lock_records_code_identity_and_verify_reports_drift_per_tool() {
     assert!(refund["module_sha256"].as_str().unwrap().starts_with("sha256:"), "{refund}");
     let pip = &lock["tools"]["pip_main"]["code"];
     assert_eq!(pip["distribution"], "pip", "{pip}");
-    assert!(pip["version"].as_str().is_some_and(|v| !v.is_empty()) && pip["record_sha256"].as_str().is_some_and(|r| r.starts_with("sha256:")), "{pip}");
+    assert!(
+        pip["version"].as_str().is_some_and(|v| !v.is_empty()) && pip["record_sha256"].as_str().is_some_and(|r| r.starts_with("sha256:")),
+        "{pip}"
+    );
     assert!(lock["tools"]["ping"]["code"]["file:ping.py"].as_str().unwrap().starts_with("sha256:"));
     assert!(lock["tools"]["ping"]["manifest_digest"].as_str().unwrap().starts_with("sha256:"));
     assert_eq!(verify(&dir), (0, serde_json::json!({"drift": []})));
@@ -61,8 +67,12 @@ fn lock_records_code_identity_and_verify_reports_drift_per_tool() {
     std::fs::write(dir.join("ping.py"), "print('{}')\n").unwrap();
     let (code, report) = verify(&dir);
     assert_eq!(code, 1);
-    let drift: Vec<(String, String)> =
-        report["drift"].as_array().unwrap().iter().map(|d| (d["tool"].as_str().unwrap().to_string(), d["field"].as_str().unwrap().to_string())).collect();
+    let drift: Vec<(String, String)> = report["drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["tool"].as_str().unwrap().to_string(), d["field"].as_str().unwrap().to_string()))
+        .collect();
     assert_eq!(drift, [("ping".to_string(), "code.file:ping.py".to_string()), ("refund".to_string(), "code.module_sha256".to_string())]);
 
     // doctor says the same (exit 1) and names the rule.

@@ -98,7 +98,7 @@ pub(super) fn parse_layer_file<'n>(
     file: &str,
     rules: &mut Vec<PolicyRule>,
 ) -> Option<&'n Node> {
-    let Some(mut doc) = cx.map(node, "") else { return None };
+    let mut doc = cx.map(node, "")?;
     check_header(&mut doc, cx, "Policy");
     if let Some(meta) = doc.get("metadata") {
         if let Some(mut m) = cx.map(meta, "metadata") {
@@ -108,7 +108,7 @@ pub(super) fn parse_layer_file<'n>(
     }
     let spec = doc.require(cx, "spec");
     doc.finish(cx);
-    let Some(mut sp) = spec.and_then(|n| cx.map(n, "spec")) else { return None };
+    let mut sp = spec.and_then(|n| cx.map(n, "spec"))?;
     if let Some(m) = sp.get("mode").and_then(|n| cx.choice(n, "spec.mode", MODES)) {
         layer.mode = m;
     }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::args::{Opt, Spec, JSON};
 use super::ui::{harness_path, Io, Paint};
-use harnessweaver_core::harness::{AuditSink, Harness};
+use harnessweaver_core::harness::AuditSink;
 
 const USAGE: &str = "usage: harnessweaver audit tail [harness.yaml] [-n N] [--follow] [--json]";
 
@@ -69,12 +69,9 @@ fn tail(args: &[&str], io: &mut Io<'_>) -> i32 {
         Err(_) => return io.usage(&TAIL, "`--lines` takes a whole number"),
     };
     let path = harness_path(a.pos(0));
-    let harness = match Harness::load(&path) {
+    let harness = match io.load_harness(&path, json) {
         Ok(h) => h,
-        Err(e) => {
-            io.problems(&e, &path, json);
-            return 1;
-        }
+        Err(code) => return code,
     };
     let source = match &harness.spec().audit_sink {
         AuditSink::Jsonl(file) => Source::Jsonl(harness.dir().join(file)),

@@ -62,10 +62,7 @@ pub(crate) const COMPENSATE: Spec = Spec {
 };
 
 fn load(path: &Path, io: &mut Io<'_>, json: bool) -> Result<Harness, i32> {
-    let harness = Harness::load(path).map_err(|e| {
-        io.problems(&e, path, json);
-        1
-    })?;
+    let harness = io.load_harness(path, json)?;
     if harness.spec().effects.journal == JournalBackend::Memory {
         let _ = writeln!(
             io.err,

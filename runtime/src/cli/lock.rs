@@ -189,12 +189,9 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
     };
     let json = a.flag("json");
     let path = harness_path(a.pos(0));
-    let harness = match Harness::load(&path) {
+    let harness = match io.load_harness(&path, json) {
         Ok(h) => h,
-        Err(e) => {
-            io.problems(&e, &path, json);
-            return 1;
-        }
+        Err(code) => return code,
     };
     let python_path = python(a.value("python"));
     if spec.path == LOCK.path {

@@ -98,6 +98,14 @@ impl<'a> Io<'a> {
             let _ = writeln!(self.out, "{label}: {p}");
         }
     }
+
+    /// Loads the harness at `path`, or prints its problems and gives exit code 1.
+    pub fn load_harness(&mut self, path: &Path, json: bool) -> Result<harnessweaver_core::harness::Harness, i32> {
+        harnessweaver_core::harness::Harness::load(path).map_err(|e| {
+            self.problems(&e, path, json);
+            1
+        })
+    }
 }
 
 /// The problems of `e` as JSON objects (`code`, `message`, `file`, `line`,

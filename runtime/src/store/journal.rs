@@ -36,6 +36,14 @@ fn entry_of(body: &str) -> Result<EffectEntry, StoreError> {
     serde_json::from_str(body).map_err(|e| failed("read an entry", &e))
 }
 
+/// A claim's answer: the body of the `unknown` entry that blocked it, or none.
+fn claim_of(blocked: Option<String>) -> Result<Claim, StoreError> {
+    match blocked {
+        Some(body) => Ok(Claim::Blocked(Box::new(entry_of(&body)?))),
+        None => Ok(Claim::Recorded),
+    }
+}
+
 /// The SQLite effect journal: table `hw_effect` of one file.
 #[derive(Debug)]
 pub struct SqliteJournal {
@@ -100,10 +108,7 @@ impl Journal for SqliteJournal {
             tx.commit()?;
             Ok(None)
         })?;
-        match blocked {
-            Some(body) => Ok(Claim::Blocked(Box::new(entry_of(&body)?))),
-            None => Ok(Claim::Recorded),
-        }
+        claim_of(blocked)
     }
 
     fn put(&self, entry: &EffectEntry) -> Result<(), StoreError> {
@@ -213,10 +218,7 @@ impl Journal for RedisJournal {
                 .arg(&intent.call_id)
                 .invoke(conn)
         })?;
-        match blocked {
-            Some(body) => Ok(Claim::Blocked(Box::new(entry_of(&body)?))),
-            None => Ok(Claim::Recorded),
-        }
+        claim_of(blocked)
     }
 
     fn put(&self, entry: &EffectEntry) -> Result<(), StoreError> {
