@@ -25,13 +25,14 @@ pub struct ToolEffect {
 }
 
 /// The idempotency key of an external write called without one: derived
-/// from the tool, the canonical args, the principal, the tenant and the run
-/// the host named (none when it named none), so a repeat of the same call
-/// (after a crash, from any language) is recognised as a retry, while the
-/// same call in another run the host started is a new write. `None` when
-/// the args have no canonical form.
+/// from the tool, the canonical args, the principal and the tenant, so a
+/// repeat of the same call (after a crash, in a new run, from any language,
+/// or approved again) is recognised as a retry. Not the run: a host that
+/// restarts after a crash starts new runs, and an approved call resumes in
+/// the run of its approval. A caller who means a second, distinct write
+/// passes its own key. `None` when the args have no canonical form.
 pub(super) fn derived_key(tool: &str, args: &Value, ctx: &CallContext) -> Option<String> {
-    let identity = json!({"tool": tool, "args": args, "principal": ctx.principal.id, "tenant": ctx.tenant, "run": ctx.run_id});
+    let identity = json!({"tool": tool, "args": args, "principal": ctx.principal.id, "tenant": ctx.tenant});
     let text = crate::canonical::to_string(&identity).ok()?;
     let digest = crate::digest::sha256_tagged(text.as_bytes());
     let hex = digest.strip_prefix("sha256:").unwrap_or(&digest);
