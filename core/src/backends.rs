@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use crate::audit::AuditSink;
 use crate::call::{InvokeOutcome, Ticket, Transport};
+use crate::effects::{Journal, MemoryJournal};
 use crate::error::Problem;
-use crate::harness::{Harness, StateBackend};
+use crate::harness::{Harness, JournalBackend, StateBackend};
 use crate::manifest::Tool;
 use crate::store::{MemoryStore, Store};
 
@@ -83,6 +84,16 @@ pub trait Backends: Send + Sync {
     /// span when an exporter is configured (issue 24). The default keeps it.
     fn observe(&self, _harness: &Harness, sink: Arc<dyn AuditSink>) -> Arc<dyn AuditSink> {
         sink
+    }
+
+    /// The effect journal `spec.effects.journal` names (issue 21); the core
+    /// alone has the memory journal.
+    fn open_journal(&self, harness: &Harness) -> Result<Arc<dyn Journal>, Box<Problem>> {
+        match &harness.spec().effects.journal {
+            JournalBackend::Memory => Ok(Arc::new(MemoryJournal::new())),
+            JournalBackend::Sqlite(_) => Err(needs_runtime("spec.effects.journal", "the SQLite effect journal")),
+            JournalBackend::Redis(_) => Err(needs_runtime("spec.effects.journal", "the Redis effect journal")),
+        }
     }
 }
 

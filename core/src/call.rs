@@ -110,6 +110,8 @@ pub struct CallContext {
     pub idempotency_key: Option<String>,
     /// When an approver edited the args: the digest of the args first asked for.
     pub original_args_digest: Option<String>,
+    /// The call this one compensates (issue 21): linked in the effect journal.
+    pub compensates: Option<String>,
 }
 
 /// What the output policy did.
@@ -304,6 +306,47 @@ pub struct Ticket {
     pub(crate) decide_us: u64,
     /// A built-in tool's prepared call: what the gate allowed, re-checked at invocation.
     pub(crate) prepared: Option<Arc<crate::builtins::Prepared>>,
+    /// The call's intent is in the effect journal: record its outcome (issue 21).
+    pub(crate) effect: bool,
+    /// The call it compensates, linked when it succeeds.
+    pub(crate) compensates: Option<String>,
+    /// The values of the tool's secret handles, for its transport only.
+    pub(crate) secrets: SecretValues,
+}
+
+/// The values of a call's secret handles (issue 21): handed to the tool
+/// through its transport's channel only; `Debug` never prints them.
+#[derive(Clone, Default)]
+pub struct SecretValues(pub(crate) Arc<[(String, Arc<str>)]>);
+
+impl SecretValues {
+    /// Handle and value, in the manifest's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(h, v)| (h.as_str(), &**v))
+    }
+
+    /// No value is handed out.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The values alone (step 9 masks every echo of them).
+    pub fn values(&self) -> Arc<[String]> {
+        self.0.iter().map(|(_, v)| v.to_string()).collect()
+    }
+}
+
+impl std::fmt::Debug for SecretValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|(h, _)| format!("{h}=***"))).finish()
+    }
+}
+
+impl Ticket {
+    /// The values of the tool's secret handles (issue 21), for its transport.
+    pub fn secrets(&self) -> &SecretValues {
+        &self.secrets
+    }
 }
 
 /// What happened when the tool was invoked.

@@ -234,6 +234,16 @@ codes! {
         // whose value came only from untrusted content.
         /// A sink argument's value came only from untrusted tool output.
         TaintedArgument => "tainted_argument",
+        // Issue 21 (effects, secrets as handles).
+        /// A retry of an external write whose earlier attempt has no recorded
+        /// outcome (a crash, a timeout): refused until it is reconciled or
+        /// resolved (`retry_mode: none`, or a reconcile that cannot answer).
+        EffectUnknown => "effect_unknown",
+        /// A retry of an external write that the tool's reconcile operation
+        /// says already happened: it is not made again.
+        EffectApplied => "effect_applied",
+        /// The principal's secret scope lacks a secret handle the tool needs.
+        SecretNotInScope => "secret_not_in_scope",
     }
 }
 
@@ -245,7 +255,7 @@ impl RefusalCode {
             Self::UnknownTool | Self::NoManifest | Self::ToolDisabled | Self::TenantNotEnabled => Step::Resolve,
             Self::InvalidArgs | Self::PathEscape => Step::Validate,
             Self::DigestMismatch => Step::Pin,
-            Self::ScopeMissing | Self::PolicyDenied | Self::AccessDenied => Step::Policy,
+            Self::ScopeMissing | Self::PolicyDenied | Self::AccessDenied | Self::SecretNotInScope => Step::Policy,
             Self::BudgetExhausted | Self::RateLimited => Step::Limits,
             Self::Trifecta | Self::TaintedArgument => Step::Flow,
             Self::ApprovalRequired | Self::ApprovalDenied | Self::ApprovalExpired | Self::ApprovalLimit => Step::Approval,
@@ -257,7 +267,9 @@ impl RefusalCode {
             | Self::SandboxUnsupportedPolicy
             | Self::PathChanged
             | Self::StaleWrite
-            | Self::EditMismatch => Step::Invoke,
+            | Self::EditMismatch
+            | Self::EffectUnknown
+            | Self::EffectApplied => Step::Invoke,
             Self::InvalidOutput => Step::Output,
             Self::StoreUnavailable => return None,
         })
@@ -526,6 +538,19 @@ codes! {
         CelTooLarge => "cel_too_large",
         /// An expression nested too deep.
         CelTooDeep => "cel_too_deep",
+        // Issue 21 (effects, secrets as handles, run admission).
+        /// A tool that writes outside (`side_effect: write_external` or
+        /// `destructive`) without `spec.effect`, or with the draft `effect: null`.
+        EffectContractMissing => "effect_contract_missing",
+        /// `spec.effect.compensation` or `spec.effect.reconcile` names no tool
+        /// of the harness, or one the core cannot reach itself.
+        UnknownEffectTool => "unknown_effect_tool",
+        /// A manifest's `spec.secrets` names a handle `spec.secrets` of the harness does not map.
+        UnknownSecret => "unknown_secret",
+        /// A policy layer file's `spec.runs` widens a limit of harness.yaml's (or adds a source).
+        RunLimitWidened => "run_limit_widened",
+        /// `spec.tools.require_lock: true` and a tool differs from `harness.lock` (or there is no lock).
+        LockDrift => "lock_drift",
     }
 }
 
@@ -586,6 +611,15 @@ codes! {
         InvalidArgument => "invalid_argument",
         /// The gateway failed to start or stopped with an error.
         GatewayFailed => "gateway_failed",
+        // Issue 21 (effects, run admission).
+        /// `effects resolve` or `compensate` of a call id the journal does not hold.
+        UnknownEffect => "unknown_effect",
+        /// `effects resolve` of an entry whose outcome is already known, or
+        /// `compensate` of one that did not succeed or has no compensation.
+        EffectNotResolvable => "effect_not_resolvable",
+        /// A run started from a source `spec.runs` does not list or enable, or
+        /// past its `max_runs_per_day`.
+        RunNotAdmitted => "run_not_admitted",
     }
 }
 

@@ -44,6 +44,8 @@ spec:
   tenants: [d]
   enabled: true
   rate_limit: { per_principal: 1/s, per_tenant: 1/s }
+  effect: { kind: external_write, retry_mode: reconcile, compensation: t, reconcile: t }
+  secrets: [K]
   approval: { when: "true", approver_role: r }
   output: { max_bytes: 10, sanitize: [pii_redact], label: trusted }
   payload_constraints:
@@ -85,6 +87,7 @@ spec:
     require_manifest: true
     max_output_bytes: 10
     approval_by_risk: [critical]
+    require_lock: false
   policy:
     mode: enforce
     default: allow
@@ -104,6 +107,10 @@ spec:
   budgets: { max_tool_calls: 1, per_tool: { KEY: 1 } }
   approvals: { allow_self_approval: false, max_open_per_principal: 3 }
   audit: { sink: none }
+  effects: { require_contract: true, journal: memory }
+  secrets: { K: { env: V }, F: { file: f } }
+  secret_scopes: { KEY: [K] }
+  runs: { sources: { KEY: { enabled: true, max_runs_per_day: 3, timeout: 1h } } }
   state: memory
   state_options: { rate_limits_on_store_error: closed, run_ttl: 1h, timeout: 1s }
   mcp:

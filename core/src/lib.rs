@@ -21,11 +21,13 @@ mod codes;
 mod digest;
 #[cfg(test)]
 mod docs_reference;
+pub mod effects;
 pub mod error;
 pub use harness::gateway as gateway_spec;
 pub mod governor;
 pub mod harness;
 pub mod host;
+pub mod lock;
 pub mod manifest;
 mod parallel;
 pub mod pin;

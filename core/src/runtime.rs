@@ -246,6 +246,7 @@ pub fn resume(approval: &PendingApproval) -> Result<(String, Value, CallContext)
         approval_id: Some(approval.id.clone()),
         idempotency_key: None,
         original_args_digest: approval.original_args_digest.clone(),
+        compensates: None,
     };
     Ok((approval.tool.clone(), approval.args.clone(), ctx))
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use harnessweaver_core::audit::AuditSink;
 use harnessweaver_core::backends::{Backends, Invoker};
+use harnessweaver_core::effects::Journal;
 use harnessweaver_core::error::Problem;
 use harnessweaver_core::harness::Harness;
 use harnessweaver_core::manifest::Tool;
@@ -47,5 +48,9 @@ impl Backends for RuntimeBackends {
 
     fn observe(&self, harness: &Harness, sink: Arc<dyn AuditSink>) -> Arc<dyn AuditSink> {
         crate::telemetry::observe(harness, sink)
+    }
+
+    fn open_journal(&self, harness: &Harness) -> Result<Arc<dyn Journal>, Box<Problem>> {
+        crate::store::open_journal(harness)
     }
 }

@@ -428,6 +428,11 @@ fn every_command_has_help_and_usage_errors() {
         &["audit", "tail", "--help"],
         &["audit", "--help"],
         &["tools", "--help"],
+        &["effects", "list", "--help"],
+        &["effects", "resolve", "--help"],
+        &["effects", "compensate", "--help"],
+        &["lock", "--help"],
+        &["lock", "verify", "--help"],
         &["--help"],
     ] {
         let (code, out, _) = run(args);
@@ -435,9 +440,17 @@ fn every_command_has_help_and_usage_errors() {
         assert!(out.starts_with("usage: harnessweaver"), "{args:?}: {out}");
         assert!(out.contains("exit codes: 0"), "{args:?}: {out}");
     }
-    for args in
-        [&["tools", "show"][..], &["tools", "list", "a", "b"], &["tools", "frob"], &["explain"], &["audit", "tail", "--bogus"], &["tools", "add"]]
-    {
+    for args in [
+        &["tools", "show"][..],
+        &["tools", "list", "a", "b"],
+        &["tools", "frob"],
+        &["explain"],
+        &["audit", "tail", "--bogus"],
+        &["tools", "add"],
+        &["effects", "frob"],
+        &["effects", "resolve", "call-1"],
+        &["lock", "--bogus"],
+    ] {
         let (code, _, err) = run(args);
         assert_eq!(code, 2, "{args:?}");
         assert!(err.contains("usage: harnessweaver"), "{args:?}: {err}");

@@ -23,13 +23,36 @@ use harnessweaver_core::host::{
 use harnessweaver_runtime::transport::TransportOptions;
 use serde_json::{json, Value};
 
+/// The scenarios of fixtures/<area>/ (governor; builtins, issue 20; effects, issue 21: the effect journal,
+/// compensation and secret handles, in the same shape).
 fn scenarios(area: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(area);
     let mut files: Vec<PathBuf> =
         fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
     files.sort();
-    assert!(!files.is_empty());
+    assert!(!files.is_empty(), "no scenarios in {}", dir.display());
     files
+}
+
+/// `want` matches `got`: objects by their keys in `want` (recursively),
+/// arrays item by item with the same length, anything else equal.
+fn matches(want: &Value, got: &Value) -> bool {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => w.iter().all(|(k, v)| matches(v, g.get(k).unwrap_or(&Value::Null))),
+        (Value::Array(w), Value::Array(g)) => w.len() == g.len() && w.iter().zip(g).all(|(a, b)| matches(a, b)),
+        _ => want == got,
+    }
+}
+
+/// A host method's named arguments, with principal names (`principal`, `by`) replaced by the principals.
+fn request_args(args: &Value, principals: &Value) -> Value {
+    let mut args = args.clone();
+    for key in ["principal", "by"] {
+        if let Some(name) = args.get(key).and_then(Value::as_str).map(str::to_string) {
+            args[key] = principals[name.as_str()].clone();
+        }
+    }
+    args
 }
 
 /// Scenarios that fail today, each with the reason. Kept empty when possible.
@@ -224,6 +247,15 @@ fn run_scenario(path: &Path) {
             let p = step.get("principal").map(principal);
             let specs = cx.host.tool_specs(SpecFormat::parse(format).unwrap(), p.as_ref(), step.get("tenant").and_then(Value::as_str)).unwrap();
             Err((String::new(), json!({ "specs": specs })))
+        } else if let Some(method) = step.get("request").and_then(Value::as_str) {
+            let args = request_args(&step["args"], principals);
+            let answer = cx.host.request(method, &args);
+            let expect = &step["expect"];
+            match answer {
+                Ok(value) => assert!(matches(&expect["value"], &value), "{what}: expected {expect}, got {value}"),
+                Err(e) => assert_eq!(expect.get("error").and_then(Value::as_str), Some(e.code()), "{what}: {e}"),
+            }
+            continue;
         } else if let Some(id) = step.get("approve") {
             match cx.host.approve_and_resume(&approval_ref(id), &principal(&step["approver"]), step.get("args").cloned()) {
                 Ok(begun) => Ok(cx.invoke(begun)),
@@ -320,6 +352,11 @@ fn governor_scenarios() {
 #[test]
 fn builtins_scenarios() {
     run_area("builtins");
+}
+
+#[test]
+fn effects_scenarios() {
+    run_area("effects");
 }
 
 fn run_area(area: &str) {

@@ -14,7 +14,9 @@ import { test } from 'node:test'
 import { FIXTURES, hw, read, ROOT } from './fixture_support.mjs'
 
 const inArea = (area) => readdirSync(join(FIXTURES, area)).filter((f) => f.endsWith('.json')).sort().map((f) => join(FIXTURES, area, f))
-const SCENARIOS = [...inArea('governor'), ...inArea('builtins')]
+// fixtures/builtins/ (issue 20) and fixtures/effects/ (issue 21: the effect journal, compensation, secret handles)
+// have the same shape.
+const SCENARIOS = [...inArea('governor'), ...inArea('builtins'), ...inArea('effects')]
 
 // The `fs` step: changes made between calls (paths relative to the scenario directory).
 function fsOps(dir, ops) {
@@ -37,6 +39,13 @@ function checkFile(path, expect, what) {
   if ('text' in expect) assert.equal(text, expect.text, `${what}: ${path}`)
   for (const part of expect.contains ?? []) assert.ok((text ?? '').includes(part), `${what}: ${path} lacks ${part}: ${text}`)
   for (const part of expect.lacks ?? []) assert.ok(!(text ?? '').includes(part), `${what}: ${path} holds ${part}`)
+}
+
+// Objects by the keys of `want` (recursively), arrays item by item with the same length, else equal.
+function matches(want, got) {
+  if (Array.isArray(want)) return Array.isArray(got) && want.length === got.length && want.every((w, i) => matches(w, got[i]))
+  if (want && typeof want === 'object') return !!got && typeof got === 'object' && Object.entries(want).every(([k, v]) => matches(v, got[k] ?? null))
+  return want === got
 }
 
 // Scenarios that fail today, by name, each with the reason. Keep empty.
@@ -188,6 +197,18 @@ async function runScenario(path) {
         })
       } else if ('tool_specs' in step) {
         other = { specs: h.toolSpecs(step.tool_specs, { principal: step.principal ? principals[step.principal] : null, tenant: step.tenant }) }
+      } else if ('request' in step) {
+        const args = Object.fromEntries(Object.entries(step.args).map(([k, v]) => [k, (k === 'principal' || k === 'by') && principals[v] ? principals[v] : v]))
+        let value
+        try {
+          value = h._request(step.request, args)
+        } catch (e) {
+          if (!(e instanceof hw.HarnessweaverError)) throw e
+          assert.equal(e.code, expect.error, `${what}: expected ${JSON.stringify(expect)}, got error ${e.code}`)
+          continue
+        }
+        assert.ok(!('error' in expect) && matches(expect.value, value), `${what}: expected ${JSON.stringify(expect)}, got ${JSON.stringify(value)}`)
+        continue
       } else if ('approve' in step) {
         try {
           result = await h.approve(approvalRef(step.approve), { approver: principals[step.approver], args: step.args, raiseOnRefusal: false })

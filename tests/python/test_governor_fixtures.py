@@ -18,7 +18,9 @@ import pytest
 import harnessweaver as hw
 from fixture_support import FIXTURES, ROOT
 
-SCENARIOS = sorted((FIXTURES / "governor").glob("*.json")) + sorted((FIXTURES / "builtins").glob("*.json"))
+# fixtures/builtins/ (issue 20) and fixtures/effects/ (issue 21: the effect journal, compensation, secret
+# handles) have the same shape.
+SCENARIOS = [p for area in ("governor", "builtins", "effects") for p in sorted((FIXTURES / area).glob("*.json"))]
 
 # Scenarios that fail today, each with the reason. Kept empty when possible.
 EXPECTED_FAILURES: Dict[str, str] = {}
@@ -78,6 +80,15 @@ def sandbox_worker() -> str:
             check=True,
         )
     return str(next(c for c in candidates if c.is_file()))
+
+
+def matches(want: Any, got: Any) -> bool:
+    """Objects by the keys of ``want`` (recursively), lists item by item with the same length, else equal."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        return all(matches(v, got.get(k)) for k, v in want.items())
+    if isinstance(want, list) and isinstance(got, list):
+        return len(want) == len(got) and all(matches(a, b) for a, b in zip(want, got))
+    return bool(want == got)
 
 
 def check_subset(want: Dict[str, Any], got: Dict[str, Any], what: str) -> None:
@@ -178,6 +189,15 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
         elif "tool_specs" in step:
             principal = principals[step["principal"]] if "principal" in step else None
             other = {"specs": h.tool_specs(step["tool_specs"], principal=principal, tenant=step.get("tenant"))}
+        elif "request" in step:
+            args = {k: principals.get(v, v) if k in ("principal", "by") else v for k, v in step["args"].items()}
+            try:
+                value = h.request(step["request"], args)
+            except hw.HarnessweaverError as err:
+                assert expect.get("error") == err.code, f"{what}: expected {expect}, got error {err.code}"
+                continue
+            assert "error" not in expect and matches(expect["value"], value), f"{what}: expected {expect}, got {value}"
+            continue
         elif "approve" in step:
             try:
                 result = h.approve(

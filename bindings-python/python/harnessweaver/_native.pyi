@@ -465,6 +465,8 @@ class Host:
         """The labels of run ``run_id``: ``{"private": bool, "untrusted": bool}``."""
     def advance_ms(self, ms: int) -> None:
         """Moves a test clock forward (``no_test_clock`` otherwise)."""
+    def request(self, method: str, args: Optional[Mapping[str, Any]] = None) -> Any:
+        """The core's host method ``method`` with its named arguments (``effects``, ``resolve_effect``, ``compensate``, ...)."""
 
 def serve_mcp(host: Host, http: Optional[str] = None, principal: Any = None, tenant: Optional[str] = None) -> None:
     """Serves the harness over MCP (blocking): stdio, or streamable HTTP at ``http``.

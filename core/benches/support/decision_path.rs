@@ -50,7 +50,7 @@ pub fn harness_dir() -> PathBuf {
     std::fs::write(dir.join("tools/refund_sanitized.json"), serde_json::to_string_pretty(&sanitized).unwrap()).unwrap();
     std::fs::write(
         dir.join("harness.yaml"),
-        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.json\"]\n  policy:\n    rules:\n      - {name: no-deletes, effect: deny, tools: [\"delete_*\"]}\n",
+        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  effects:\n    require_contract: false\n  tools:\n    manifests: [\"tools/*.json\"]\n  policy:\n    rules:\n      - {name: no-deletes, effect: deny, tools: [\"delete_*\"]}\n",
     )
     .unwrap();
     dir

@@ -38,6 +38,7 @@ pub fn write_load_harness(root: &Path, n: usize) -> PathBuf {
                description: {description}\n  \
                input_schema: {SCHEMA}\n  \
                side_effect: write_external\n  \
+               effect: {{ kind: external_write, retry_mode: idempotency_key }}\n  \
                risk: medium\n  \
                egress: [svc-{team}.internal]\n  \
                scopes: [\"{team}:write\"]\n  \

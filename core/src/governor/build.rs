@@ -120,6 +120,54 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         },
         transport,
         tool_value: tool_value(m),
+        effect: match &m.effect {
+            manifest::EffectField::Contract(c) if c.kind == manifest::EffectKind::ExternalWrite => {
+                Some(super::ToolEffect { retry_mode: c.retry_mode, compensation: c.compensation.clone(), reconcile: c.reconcile.clone() })
+            }
+            _ => None,
+        },
+        secrets: m.secrets.clone(),
+    }
+}
+
+/// The effect contracts of the tools (issue 21): a tool registered in code
+/// that writes outside needs one too, and the compensation and reconcile
+/// tools a contract names must exist (a reconcile tool must be one the core
+/// reaches itself: it is asked before a retry, inside the call).
+fn check_effects(harness: &Harness, all: &[&Tool], problems: &mut Vec<Problem>) {
+    let located = |tool: &Tool, code: &str, path: &str, message: String| Problem {
+        file: tool.file().map(str::to_string),
+        path: path.to_string(),
+        ..Problem::new(code, message)
+    };
+    for tool in all {
+        let m = tool.manifest();
+        if tool.file().is_none()
+            && harness.spec().effects.require_contract
+            && manifest::needs_contract(m.side_effect)
+            && m.effect == manifest::EffectField::Absent
+        {
+            problems.push(located(
+                tool,
+                "effect_contract_missing",
+                "spec.effect",
+                manifest::missing_contract_message(&m.name, manifest::side_effect_name(m.side_effect)),
+            ));
+        }
+        let manifest::EffectField::Contract(c) = &m.effect else { continue };
+        for (path, name, needs_core) in [("spec.effect.compensation", &c.compensation, false), ("spec.effect.reconcile", &c.reconcile, true)] {
+            let Some(name) = name else { continue };
+            match all.iter().find(|t| t.name() == name.as_str()) {
+                None => problems.push(located(tool, "unknown_effect_tool", path, format!("`{path}` of `{}` names `{name}`, which no manifest declares", m.name))),
+                Some(t) if needs_core && t.manifest().transport == manifest::Transport::Native => problems.push(located(
+                    tool,
+                    "unknown_effect_tool",
+                    path,
+                    format!("`{path}` of `{}` names native tool `{name}`; a reconcile tool must be a process, http, mcp or code tool, which the core asks itself", m.name),
+                )),
+                Some(_) => {}
+            }
+        }
     }
 }
 
@@ -222,6 +270,8 @@ impl Governor {
             })
             .collect::<Vec<Rule>>();
         check_examples(&spec.rules, &rules, &tools, harness, &mut problems);
+        check_effects(harness, &all, &mut problems);
+        problems.extend(crate::lock::check_required(harness));
         let state_options = spec.state_options;
         let backends: Arc<dyn Backends> = options.backends.unwrap_or_else(|| Arc::new(CoreBackends));
         let store: Arc<dyn Store> = match options.store {
@@ -263,6 +313,13 @@ impl Governor {
             }
         };
         let audit = backends.observe(harness, audit);
+        let journal = match backends.open_journal(harness) {
+            Ok(journal) => Some(journal),
+            Err(problem) => {
+                problems.push(*problem);
+                None
+            }
+        };
         if !problems.is_empty() {
             return Err(Error::Load(problems));
         }
@@ -293,6 +350,11 @@ impl Governor {
         governor.set_policy_version(policy_version(harness, &all));
         governor.set_transports(transports);
         governor.set_builtins(builtins);
+        if let Some(journal) = journal {
+            governor.set_journal(journal);
+        }
+        governor.set_secrets(spec.secrets.clone(), harness.dir().to_path_buf());
+        governor.set_runs(spec.runs.clone());
         Ok(governor)
     }
 }

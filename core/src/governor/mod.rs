@@ -10,11 +10,14 @@
 mod approvals;
 mod build;
 mod builtin_steps;
+mod effects;
 mod explain;
 mod flow;
 mod output;
 mod provenance;
 mod runs;
+mod secrets;
+mod admission;
 mod steps;
 mod trace;
 
@@ -26,10 +29,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub use crate::call::{
-    ApprovalRequest, CallContext, CallResult, Decision, InvokeOutcome, OutputReport, Principal, RefusalCode, Step, Ticket, Transport, WouldRefuse,
+    ApprovalRequest, CallContext, CallResult, Decision, InvokeOutcome, OutputReport, Principal, RefusalCode, SecretValues, Step, Ticket, Transport,
+    WouldRefuse,
 };
 pub use crate::harness::{Effect, TaintedMode, TrifectaMode};
 pub use build::GovernorOptions;
+pub use effects::ToolEffect;
 pub use explain::Explanation;
 pub use output::{cut, truncate};
 pub use provenance::DEFAULT_SINKS;
@@ -145,6 +150,11 @@ pub struct ToolRuntime {
     pub transport: Transport,
     /// What cel-lite sees as `tool`.
     pub tool_value: Value,
+    /// The effect contract of an external write (issue 21): its intent and
+    /// outcome go to the effect journal.
+    pub effect: Option<ToolEffect>,
+    /// The secret handles the handler receives (issue 21).
+    pub secrets: Vec<String>,
 }
 
 /// Harness-wide settings the steps read.
@@ -236,6 +246,14 @@ pub struct Governor {
     provenance_on: bool,
     /// Some condition reads `run`.
     history_on: bool,
+    /// The effect journal (issue 21).
+    journal: Arc<dyn crate::effects::Journal>,
+    /// `spec.secrets` and `spec.secret_scopes` (issue 21).
+    secrets: crate::harness::SecretsSettings,
+    /// The directory `file:` secret sources are relative to.
+    secret_dir: std::path::PathBuf,
+    /// `spec.runs` (issue 21): none admits every run.
+    run_admission: Option<crate::harness::RunsSettings>,
 }
 
 impl fmt::Debug for Governor {
@@ -359,7 +377,22 @@ impl Governor {
             runs: runs::Runs::default(),
             provenance_on,
             history_on,
+            journal: Arc::new(crate::effects::MemoryJournal::new()),
+            secrets: crate::harness::SecretsSettings::default(),
+            secret_dir: std::path::PathBuf::new(),
+            run_admission: None,
         }
+    }
+
+    /// Sets the effect journal (issue 21).
+    pub fn set_journal(&mut self, journal: Arc<dyn crate::effects::Journal>) {
+        self.journal = journal;
+    }
+
+    /// Sets the secret sources and scopes (issue 21).
+    pub fn set_secrets(&mut self, secrets: crate::harness::SecretsSettings, dir: std::path::PathBuf) {
+        self.secrets = secrets;
+        self.secret_dir = dir;
     }
 
     /// Names that have a handler but no manifest: calling one is refused
@@ -491,7 +524,14 @@ impl Governor {
                 Err(e) => return Begin::Done(self.end_refused(store_down(Step::Invoke, &e), tool, ctx, found)),
             }
         }
-        let idempotency_key = ctx.idempotency_key.clone().unwrap_or_else(|| concat("idem-", found.approval_id.as_deref().unwrap_or(&found.call_id)));
+        let derived = || rt.effect.as_ref().and_then(|_| effects::derived_key(&rt.name, &args, ctx));
+        let idempotency_key =
+            ctx.idempotency_key.clone().or_else(derived).unwrap_or_else(|| concat("idem-", found.approval_id.as_deref().unwrap_or(&found.call_id)));
+        if let Some(effect) = &rt.effect {
+            if let Err(refusal) = self.effect_intent(effect, &rt.name, &args, ctx, &found.call_id, &idempotency_key) {
+                return Begin::Done(self.end_refused(refusal, tool, ctx, found));
+            }
+        }
         Begin::Invoke(Ticket {
             call_id: found.call_id,
             run_id: found.run_id,
@@ -514,6 +554,13 @@ impl Governor {
             started,
             decide_us: found.decide_us,
             prepared: found.prepared,
+            effect: rt.effect.is_some(),
+            compensates: ctx.compensates.clone(),
+            secrets: if rt.secrets.is_empty() {
+                crate::call::SecretValues::default()
+            } else {
+                crate::call::SecretValues(self.secret_values(&rt.name).into())
+            },
         })
     }
 
@@ -577,6 +624,7 @@ impl Governor {
         let Some(rt) = self.tools.get(ticket.tool_index) else {
             return self.finish_refused(ticket, Refusal::new(RefusalCode::UnknownTool, Step::Resolve, "the tool is gone"), invoke_us, 0);
         };
+        self.effect_outcome(&ticket, &outcome);
         let returned = match invoke_verdict(&ticket, outcome) {
             Ok(returned) => returned,
             Err(refusal) => return self.finish_refused(ticket, refusal, invoke_us, 0),

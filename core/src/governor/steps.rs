@@ -222,6 +222,7 @@ impl Governor {
             r.reasons = missing.iter().map(|s| format!("scope {s}")).collect();
             return Err(Stop::Refused(r));
         }
+        self.secret_scope(rt, call)?;
         // Explain's notes on the policy step; a real call makes none.
         let dry = call.trace.dry;
         let mut notes = Vec::new();

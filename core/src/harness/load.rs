@@ -173,6 +173,7 @@ fn check_manifest_file(dir: &Path, file: &Path, spec: &HarnessSpec) -> CheckedFi
                     }
                     if let Some(mut parsed) = parse_manifest(&node, &mut mcx) {
                         check_mcp_server(&parsed.manifest, &node, spec, &mut mcx);
+                        check_effect_contract(&parsed.manifest, &node, spec, &mut mcx);
                         super::process_paths::resolve_process(&mut parsed.manifest, &node, dir, &mut mcx);
                         let clean = mcx.problems.is_empty();
                         tool = Tool::build(parsed, Some(rel.clone()), Some(file.to_path_buf()), spec.tools.max_output_bytes, &mut mcx)
@@ -196,6 +197,34 @@ fn check_mcp_server(m: &manifest::Manifest, node: &Node, spec: &HarnessSpec, cx:
         let declared: Vec<&str> = spec.mcp_servers.keys().map(String::as_str).collect();
         let hint = if declared.is_empty() { "none is declared".to_string() } else { format!("declared: `{}`", declared.join("`, `")) };
         cx.report("unknown_mcp_server", pos, "spec.server", format!("`{server}` names no server of `spec.mcp.servers` in harness.yaml ({hint})"));
+    }
+}
+
+/// A tool that writes outside needs an effect contract unless the harness
+/// opts out (`spec.effects.require_contract: false`), and its secret handles
+/// must be mapped by the harness (issue 21).
+fn check_effect_contract(m: &manifest::Manifest, node: &Node, spec: &HarnessSpec, cx: &mut Checker) {
+    let spec_node = node.get("spec");
+    if spec.effects.require_contract && manifest::needs_contract(m.side_effect) && m.effect == manifest::EffectField::Absent {
+        let pos = spec_node.and_then(|s| s.get("side_effect")).map_or(node.pos, |n| n.pos);
+        cx.report(
+            "effect_contract_missing",
+            pos,
+            "spec.effect",
+            manifest::missing_contract_message(&m.name, manifest::side_effect_name(m.side_effect)),
+        );
+    }
+    for (i, handle) in m.secrets.iter().enumerate() {
+        if !spec.secrets.sources.contains_key(handle) {
+            let at = spec_node
+                .and_then(|s| s.get("secrets"))
+                .and_then(|l| match &l.value {
+                    crate::yaml::NodeValue::Seq(items) => items.get(i),
+                    _ => None,
+                })
+                .map_or(node.pos, |n| n.pos);
+            cx.report("unknown_secret", at, &format!("spec.secrets[{i}]"), format!("`{handle}` is not mapped by `spec.secrets` in harness.yaml"));
+        }
     }
 }
 
@@ -314,7 +343,11 @@ fn load_layer_file(dir: &Path, lf: &LayerFile, harness_file: &str, spec: &mut Ha
                     Ok(node) => {
                         if let Some(layer) = spec.layers.get_mut(lf.layer) {
                             let mut rules = Vec::new();
-                            parse_layer_file(&node, &mut fcx, layer, lf.layer, &rel, &mut rules);
+                            let runs = parse_layer_file(&node, &mut fcx, layer, lf.layer, &rel, &mut rules);
+                            if let Some(runs) = runs {
+                                let (lower, at) = super::runs::parse_runs(runs, &mut fcx, "spec.runs");
+                                super::runs::narrow(&mut spec.runs, &lower, &at, &mut fcx);
+                            }
                             // Keep the rules in layer order.
                             let at = spec.rules.iter().position(|r| r.layer > lf.layer).unwrap_or(spec.rules.len());
                             spec.rules.splice(at..at, rules);

@@ -13,13 +13,16 @@
 
 pub mod builtins;
 mod describe;
+mod effects;
 pub mod gateway;
 mod load;
 mod model;
 mod parse;
 mod policy;
 mod process_paths;
+mod runs;
 
+pub use effects::{EffectsSettings, JournalBackend, SecretSource, SecretsSettings};
 pub(crate) use load::confusable_message;
 pub use load::problems_of;
 pub use model::{
@@ -27,3 +30,4 @@ pub use model::{
     McpServer, Mode, PolicyExample, PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, TaintedMode, ToolsSettings, TrifectaMode,
     DEFAULT_MAX_OPEN_APPROVALS,
 };
+pub use runs::{refusal as run_refusal, RunSource, RunsSettings};

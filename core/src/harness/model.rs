@@ -27,6 +27,8 @@ pub struct ToolsSettings {
     pub max_output_bytes: u64,
     /// Risks whose calls always need approval.
     pub approval_by_risk: Vec<Risk>,
+    /// `require_lock` (issue 21): the harness loads only when every tool matches `harness.lock`.
+    pub require_lock: bool,
 }
 
 /// The effect of a policy rule.
@@ -357,6 +359,13 @@ pub struct HarnessSpec {
     pub gateway: super::gateway::GatewaySpec,
     /// `spec.builtins`: the governed built-in tools (issue 20), when enabled.
     pub builtins: Option<super::builtins::BuiltinsSpec>,
+    /// `spec.effects` (issue 21): contracts required, and the effect journal.
+    pub effects: super::effects::EffectsSettings,
+    /// `spec.secrets` and `spec.secret_scopes` (issue 21).
+    pub secrets: super::effects::SecretsSettings,
+    /// `spec.runs` (issue 21): who may start a run and how often, narrowed
+    /// by policy layer files; none admits every run.
+    pub runs: Option<super::runs::RunsSettings>,
 }
 
 /// A loaded harness: its settings and every tool's manifest.

@@ -36,8 +36,13 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         .and_then(|n| cx.choice(n, "spec.mode", &[("production", Mode::Production), ("test", Mode::Test)]))
         .unwrap_or(Mode::Production);
 
-    let mut tools =
-        ToolsSettings { manifests: Vec::new(), require_manifest: true, max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES, approval_by_risk: Vec::new() };
+    let mut tools = ToolsSettings {
+        manifests: Vec::new(),
+        require_manifest: true,
+        max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+        approval_by_risk: Vec::new(),
+        require_lock: false,
+    };
     let mut globs = Vec::new();
     if let Some(tn) = spec.require(cx, "tools") {
         if let Some(mut t) = cx.map(tn, "spec.tools") {
@@ -63,6 +68,9 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
             tools.manifests = globs.iter().map(|g| g.0.clone()).collect();
             if let Some(n) = t.get("require_manifest") {
                 tools.require_manifest = cx.boolean(n, "spec.tools.require_manifest").unwrap_or(true);
+            }
+            if let Some(n) = t.get("require_lock") {
+                tools.require_lock = cx.boolean(n, "spec.tools.require_lock").unwrap_or(false);
             }
             if let Some(n) = t.get("max_output_bytes") {
                 tools.max_output_bytes = cx.positive(n, "spec.tools.max_output_bytes").unwrap_or(DEFAULT_MAX_OUTPUT_BYTES);
@@ -186,6 +194,9 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
     let (mcp_servers, mcp_connect) = spec.get("mcp").map(|n| parse_mcp(n, cx)).unwrap_or_default();
     let gateway = spec.get("gateway").map(|n| super::gateway::parse(n, cx)).unwrap_or_default();
     let builtins = spec.get("builtins").and_then(|n| super::builtins::parse(n, cx));
+    let effects = super::effects::parse_effects(spec.get("effects"), cx);
+    let secrets = super::effects::parse_secrets(spec.get("secrets"), spec.get("secret_scopes"), cx);
+    let runs = spec.get("runs").map(|n| super::runs::parse_runs(n, cx, "spec.runs").0);
     spec.finish(cx);
     let spec = HarnessSpec {
         name,
@@ -205,6 +216,9 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         mcp_connect,
         gateway,
         builtins,
+        effects,
+        secrets,
+        runs,
     };
     Some((spec, globs, layer_files))
 }

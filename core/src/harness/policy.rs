@@ -89,8 +89,16 @@ pub(super) fn parse_policy(node: &Node, cx: &mut Checker, harness_file: &str) ->
 
 /// Reads a layer file (`kind: Policy`, `spec: {mode, default, rules}`);
 /// its problems are reported against that file.
-pub(super) fn parse_layer_file(node: &Node, cx: &mut Checker, layer: &mut PolicyLayer, index: usize, file: &str, rules: &mut Vec<PolicyRule>) {
-    let Some(mut doc) = cx.map(node, "") else { return };
+/// Returns the file's `spec.runs` node (issue 21), which narrows harness.yaml's.
+pub(super) fn parse_layer_file<'n>(
+    node: &'n Node,
+    cx: &mut Checker,
+    layer: &mut PolicyLayer,
+    index: usize,
+    file: &str,
+    rules: &mut Vec<PolicyRule>,
+) -> Option<&'n Node> {
+    let mut doc = cx.map(node, "")?;
     check_header(&mut doc, cx, "Policy");
     if let Some(meta) = doc.get("metadata") {
         if let Some(mut m) = cx.map(meta, "metadata") {
@@ -100,7 +108,7 @@ pub(super) fn parse_layer_file(node: &Node, cx: &mut Checker, layer: &mut Policy
     }
     let spec = doc.require(cx, "spec");
     doc.finish(cx);
-    let Some(mut sp) = spec.and_then(|n| cx.map(n, "spec")) else { return };
+    let mut sp = spec.and_then(|n| cx.map(n, "spec"))?;
     if let Some(m) = sp.get("mode").and_then(|n| cx.choice(n, "spec.mode", MODES)) {
         layer.mode = m;
     }
@@ -110,7 +118,9 @@ pub(super) fn parse_layer_file(node: &Node, cx: &mut Checker, layer: &mut Policy
     if let Some(r) = sp.get("rules") {
         parse_rules(r, cx, "spec.rules", index, layer.mode, file, rules);
     }
+    let runs = sp.get("runs");
     sp.finish(cx);
+    runs
 }
 
 fn parse_rules(n: &Node, cx: &mut Checker, base: &str, layer: usize, layer_mode: EnforceMode, file: &str, rules: &mut Vec<PolicyRule>) {

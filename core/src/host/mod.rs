@@ -385,7 +385,13 @@ impl Host {
 
     /// A new run id.
     pub fn new_run(&self) -> Result<String, Error> {
-        Ok(self.gov()?.new_run_id())
+        self.start_run("api", None)
+    }
+
+    /// A new run from `source` for `principal`, admitted by `spec.runs`
+    /// (`run_not_admitted` otherwise; issue 21).
+    pub fn start_run(&self, source: &str, principal: Option<&Principal>) -> Result<String, Error> {
+        self.gov()?.admit_run(source, principal)
     }
 
     /// The labels of run `run_id`.
@@ -410,6 +416,45 @@ impl Host {
         let governor = self.gov()?;
         let callable = self.tools().filter(|t| governor.can_ever_call(t.name(), principal, tenant));
         Ok(crate::runtime::tool_specs(callable, format))
+    }
+
+    /// The effect journal's entries, oldest first (issue 21).
+    pub fn effects(&self) -> Result<Vec<crate::effects::EffectEntry>, Error> {
+        self.gov()?.effects()
+    }
+
+    /// Resolves an `unknown` effect by hand: `applied` says whether the write happened.
+    pub fn resolve_effect(&self, call_id: &str, applied: bool, by: &str) -> Result<crate::effects::EffectEntry, Error> {
+        self.gov()?.resolve_effect(call_id, applied, by)
+    }
+
+    /// Begins the compensation of `call_id`: its inverse tool through steps
+    /// 1–7 with `ctx`'s authority, linked to the original in the journal.
+    pub fn compensate(&self, call_id: &str, ctx: &CallContext) -> Result<Begun, Error> {
+        let governor = self.gov()?;
+        let (tool, args, ctx) = governor.compensation(call_id, ctx)?;
+        Ok(self.begun(governor.begin(&tool, args, &ctx)))
+    }
+
+    /// The whole compensation of `call_id` when its inverse tool is one the
+    /// core reaches (process, http, mcp, code); a native inverse tool is run
+    /// by the host through [`Host::compensate`].
+    pub fn compensate_through_core(&self, call_id: &str, ctx: &CallContext) -> Result<CallResult, Error> {
+        let governor = self.gov()?;
+        let (tool, _, _) = governor.compensation(call_id, ctx)?;
+        if self.handlers.contains_key(&tool) {
+            return Err(invalid(
+                "invalid_argument",
+                format!("`{tool}` is a native tool: its host runs the compensation (`compensate` of the host API)"),
+            ));
+        }
+        match self.compensate(call_id, ctx)? {
+            Begun::Refused(result) | Begun::Pending(result) => Ok(result),
+            Begun::Allowed(ticket) => {
+                let outcome = self.run_transport(&ticket);
+                Ok(self.finish_transport(ticket, outcome))
+            }
+        }
     }
 
     /// Moves the test clock forward; `no_test_clock` without one.

@@ -156,8 +156,10 @@ impl Host {
     /// and writes the built-in tools' candidate to the permission file),
     /// `approvals`, `explain` (`tool`, `args`, `principal`, `tenant`, `task`,
     /// `run`), `tool_specs` (`format`, default `openai`; `principal`,
-    /// `tenant`), `new_run`, `labels` (`run_id`), `advance_ms` (`ms`). [`METHODS`]
-    /// lists them with their arguments.
+    /// `tenant`), `new_run` (`source`, default `api`; `principal`), `labels` (`run_id`), `advance_ms` (`ms`); issue 21:
+    /// `effects` (`state`), `resolve_effect` (`call_id`, `applied`, `by`),
+    /// `compensate` (`call_id`, `principal`, `tenant`, `task`, `run`); issue 20: `accept_candidate` (`id`,
+    /// `candidate`, `approver`). [`METHODS`] lists those a dynamic language exposes as methods.
     pub fn request(&self, method: &str, args: &Value) -> Result<Value, Error> {
         let a = Args::of(args)?;
         match method {
@@ -180,12 +182,30 @@ impl Host {
                 let (approval, candidate) = self.gov()?.accept_candidate(a.required("id")?, a.required("candidate")?, &a.principal("approver")?)?;
                 Ok(json!({"state": approval.state.as_str(), "candidate": to_json(candidate)?}))
             }
-            "new_run" => self.new_run().map(Value::String),
+            "new_run" => self.start_run(a.text("source")?.unwrap_or("api"), a.optional_principal("principal")?.as_ref()).map(Value::String),
             "labels" => to_json(self.labels(a.required("run_id")?)?),
             "advance_ms" => {
                 let ms = a.0.get("ms").and_then(Value::as_u64);
                 let ms = ms.ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`ms` must be a whole number of milliseconds"))?;
                 self.advance_clock(ms).map(|()| Value::Null)
+            }
+            // Issue 21: the effect journal and compensation.
+            "effects" => {
+                let state = a.text("state")?.map(|t| {
+                    crate::effects::EffectState::parse(t)
+                        .ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`state` must be `unknown`, `succeeded` or `failed`"))
+                });
+                Ok(crate::effects::entries_json(&self.effects()?, state.transpose()?))
+            }
+            "resolve_effect" => {
+                let applied = a.0.get("applied").and_then(Value::as_bool);
+                let applied = applied.ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`applied` must be true or false"))?;
+                to_json(self.resolve_effect(a.required("call_id")?, applied, &a.principal("by")?.id)?)
+            }
+            "compensate" => {
+                let (tenant, task, run_id) = (a.string("tenant")?, a.string("task")?, a.string("run")?);
+                let ctx = CallContext { principal: a.principal("principal")?, tenant, task, run_id, ..CallContext::default() };
+                self.compensate_through_core(a.required("call_id")?, &ctx).map(|r| r.to_value())
             }
             other => Err(unknown(other)),
         }

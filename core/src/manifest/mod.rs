@@ -9,6 +9,7 @@
 //! Parsing never stops at the first problem: every problem in a manifest is
 //! collected. Files and globs are the harness loader's (`crate::harness`).
 
+mod effect;
 mod load;
 mod model;
 mod parse;
@@ -16,6 +17,7 @@ mod process;
 mod schema;
 mod tool;
 
+pub use effect::{is_handle_name, missing_contract_message, needs_contract, EffectContract, EffectField, EffectKind, RetryMode};
 pub use model::{
     confusable_key, is_valid_name, mcp_server_name, risk_name, sanitizer_name, side_effect_name, transport_name, Approval, CodeLimits, Constraint,
     Duration, Grant, Location, Manifest, OutputPolicy, PayloadConstraints, PinState, ProcessSandbox, ProcessSpec, Rate, RateLimit, RatePeriod,

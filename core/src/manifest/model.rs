@@ -465,6 +465,10 @@ pub struct Manifest {
     pub payload_constraints: Option<PayloadConstraints>,
     /// `spec.command`, `args`, `cwd`, `env`, `max_payload_bytes`, `sandbox` (process).
     pub process: Option<ProcessSpec>,
+    /// `spec.effect` (issue 21): the effect contract, the draft `null`, or absent.
+    pub effect: super::effect::EffectField,
+    /// `spec.secrets` (issue 21): the secret handles the handler receives.
+    pub secrets: Vec<String>,
 }
 
 /// `native`, `http`, `code`, `mcp` or `process`.

@@ -263,6 +263,8 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     };
     let output = parse_output(spec.get("output"), cx);
     let payload_constraints = spec.get("payload_constraints").and_then(|n| parse_payload_constraints(n, cx));
+    let effect = super::effect::parse_effect(spec.get_raw("effect"), cx);
+    let secrets = super::effect::parse_secrets(spec.get("secrets"), cx);
     spec.finish(cx);
 
     if cx.problems.len() > before {
@@ -298,6 +300,8 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         output,
         payload_constraints,
         process,
+        effect,
+        secrets,
     };
     Some(ParsedManifest { manifest, schema_pos, validator, approval_when })
 }

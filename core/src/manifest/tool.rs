@@ -112,6 +112,13 @@ impl Tool {
         if let Some(p) = &m.process {
             o.insert("process".into(), describe_process(p));
         }
+        // Only tools that declare them have these keys (issue 21).
+        if let super::EffectField::Contract(c) = &m.effect {
+            o.insert("effect".into(), c.describe());
+        }
+        if !m.secrets.is_empty() {
+            o.insert("secrets".into(), json!(m.secrets));
+        }
         o.insert(
             "limits".into(),
             json!({
@@ -196,6 +203,11 @@ impl Tool {
         canonical::write_str(out, &m.description);
         out.push_str(",\"digest\":");
         canonical::write_str(out, &self.digest);
+        if let super::EffectField::Contract(c) = &m.effect {
+            // Only tools with a contract have the key; small: built as a value.
+            out.push_str(",\"effect\":");
+            canonical::write_value(out, &c.describe(), depth)?;
+        }
         out.push_str(",\"egress\":");
         canonical::write_strs(out, &m.egress, depth)?;
         out.push_str(",\"enabled\":");
@@ -287,6 +299,10 @@ impl Tool {
         canonical::write_opt_str(out, m.sandbox.as_deref());
         out.push_str(",\"scopes\":");
         canonical::write_strs(out, &m.scopes, depth)?;
+        if !m.secrets.is_empty() {
+            out.push_str(",\"secrets\":");
+            canonical::write_strs(out, &m.secrets, depth)?;
+        }
         out.push_str(",\"server\":");
         canonical::write_opt_str(out, m.server.as_deref());
         out.push_str(",\"side_effect\":");

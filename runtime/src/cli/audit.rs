@@ -74,7 +74,7 @@ fn tail(args: &[&str], io: &mut Io<'_>) -> i32 {
         Err(_) => return io.usage(&TAIL, "`--lines` takes a whole number"),
     };
     let path = harness_path(a.pos(0));
-    let harness = match io.load(&path, json) {
+    let harness = match io.load_harness(&path, json) {
         Ok(h) => h,
         Err(code) => return code,
     };

@@ -72,7 +72,7 @@ pub(crate) fn verify(args: &[&str], io: &mut Io<'_>) -> i32 {
         Trail::Sqlite(PathBuf::from(f))
     } else {
         let path = harness_path(a.pos(0));
-        let harness = match io.load(&path, json) {
+        let harness = match io.load_harness(&path, json) {
             Ok(h) => h,
             Err(code) => return code,
         };

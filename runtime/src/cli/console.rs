@@ -41,7 +41,7 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         Ok(g) => g,
         Err(code) => return code,
     };
-    let harness = match io.load(&path, false) {
+    let harness = match io.load_harness(&path, false) {
         Ok(h) => h,
         Err(code) => return code,
     };

@@ -110,22 +110,31 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         failed += 1;
         lines.push(format!("{}: code tools: {why} [sandbox_error]", io.paint(Paint::Red, "error")));
     }
+    // harness.lock (issue 21): a handler whose code changed since review.
+    let drift = match super::lock::drift(&harness, &super::lock::default_python()) {
+        Ok(d) => d.unwrap_or_default(),
+        Err(e) => vec![harnessweaver_core::lock::Drift { tool: "harness.lock".into(), field: e, locked: None, now: None }],
+    };
+    for d in &drift {
+        lines.push(format!("{}: lock drift: {} [lock_drift]", io.paint(Paint::Red, "error"), d.to_text()));
+    }
     let n = harness.tools().len();
     if json {
         io.json(&json!({
-            "ok": failed == 0, "harness": path.display().to_string(), "problems": Value::Array(Vec::new()),
+            "ok": failed == 0 && drift.is_empty(), "harness": path.display().to_string(), "problems": Value::Array(Vec::new()),
             "tools": tools, "mismatched": failed - usize::from(missing_worker.is_some()), "unpinned": warned, "layers": layers,
-            "warnings": warnings, "missing_worker": missing_worker,
+            "warnings": warnings, "missing_worker": missing_worker, "lock_drift": drift,
         }));
-        return i32::from(failed > 0);
+        return i32::from(failed > 0 || !drift.is_empty());
     }
     for line in lines {
         let _ = writeln!(io.out, "{line}");
     }
-    if failed > 0 {
+    if failed > 0 || !drift.is_empty() {
         let mismatched = failed - usize::from(missing_worker.is_some());
         let worker = if missing_worker.is_some() { "; the sandbox worker is missing" } else { "" };
-        let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {mismatched} mismatched pin{}{worker}", plural(n), plural(mismatched));
+        let locked = if drift.is_empty() { String::new() } else { format!("; {} difference{} from harness.lock", drift.len(), plural(drift.len())) };
+        let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {mismatched} mismatched pin{}{worker}{locked}", plural(n), plural(mismatched));
         return 1;
     }
     let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {warned} unpinned; no problems", plural(n));

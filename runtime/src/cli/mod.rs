@@ -15,8 +15,10 @@ mod audit_verify;
 mod console;
 
 mod doctor;
+mod effects;
 mod explain;
 mod gateway;
+mod lock;
 mod sandbox;
 mod tools;
 mod ui;
@@ -45,6 +47,10 @@ commands:
                                             serve the harness's tools over MCP, every call governed
   approvals list|approve ID|deny ID [--reason TEXT] [--harness FILE]
                                             list, grant or deny pending approvals in the shared state store
+  lock [harness.yaml] | lock verify [harness.yaml]
+                                            write harness.lock (definitions, manifests, handler code), or report drift since
+  effects list|resolve ID|compensate ID [--harness FILE]
+                                            the effect journal: list entries, resolve an unknown one, compensate a call
   sandbox probe [--launcher PATH]           report the OS sandbox of process tools on this machine; run a confined check
   add tool module:function | ./tools.ts#name
                                             write a manifest from a function (Python package / npm bin only)
@@ -98,6 +104,8 @@ fn dispatch(args: &[String], io: &mut Io<'_>) -> i32 {
         ["gateway", rest @ ..] => gateway::run(rest, io),
         ["approvals", rest @ ..] => approvals::run(rest, io),
         ["sandbox", rest @ ..] => sandbox::run(rest, io),
+        ["effects", rest @ ..] => effects::run(rest, io),
+        ["lock", rest @ ..] => lock::run(rest, io),
 
         ["add", ..] => {
             let _ = writeln!(
@@ -110,6 +118,8 @@ fn dispatch(args: &[String], io: &mut Io<'_>) -> i32 {
         }
         // Hidden: the worker of the multi-process store tests and benchmark.
         ["_stress-limit", rest @ ..] => crate::store::stress::run(rest, io.out, io.err),
+        // Hidden: the worker the effect crash tests kill between intent and outcome.
+        ["_effect-call", rest @ ..] => effects::worker(rest, io),
         [cmd, ..] => {
             let _ = writeln!(io.err, "harnessweaver: unknown command `{cmd}`\n\n{USAGE}");
             2

@@ -99,9 +99,9 @@ impl<'a> Io<'a> {
         }
     }
 
-    /// Loads the harness at `path`; on failure prints its problems ([`Io::problems`]) and gives exit code 1.
-    pub fn load(&mut self, path: &Path, json: bool) -> Result<harnessweaver_core::Harness, i32> {
-        harnessweaver_core::Harness::load(path).map_err(|e| {
+    /// Loads the harness at `path`, or prints its problems and gives exit code 1.
+    pub fn load_harness(&mut self, path: &Path, json: bool) -> Result<harnessweaver_core::harness::Harness, i32> {
+        harnessweaver_core::harness::Harness::load(path).map_err(|e| {
             self.problems(&e, path, json);
             1
         })

@@ -5,6 +5,7 @@
 //! Both pass the same conformance tests as the core's memory store
 //! (runtime/tests/store_conformance.rs).
 
+mod journal;
 mod redis;
 mod sqlite;
 mod sqlite_audit;
@@ -16,6 +17,7 @@ use harnessweaver_core::error::Problem;
 use harnessweaver_core::harness::{Harness, StateBackend};
 use harnessweaver_core::store::{MemoryStore, Store};
 
+pub use journal::{open_journal, RedisJournal, SqliteJournal};
 pub use redis::{RedisClock, RedisOptions, RedisStore};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use sqlite_audit::{verify_sqlite, SqliteAuditSink};

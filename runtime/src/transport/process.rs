@@ -81,6 +81,16 @@ impl ProcessRunner {
             "idempotency_key": ticket.idempotency_key,
             "call_id": ticket.call_id,
         });
+        // Secret handles (issue 21): the values go in the `secrets` field
+        // only, and every echo of them in the output is masked at step 9.
+        let secrets = ticket.secrets();
+        let mut request = request;
+        if !secrets.is_empty() {
+            let values: serde_json::Map<String, Value> = secrets.iter().map(|(h, v)| (h.to_string(), Value::String(v.to_string()))).collect();
+            if let Some(map) = request.as_object_mut() {
+                map.insert("secrets".into(), Value::Object(values));
+            }
+        }
         let request = match serde_json::to_vec(&request) {
             Ok(r) => r,
             Err(_) => return InvokeOutcome::Failed { kind: "the request could not be encoded".into() },
@@ -112,7 +122,10 @@ impl ProcessRunner {
                 if spec.sandbox.required && status == Some(CONFINE_FAILED_EXIT) {
                     return confine::launcher_failure(&bytes);
                 }
-                response(&bytes, status)
+                match response(&bytes, status) {
+                    InvokeOutcome::Returned(value) if !secrets.is_empty() => InvokeOutcome::ReturnedWithSecrets { value, secrets: secrets.values() },
+                    other => other,
+                }
             }
         }
     }
