@@ -64,6 +64,11 @@ pub struct AuditEvent {
     /// What policy rules in shadow mode would have refused (`would_refuse`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub would_refuse: Vec<WouldRefuse>,
+    /// A `process` tool's calls (issue 19): `true` when it runs under the OS
+    /// sandbox, `false` when it runs unconfined, with the host's authority.
+    /// Absent for the other transports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confined: Option<bool>,
     /// Time per phase.
     pub timings: Timings,
 }
@@ -88,14 +93,14 @@ pub enum EventField<'a> {
 
 impl AuditEvent {
     /// The names of the JSON form's fields, in its order.
-    pub const FIELDS: [&'static str; 16] = [
+    pub const FIELDS: [&'static str; 17] = [
         "ts_ms", "call_id", "run_id", "tool", "principal", "tenant", "decision", "code", "step", "args_digest", "original_args_digest",
-        "approval_id", "redactions", "truncated", "would_refuse", "timings",
+        "approval_id", "redactions", "truncated", "would_refuse", "confined", "timings",
     ];
 
     /// The JSON form's fields in the order of [`AuditEvent::FIELDS`], `None`
     /// where the JSON form leaves one out (core/tests/host_api.rs checks the two agree).
-    pub fn fields(&self) -> [Option<EventField<'_>>; 16] {
+    pub fn fields(&self) -> [Option<EventField<'_>>; 17] {
         use EventField::{Bool, Counts, Refusals, Str, Timings as Times, U64};
         [
             Some(U64(self.ts_ms)),
@@ -113,6 +118,7 @@ impl AuditEvent {
             self.redactions.as_ref().map(Counts),
             self.truncated.map(Bool),
             Some(Refusals(&self.would_refuse)).filter(|_| !self.would_refuse.is_empty()),
+            self.confined.map(Bool),
             Some(Times(&self.timings)),
         ]
     }

@@ -404,6 +404,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         redactions: None,
         truncated: None,
         would_refuse: Vec::new(),
+        confined: None,
         timings: Timings::default(),
     };
     let full = AuditEvent {
@@ -417,6 +418,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         redactions: Some([("email".to_string(), 2)].into()),
         truncated: Some(true),
         would_refuse: vec![WouldRefuse { code: RefusalCode::PolicyDenied, step: Step::Policy, layer: "org".into(), rule: None }],
+        confined: Some(false),
         timings: Timings { decide_us: 1, invoke_us: 2, output_us: 3 },
         ..bare.clone()
     };

@@ -87,6 +87,54 @@ def ptrace_parent():
     return "attached"
 
 
+def chmod(path):
+    os.chmod(path, 0o777)
+    return "changed"
+
+
+def signal_pid(pid):
+    os.kill(pid, 15)  # SIGTERM
+    return "signalled"
+
+
+def prlimit_pid(pid):
+    import resource
+
+    return list(resource.prlimit(pid, resource.RLIMIT_CORE))
+
+
+def libc():
+    import ctypes
+
+    return ctypes, ctypes.CDLL(None, use_errno=True)
+
+
+def io_uring():
+    ctypes, c = libc()
+    params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
+    fd = c.syscall(425, 1, params)  # io_uring_setup(1, &params)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "io_uring_setup")
+    os.close(fd)
+    return "ring"
+
+
+def sysv_shm():
+    ctypes, c = libc()
+    shmid = c.shmget(0, 4096, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+    if shmid < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    c.shmctl(shmid, 0, None)  # IPC_RMID
+    return "segment"
+
+
+def capability():
+    ctypes, c = libc()
+    if c.prctl(23, 21, 0, 0, 0) != 1:  # PR_CAPBSET_READ, CAP_SYS_ADMIN
+        raise OSError(errno.EPERM, "CAP_SYS_ADMIN is not in the bounding set")
+    return "CAP_SYS_ADMIN"
+
+
 def main():
     request = json.loads(sys.stdin.read())
     args = request["args"]
@@ -111,6 +159,18 @@ def main():
         out = attempt(lambda: linger(args["fifo"]))
     elif attack == "ptrace_parent":
         out = attempt(ptrace_parent)
+    elif attack == "chmod":
+        out = attempt(lambda: chmod(args["path"]))
+    elif attack == "signal":
+        out = attempt(lambda: signal_pid(args["pid"]))
+    elif attack == "prlimit":
+        out = attempt(lambda: prlimit_pid(args["pid"]))
+    elif attack == "io_uring":
+        out = attempt(io_uring)
+    elif attack == "sysv_shm":
+        out = attempt(sysv_shm)
+    elif attack == "capability":
+        out = attempt(capability)
     elif attack == "parent_environ":
         out = attempt(lambda: read(f"/proc/{os.getppid()}/environ"))
     elif attack == "sleep":

@@ -603,6 +603,7 @@ impl Governor {
                 redactions: Some(redactions.clone()),
                 truncated: Some(truncated),
                 would_refuse: ticket.would_refuse.clone(),
+                confined: ticket.transport.confined(),
                 timings,
             });
         }
@@ -691,6 +692,7 @@ impl Governor {
             approval_id: ticket.approval_id,
             redactions: None,
             truncated: None,
+            confined: ticket.transport.confined(),
             would_refuse: ticket.would_refuse,
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
         });
@@ -730,6 +732,7 @@ impl Governor {
             redactions: None,
             truncated: None,
             would_refuse: result.would_refuse.clone(),
+            confined: None,
             timings,
         });
     }
