@@ -42,7 +42,9 @@ fn launcher() -> PathBuf {
 }
 
 fn tool(required: bool, profile: &str) -> String {
-    format!("  transport: process\n  command: /bin/sh\n  args: [h.sh]\n  timeout: 10s\n  sandbox:\n    required: {required}\n    profile: {profile}\n")
+    format!(
+        "  transport: process\n  command: /bin/sh\n  args: [h.sh]\n  timeout: 10s\n  sandbox:\n    required: {required}\n    profile: {profile}\n"
+    )
 }
 
 fn harness() -> (harness_dir::Dir, Runtime) {

@@ -208,7 +208,8 @@ fn unix_sockets_are_denied_and_exact_socket_grants_need_landlock_abi_9() {
     let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     std::thread::spawn(move || for _ in listener.incoming() {});
     let granted = format!("    local_sockets: [{}]\n", sock.display());
-    let mut tools = in_both_modes(&[("bare", "", ""), ("net", "network", ""), ("granted", "network_local", &granted), ("unlisted", "network_local", "")]);
+    let mut tools =
+        in_both_modes(&[("bare", "", ""), ("net", "network", ""), ("granted", "network_local", &granted), ("unlisted", "network_local", "")]);
     tools.push(("open".into(), OPEN.into()));
     let (_d, rt) = load("sb-unix", &refs(&tools), &[]);
     for (m, _) in MODES {
@@ -422,11 +423,18 @@ fn sandbox_probe_reports_every_mechanism_and_a_confined_run_that_was_denied() {
     assert_eq!(report["user_namespaces"], true);
     assert_eq!(report["seccomp"], true);
     assert_eq!(report["missing"], json!([]));
-    let inside = &report["confined_run"];
-    for attempt in ["read /etc/passwd", "socket(AF_INET)", "unshare(CLONE_NEWUSER)", "fork"] {
-        assert!(inside[attempt].as_str().unwrap().starts_with("denied"), "{attempt}: {inside}");
+    for run in ["confined_run", "direct_run"] {
+        let inside = &report[run];
+        for attempt in ["read /etc/passwd", "socket(AF_INET)", "unshare(CLONE_NEWUSER)", "fork", "io_uring_setup"] {
+            assert!(inside[attempt].as_str().unwrap().starts_with("denied"), "{run}: {attempt}: {inside}");
+        }
+        assert_eq!(inside["seccomp_mode"], 2, "{run}");
+        assert_eq!(inside["no_new_privs"], true, "{run}");
+        assert_eq!(inside["cap_sys_admin_in_bounding_set"], false, "{run}");
     }
-    assert_eq!(inside["seccomp_mode"], 2);
+    // Namespaces hide the host's processes; direct does not (the handler's
+    // pid is the host's), which is what Landlock's scopes are for.
+    assert_eq!(report["confined_run"]["pid"], 2);
     // Without the launcher the probe says so and exits 3.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnessweaver"))
         .args(["sandbox", "probe", "--launcher", "/nonexistent/harnessweaver-confine"])

@@ -125,13 +125,8 @@ impl Worker {
         let args = ["--max-memory-mb".to_string(), max_memory_mb.to_string()];
         let launch = confinement.worker_command(path, &args, cache).map_err(SpawnError::Refused)?;
         let mut command = launch.command;
-        let mut child = command
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| match launch.mode {
+        let mut child =
+            command.env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().map_err(|e| match launch.mode {
                 Mode::Direct => SpawnError::Refused(confine::Refusal::Unavailable(format!(
                     "the sandbox worker could not be started under its confinement, so it did not run ({e})"
                 ))),

@@ -160,7 +160,8 @@ impl Transports {
             }
         }
         let confinement = || confine::Confinement::new(options.confine_launcher.as_deref(), options.sandbox_probe.clone());
-        let code = wants_code.then(|| Arc::new(code::CodePool::confined_by(options.sandbox_worker.clone(), options.sandbox_pool_size, confinement())));
+        let code =
+            wants_code.then(|| Arc::new(code::CodePool::confined_by(options.sandbox_worker.clone(), options.sandbox_pool_size, confinement())));
         if let Some(pool) = &code {
             // Start one worker per memory limit in the background, so the
             // first call finds it warm (a missing worker is reported by the call).

@@ -13,9 +13,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
-use landlock::{
-    Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
-};
+use landlock::{Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI};
 use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
 
 use super::policy::Policy;
@@ -274,7 +272,8 @@ const DENIED: &[i64] = &[
 
 /// Syscalls that name a process by their first argument: allowed on the
 /// caller itself (0), denied on any other.
-const SELF_ONLY: &[i64] = &[libc::SYS_prlimit64, libc::SYS_sched_setaffinity, libc::SYS_sched_setscheduler, libc::SYS_sched_setparam, libc::SYS_sched_setattr];
+const SELF_ONLY: &[i64] =
+    &[libc::SYS_prlimit64, libc::SYS_sched_setaffinity, libc::SYS_sched_setscheduler, libc::SYS_sched_setparam, libc::SYS_sched_setattr];
 
 fn cond(index: u8, len: SeccompCmpArgLen, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
     SeccompCondition::new(index, len, op, value).map_err(|e| e.to_string())
