@@ -340,10 +340,11 @@ fn a_machine_without_a_mechanism_refuses_instead_of_running_unconfined() {
     let _ = std::fs::remove_file(&marker);
 }
 
-/// A code tool whose worker is tests/process/hostile_worker.py.
+/// A code tool whose worker is tests/process/handler.py (hostile when
+/// started as a worker).
 fn hostile_worker(name: &str, probe: Option<Probe>) -> (process_support::Dir, harnessweaver_core::Runtime) {
     let dir = write_harness(name, &[("py", "  transport: code\n  sandbox: monty\n")], &["data"]);
-    let worker = dir.0.join("hostile_worker.py");
+    let worker = dir.0.join("handler.py");
     load_in(dir, options(Some(worker), probe))
 }
 
@@ -378,7 +379,9 @@ fn the_code_workers_confinement_holds_a_hostile_worker() {
     assert_eq!(victim.try_wait().unwrap(), None, "the worker killed a host process");
     // The same worker run directly (unconfined) succeeds at every attempt.
     use std::io::Write;
-    let mut direct = std::process::Command::new(d.0.join("hostile_worker.py"))
+    let mut direct = std::process::Command::new(d.0.join("handler.py"))
+        .arg("--max-memory-mb")
+        .arg("64")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -104,12 +104,14 @@ def test_python_page_runs_against_the_installed_wheel(tmp_path: Path) -> None:
     (confined / "harness.yaml").write_text(
         'apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: ["tools/*.yaml"]\n'
     )
-    (confined / "h.sh").write_text("read -r request\nprintf '{\"ok\": true, \"output\": 1}'\n")
+    (confined / "h.sh").write_text('read -r request\nprintf \'{"ok": true, "output": 1}\'\n')
     (confined / "tools" / "t.yaml").write_text(
         "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata:\n  name: t\nspec:\n  transport: process\n"
         "  command: /bin/sh\n  args: [h.sh]\n  sandbox:\n    required: true\n    profile: namespaces\n"
     )
-    call = "import harnessweaver as hw; r = hw.load('harness.yaml').call('t', {}, principal={'id': 'u'}); print(r.decision, r.code)"
+    call = (
+        "import harnessweaver as hw; r = hw.load('harness.yaml').call('t', {}, principal={'id': 'u'}); print(r.decision, r.code)"
+    )
     assert run([str(python), "-c", call], confined, env).stdout.split() == ["allowed", "None"]
     (worker.parent / "harnessweaver-confine").unlink()
     assert run([str(python), "-c", call], confined, env).stdout.split() == ["refused", "sandbox_unavailable"]

@@ -29,7 +29,7 @@ pub fn write_harness(name: &str, tools: &[(&str, &str)], dirs: &[&str]) -> Dir {
     for d in dirs {
         std::fs::create_dir_all(dir.0.join(d)).unwrap();
     }
-    for f in ["handler.py", "hostile.sh", "hostile_worker.py"] {
+    for f in ["handler.py", "hostile.sh"] {
         std::fs::copy(root().join("tests/process").join(f), dir.0.join(f)).unwrap();
     }
     dir
