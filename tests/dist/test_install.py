@@ -110,9 +110,10 @@ def test_python_page_runs_against_the_installed_wheel(tmp_path: Path) -> None:
         "  command: /bin/sh\n  args: [h.sh]\n  sandbox:\n    required: true\n    profile: namespaces\n"
     )
     call = (
-        "import harnessweaver as hw; r = hw.load('harness.yaml').call('t', {}, principal={'id': 'u'}); print(r.decision, r.code)"
+        "import harnessweaver as hw\ntry:\n    r = hw.load('harness.yaml').call('t', {}, principal={'id': 'u'})\n"
+        "    print(r.decision, r.output)\nexcept hw.ToolBlocked as e:\n    print('refused', e.code)\n"
     )
-    assert run([str(python), "-c", call], confined, env).stdout.split() == ["allowed", "None"]
+    assert run([str(python), "-c", call], confined, env).stdout.split() == ["allowed", "1"]
     (worker.parent / "harnessweaver-confine").unlink()
     assert run([str(python), "-c", call], confined, env).stdout.split() == ["refused", "sandbox_unavailable"]
     # Without its worker, doctor fails on the code tool (not a warning).
