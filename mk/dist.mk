@@ -4,7 +4,7 @@
 #
 # `make dist`: one `cargo zigbuild --release` of both native libraries (zig
 # links them against glibc 2.17's symbols, so the wheel is manylinux2014), the
-# sandbox worker the same way, then tools/dist/package.py packs the wheel (its
+# sandbox worker and the confinement launcher the same way, then tools/dist/package.py packs the wheel (its
 # tag set by `auditwheel repair`) and the npm main and platform tarballs, and
 # maturin writes the sdist. It lands in target/<triple>/release/, the layout
 # of every other build (.cargo/config.toml), so a later release build reuses
@@ -35,6 +35,7 @@ dist: $(DIST_TOOLS_STAMP) ## build the release wheel (manylinux2014, abi3), sdis
 		-p harnessweaver-python -p harnessweaver-node
 	cargo zigbuild --release --target $(HOST_TRIPLE).$(DIST_GLIBC) \
 		--manifest-path sandbox/Cargo.toml --target-dir $(SANDBOX_TARGET)
+	cargo zigbuild --release --target $(HOST_TRIPLE).$(DIST_GLIBC) -p harnessweaver-runtime --bin harnessweaver-confine
 	rm -rf $(DIST) && mkdir -p $(DIST)/.unrepaired
 	$(PY) tools/dist/package.py --profile release --out $(DIST)/.unrepaired
 	auditwheel repair --plat $(DIST_MANYLINUX) -w $(DIST) $(DIST)/.unrepaired/*.whl
@@ -43,7 +44,7 @@ dist: $(DIST_TOOLS_STAMP) ## build the release wheel (manylinux2014, abi3), sdis
 	auditwheel show $(DIST)/*.whl
 	@ls -l $(DIST)
 
-test-dist: build-python build-node build-sandbox ## install the packages (packed from the debug build) outside the tree; run the getting-started pages there
+test-dist: build-python build-node build-sandbox build-confine ## install the packages (packed from the debug build) outside the tree; run the getting-started pages there
 	rm -rf $(DIST_TEST)
 	$(PY) tools/dist/package.py --profile debug --out $(DIST_TEST)
 	env -u HARNESSWEAVER_SANDBOX_WORKER HW_DIST=$(DIST_TEST) $(PY) -m pytest -q tests/dist

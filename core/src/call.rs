@@ -272,6 +272,17 @@ pub enum Transport {
     Builtin,
 }
 
+impl Transport {
+    /// For a `process` tool, whether it runs under the OS sandbox (the
+    /// audit event's `confined`); `None` for the other transports.
+    pub fn confined(&self) -> Option<bool> {
+        match self {
+            Transport::Process { confined, .. } => Some(*confined),
+            _ => None,
+        }
+    }
+}
+
 /// A call that passed steps 1–7 and may now run.
 #[derive(Debug, Clone)]
 pub struct Ticket {

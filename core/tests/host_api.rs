@@ -405,6 +405,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         truncated: None,
         would_refuse: Vec::new(),
         subject: None,
+        confined: None,
         timings: Timings::default(),
     };
     let full = AuditEvent {
@@ -419,6 +420,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         truncated: Some(true),
         would_refuse: vec![WouldRefuse { code: RefusalCode::PolicyDenied, step: Step::Policy, layer: "org".into(), rule: None }],
         subject: Some("docs/a.md".into()),
+        confined: Some(false),
         timings: Timings { decide_us: 1, invoke_us: 2, output_us: 3 },
         ..bare.clone()
     };

@@ -5,22 +5,33 @@
 //! - bare spawn: the same handler started with `std::process::Command`, the
 //!   request written and the response read, no governor;
 //! - unconfined: a governed call (`sandbox.required: false`);
-//! - confined: a governed call under the OS sandbox;
+//! - confined, direct: a governed call under the OS sandbox applied between
+//!   fork and exec (Landlock + seccomp + no capabilities), the default;
+//! - confined, namespaces: the same tool with `profile: namespaces`
+//!   (bubblewrap, then the launcher);
 //!
-//! and, to say where the confined call's time goes, the confinement's parts
-//! with `/bin/true` as the command: bubblewrap's namespaces with and without
-//! a network namespace, and the launcher alone (Landlock + seccomp + exec).
+//! and, to say where the confined call's time goes, the parts with
+//! `/bin/true` as the command: a plain spawn, a spawn with the prepared
+//! policy applied before exec, the launcher alone (prepare + apply + exec),
+//! bubblewrap's namespaces with and without a network namespace, and the
+//! one-off preparation of a policy (open the paths, build the ruleset,
+//! compile the filters; once per tool).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "bench code")]
 
+#[path = "../tests/harness_dir/mod.rs"]
+mod harness_dir;
+
 use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 use criterion::Criterion;
 use harnessweaver_core::governor::GovernorOptions;
 use harnessweaver_core::{CallContext, LoadOptions, Principal, Runtime};
-use harnessweaver_runtime::transport::confine::{Policy, Probe};
+use harnessweaver_runtime::transport::confine::{Policy, Prepared, Probe};
 use harnessweaver_runtime::transport::TransportOptions;
 use serde_json::json;
 
@@ -30,21 +41,16 @@ fn launcher() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_harnessweaver-confine"))
 }
 
-fn harness(dir: &std::path::Path) -> Runtime {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir.join("tools")).unwrap();
-    std::fs::write(dir.join("h.sh"), HANDLER).unwrap();
-    std::fs::write(dir.join("harness.yaml"), "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.yaml\"]\n")
-        .unwrap();
-    for (name, required) in [("unconfined", false), ("confined", true)] {
-        std::fs::write(
-            dir.join(format!("tools/{name}.yaml")),
-            format!(
-                "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata:\n  name: {name}\nspec:\n  transport: process\n  command: /bin/sh\n  args: [h.sh]\n  timeout: 10s\n  sandbox:\n    required: {required}\n"
-            ),
-        )
-        .unwrap();
-    }
+fn tool(required: bool, profile: &str) -> String {
+    format!(
+        "  transport: process\n  command: /bin/sh\n  args: [h.sh]\n  timeout: 10s\n  sandbox:\n    required: {required}\n    profile: {profile}\n"
+    )
+}
+
+fn harness() -> (harness_dir::Dir, Runtime) {
+    let (unconfined, direct, namespaces) = (tool(false, "default"), tool(true, "default"), tool(true, "namespaces"));
+    let dir = harness_dir::write("bench-process", "", &[("unconfined", &unconfined), ("direct", &direct), ("namespaces", &namespaces)]);
+    std::fs::write(dir.0.join("h.sh"), HANDLER).unwrap();
     let options = LoadOptions {
         governor: GovernorOptions {
             backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions {
@@ -55,7 +61,8 @@ fn harness(dir: &std::path::Path) -> Runtime {
         },
         ..LoadOptions::default()
     };
-    harnessweaver_runtime::load(dir.join("harness.yaml"), options).unwrap()
+    let rt = harnessweaver_runtime::load(dir.harness(), options).unwrap();
+    (dir, rt)
 }
 
 fn bare_spawn(script: &std::path::Path) -> Vec<u8> {
@@ -74,15 +81,17 @@ fn run_status(c: &mut Command) {
 
 fn main() {
     let mut c = Criterion::default().sample_size(20).configure_from_args();
-    let dir = std::env::temp_dir().join(format!("hw-bench-process-{}", std::process::id()));
-    let rt = harness(&dir);
+    let (dir, rt) = harness();
     let cx = CallContext { principal: Principal::new("bench"), ..CallContext::default() };
-    for tool in ["unconfined", "confined"] {
+    for tool in ["unconfined", "direct", "namespaces"] {
         let r = rt.call(tool, json!({}), &cx);
         assert_eq!(r.output, Some(json!(1)), "{tool}: {r:?}");
     }
-    let bwrap = Probe::current().bwrap.clone().expect("bubblewrap (apt-get install bubblewrap)");
-    let policy = serde_json::to_string(&Policy::baseline(Probe::current().landlock_abi)).unwrap();
+    let probe = Probe::current();
+    let bwrap = probe.bwrap.clone().expect("bubblewrap (apt-get install bubblewrap)");
+    let baseline = Policy::baseline(probe.landlock_abi);
+    let encoded = serde_json::to_string(&baseline).unwrap();
+    let prepared = Arc::new(Prepared::new(&baseline).unwrap());
     let namespaces = |net: bool| {
         let mut cmd = Command::new(&bwrap);
         cmd.args(["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]);
@@ -94,16 +103,26 @@ fn main() {
     };
 
     let mut g = c.benchmark_group("process");
-    g.bench_function("bare spawn (sh handler)", |b| b.iter(|| bare_spawn(&dir.join("h.sh"))));
+    g.bench_function("bare spawn (sh handler)", |b| b.iter(|| bare_spawn(&dir.0.join("h.sh"))));
     g.bench_function("governed call, unconfined", |b| b.iter(|| rt.call("unconfined", json!({}), &cx)));
-    g.bench_function("governed call, confined", |b| b.iter(|| rt.call("confined", json!({}), &cx)));
+    g.bench_function("governed call, confined direct", |b| b.iter(|| rt.call("direct", json!({}), &cx)));
+    g.bench_function("governed call, confined namespaces", |b| b.iter(|| rt.call("namespaces", json!({}), &cx)));
+    g.bench_function("part: /bin/true", |b| b.iter(|| run_status(&mut Command::new("/bin/true"))));
+    g.bench_function("part: /bin/true with the prepared policy applied before exec", |b| {
+        b.iter(|| {
+            let p = prepared.clone();
+            let mut cmd = Command::new("/bin/true");
+            // SAFETY: `apply` makes system calls only.
+            unsafe { cmd.pre_exec(move || p.apply().map_err(|(_, e)| e)) };
+            run_status(&mut cmd);
+        })
+    });
+    g.bench_function("part: launcher alone (prepare + apply + exec), /bin/true", |b| {
+        b.iter(|| run_status(Command::new(launcher()).args(["--policy", &encoded, "--", "/bin/true"])))
+    });
     g.bench_function("part: bwrap namespaces, /bin/true", |b| b.iter(|| run_status(namespaces(true).arg("/bin/true"))));
     g.bench_function("part: bwrap namespaces without a network namespace, /bin/true", |b| b.iter(|| run_status(namespaces(false).arg("/bin/true"))));
-    g.bench_function("part: launcher alone (Landlock + seccomp + exec), /bin/true", |b| {
-        b.iter(|| run_status(Command::new(launcher()).args(["--policy", &policy, "--", "/bin/true"])))
-    });
-    g.bench_function("part: /bin/true", |b| b.iter(|| run_status(&mut Command::new("/bin/true"))));
+    g.bench_function("once per tool: prepare the policy", |b| b.iter(|| Prepared::new(&baseline).unwrap()));
     g.finish();
     c.final_summary();
-    let _ = std::fs::remove_dir_all(&dir);
 }

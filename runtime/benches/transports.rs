@@ -66,23 +66,17 @@ fn http_server() -> Server {
     Server(child, port)
 }
 
+#[path = "../tests/harness_dir/mod.rs"]
+mod harness_dir;
+
+/// A harness of `tools`, kept until the bench ends (its directory is left
+/// behind, as the loaded runtime may still read it).
 fn write_harness(name: &str, extra: &str, tools: &[(String, String)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hw-bench-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("tools")).unwrap();
-    std::fs::write(
-        dir.join("harness.yaml"),
-        format!("apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.yaml\"]\n{extra}"),
-    )
-    .unwrap();
-    for (tool, spec) in tools {
-        std::fs::write(
-            dir.join(format!("tools/{tool}.yaml")),
-            format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata:\n  name: {tool}\nspec:\n{spec}"),
-        )
-        .unwrap();
-    }
-    dir.join("harness.yaml")
+    let tools: Vec<(&str, &str)> = tools.iter().map(|(n, s)| (n.as_str(), s.as_str())).collect();
+    let dir = harness_dir::write(&format!("bench-{name}"), extra, &tools);
+    let path = dir.harness();
+    std::mem::forget(dir);
+    path
 }
 
 fn ctx() -> CallContext {

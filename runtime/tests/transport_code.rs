@@ -192,3 +192,33 @@ fn doctor_fails_when_the_sandbox_worker_is_missing() {
     assert_eq!(code, Some(0), "{out}");
     assert!(!out.contains("sandbox worker"), "{out}");
 }
+
+/// The worker runs under the OS sandbox of process tools (issue 19): its
+/// status shows the seccomp filter, no_new_privs and no capability at all.
+/// What the confinement denies is attacked in sandbox_attacks.rs.
+#[test]
+fn the_worker_runs_under_the_os_sandbox() {
+    let (_d, rt) = load("code-confined", &[("py", "")]);
+    let r = run(&rt, "py", json!({"code": "6 * 7"}));
+    assert_eq!(r.output.unwrap()["value"], 42);
+    let worker = sandbox_worker().canonicalize().unwrap();
+    // The pool's idle workers are children of this process.
+    let mut seen = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let children = std::fs::read_to_string(task.unwrap().path().join("children")).unwrap_or_default();
+        for pid in children.split_whitespace() {
+            if std::fs::read_link(format!("/proc/{pid}/exe")).ok().and_then(|p| p.canonicalize().ok()) != Some(worker.clone()) {
+                continue;
+            }
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { continue };
+            let field = |key: &str| status.lines().find_map(|l| l.strip_prefix(key)).map(str::trim).unwrap_or_default().to_string();
+            assert_eq!(field("Seccomp:"), "2", "{pid}: {status}");
+            assert_eq!(field("NoNewPrivs:"), "1", "{pid}");
+            for caps in ["CapEff:", "CapPrm:", "CapBnd:", "CapAmb:"] {
+                assert_eq!(field(caps), "0000000000000000", "{pid}: {caps}");
+            }
+            seen += 1;
+        }
+    }
+    assert!(seen > 0, "no idle worker found among this process's children");
+}

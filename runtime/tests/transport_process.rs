@@ -4,6 +4,7 @@
 //! run by the system Python as argv.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "test code: a failed unwrap is a failed test")]
 
+mod harness_dir;
 mod process_support;
 
 use process_support::{call, code, fifo_closed_by_all_writers, load, Fifo};
@@ -134,4 +135,25 @@ fn tools_list_and_doctor_say_which_process_tools_are_unconfined() {
     let warnings: Vec<&str> = doctor["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
     assert!(warnings.iter().any(|w| w.contains("`loose`") && w.contains("unconfined")), "{warnings:?}");
     assert!(!warnings.iter().any(|w| w.contains("`tight`") && w.contains("unconfined")), "{warnings:?}");
+}
+
+#[test]
+fn the_audit_event_marks_a_process_tool_confined_or_not() {
+    let confined = format!("{PY}  timeout: 20s\n  sandbox:\n    required: true\n");
+    let (unconfined, http) = (format!("{PY}  timeout: 20s\n"), "  transport: http\n  url: \"http://127.0.0.1:9/x\"\n".to_string());
+    let d = process_support::write_harness("proc-audit", &[("loose", &unconfined), ("tight", &confined), ("web", &http)], &[]);
+    let yaml = std::fs::read_to_string(d.harness()).unwrap() + "  audit: { sink: audit.jsonl }\n";
+    std::fs::write(d.harness(), yaml).unwrap();
+    let (d, rt) = process_support::load_in(d, process_support::options(None, None));
+    for tool in ["loose", "tight"] {
+        assert_eq!(call(&rt, tool, json!({})).code, None, "{tool}");
+    }
+    // An http tool (refused in test mode, still audited) carries no mark.
+    assert_eq!(code(&call(&rt, "web", json!({}))), "transport_refused");
+    let events: Vec<serde_json::Value> =
+        std::fs::read_to_string(d.0.join("audit.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let confined_of = |tool: &str| events.iter().find(|e| e["tool"] == tool).unwrap_or_else(|| panic!("{tool}: {events:?}")).get("confined").cloned();
+    assert_eq!(confined_of("loose"), Some(json!(false)));
+    assert_eq!(confined_of("tight"), Some(json!(true)));
+    assert_eq!(confined_of("web"), None, "only process tools carry the mark");
 }

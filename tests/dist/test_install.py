@@ -95,8 +95,28 @@ def test_python_page_runs_against_the_installed_wheel(tmp_path: Path) -> None:
     )
     lines = meta.stdout.splitlines()
     assert lines[0] == "Apache-2.0" and "Repository" in lines[1] and int(lines[2]) > 1000, meta.stdout
-    # Without its worker, doctor fails on the code tool (not a warning).
     worker = next((work / ".venv" / "lib").glob("python3*/site-packages/harnessweaver/bin/harnessweaver-sandbox"))
+    # The confinement launcher ships beside the worker: a process tool that
+    # always takes bubblewrap's namespaces (and so the launcher) runs, and
+    # without the launcher it is refused, not run unconfined.
+    confined = work / "confined"
+    (confined / "tools").mkdir(parents=True)
+    (confined / "harness.yaml").write_text(
+        'apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: ["tools/*.yaml"]\n'
+    )
+    (confined / "h.sh").write_text('read -r request\nprintf \'{"ok": true, "output": 1}\'\n')
+    (confined / "tools" / "t.yaml").write_text(
+        "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata:\n  name: t\nspec:\n  transport: process\n"
+        "  command: /bin/sh\n  args: [h.sh]\n  sandbox:\n    required: true\n    profile: namespaces\n"
+    )
+    call = (
+        "import harnessweaver as hw\ntry:\n    r = hw.load('harness.yaml').call('t', {}, principal={'id': 'u'})\n"
+        "    print(r.decision, r.output)\nexcept hw.ToolBlocked as e:\n    print('refused', e.code)\n"
+    )
+    assert run([str(python), "-c", call], confined, env).stdout.split() == ["allowed", "1"]
+    (worker.parent / "harnessweaver-confine").unlink()
+    assert run([str(python), "-c", call], confined, env).stdout.split() == ["refused", "sandbox_unavailable"]
+    # Without its worker, doctor fails on the code tool (not a warning).
     worker.unlink()
     done = run(["harnessweaver", "doctor"], work, env, ok=False)
     assert done.returncode == 1 and "sandbox worker `harnessweaver-sandbox` was not found" in done.stdout, done.stdout
@@ -114,7 +134,8 @@ def test_typescript_page_runs_against_the_installed_tarballs(tmp_path: Path) -> 
     # Installed copies (npm unpacks tarballs; a link into the repository would be a symlink).
     for name in ("harnessweaver", "harnessweaver-linux-x64-gnu"):
         assert not (work / "node_modules" / name).is_symlink(), name
-    assert (work / "node_modules" / "harnessweaver-linux-x64-gnu" / "bin" / "harnessweaver-sandbox").is_file()
+    for binary in ("harnessweaver-sandbox", "harnessweaver-confine"):
+        assert (work / "node_modules" / "harnessweaver-linux-x64-gnu" / "bin" / binary).is_file(), binary
     # The CLI the main package links.
     done = run(["npx", "--no-install", "harnessweaver", "doctor"], work, env)
     assert "2 tools loaded" in done.stdout, done.stdout

@@ -1,5 +1,8 @@
+#!/usr/bin/python3
 """A process-transport handler for the tests: echoes the request, or makes
 the attempt named by `args.attack` and reports whether the OS allowed it.
+Started with `--max-memory-mb N` it is a hostile code-transport worker
+instead (see `worker`).
 
 Run as argv (`python3 handler.py`), one `harnessweaver-process-v1` request on
 stdin, one response on stdout. Every attempt answers `{"allowed": bool,
@@ -7,6 +10,7 @@ stdin, one response on stdout. Every attempt answers `{"allowed": bool,
 """
 
 import errno
+import functools
 import json
 import os
 import socket
@@ -87,32 +91,83 @@ def ptrace_parent():
     return "attached"
 
 
+def chmod(path):
+    os.chmod(path, 0o777)
+    return "changed"
+
+
+def signal_pid(pid):
+    os.kill(pid, 15)  # SIGTERM
+    return "signalled"
+
+
+def prlimit_pid(pid):
+    import resource
+
+    return list(resource.prlimit(pid, resource.RLIMIT_CORE))
+
+
+def libc():
+    import ctypes
+
+    return ctypes, ctypes.CDLL(None, use_errno=True)
+
+
+def io_uring():
+    ctypes, c = libc()
+    params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
+    fd = c.syscall(425, 1, params)  # io_uring_setup(1, &params)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "io_uring_setup")
+    os.close(fd)
+    return "ring"
+
+
+def sysv_shm():
+    ctypes, c = libc()
+    shmid = c.shmget(0, 4096, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+    if shmid < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    c.shmctl(shmid, 0, None)  # IPC_RMID
+    return "segment"
+
+
+def capability():
+    ctypes, c = libc()
+    if c.prctl(23, 21, 0, 0, 0) != 1:  # PR_CAPBSET_READ, CAP_SYS_ADMIN
+        raise OSError(errno.EPERM, "CAP_SYS_ADMIN is not in the bounding set")
+    return "CAP_SYS_ADMIN"
+
+
+# Attempts that report {"allowed", "detail"}: name -> f(args).
+ATTEMPTS = {
+    "read": lambda a: read(a["path"]),
+    "list": lambda a: len(os.listdir(a["path"])),
+    "write": lambda a: write(a["path"]),
+    "tcp": lambda a: tcp(a["port"]),
+    "unix": lambda a: unix(a["path"]),
+    "fork": lambda a: fork_and_reap(),
+    "fork_bomb": lambda a: fork_bomb(),
+    "linger": lambda a: linger(a["fifo"]),
+    "ptrace_parent": lambda a: ptrace_parent(),
+    "chmod": lambda a: chmod(a["path"]),
+    "signal": lambda a: signal_pid(a["pid"]),
+    "prlimit": lambda a: prlimit_pid(a["pid"]),
+    "io_uring": lambda a: io_uring(),
+    "sysv_shm": lambda a: sysv_shm(),
+    "capability": lambda a: capability(),
+    "parent_environ": lambda a: read(f"/proc/{os.getppid()}/environ"),
+}
+
+
 def main():
     request = json.loads(sys.stdin.read())
     args = request["args"]
     attack = args.get("attack", "echo")
-    if attack == "echo":
+    if attack in ATTEMPTS:
+        out = attempt(lambda: ATTEMPTS[attack](args))
+    elif attack == "echo":
         out = {"request": request, "argv": sys.argv[1:], "env": dict(os.environ)}
-    elif attack == "read":
-        out = attempt(lambda: read(args["path"]))
-    elif attack == "list":
-        out = attempt(lambda: len(os.listdir(args["path"])))
-    elif attack == "write":
-        out = attempt(lambda: write(args["path"]))
-    elif attack == "tcp":
-        out = attempt(lambda: tcp(args["port"]))
-    elif attack == "unix":
-        out = attempt(lambda: unix(args["path"]))
-    elif attack == "fork":
-        out = attempt(fork_and_reap)
-    elif attack == "fork_bomb":
-        out = attempt(fork_bomb)
-    elif attack == "linger":
-        out = attempt(lambda: linger(args["fifo"]))
-    elif attack == "ptrace_parent":
-        out = attempt(ptrace_parent)
-    elif attack == "parent_environ":
-        out = attempt(lambda: read(f"/proc/{os.getppid()}/environ"))
     elif attack == "sleep":
         time.sleep(600)
         out = None
@@ -136,4 +191,23 @@ def main():
     sys.stdout.write(json.dumps({"ok": True, "output": out}))
 
 
-main()
+def worker():
+    """A stand-in for the code transport's worker (harnessweaver-sandbox)
+    that a bug in Monty has turned hostile: it speaks the worker's JSON-lines
+    protocol, and the `code` of each request is `ATTACK TARGET` (`read
+    /etc/passwd`, `tcp 4242`, `fork`, `signal 123`...): it makes the attempt
+    and answers it as the value."""
+    keys = {"read": "path", "write": "path", "tcp": "port", "signal": "pid"}
+    for line in sys.stdin:
+        name, _, target = json.loads(line)["code"].partition(" ")
+        args = {keys[name]: int(target) if keys[name] in ("port", "pid") else target} if name in keys else {}
+        value = attempt(functools.partial(ATTEMPTS[name], args))
+        sys.stdout.write(json.dumps({"ok": True, "value": value, "stdout": ""}) + "\n")
+        sys.stdout.flush()
+
+
+# The pool starts its worker as `WORKER --max-memory-mb N`.
+if "--max-memory-mb" in sys.argv:
+    worker()
+else:
+    main()

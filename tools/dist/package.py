@@ -1,7 +1,9 @@
-"""Packs one build of the two native libraries and the sandbox worker into what
-a user installs: the Python wheel and the two npm tarballs (the main package
-and the platform package that carries the `.node` and the worker, chosen
-through `optionalDependencies`, as napi-rs lays them out).
+"""Packs one build of the two native libraries, the sandbox worker and the
+confinement launcher into what a user installs: the Python wheel and the two
+npm tarballs (the main package and the platform package that carries the
+`.node`, the worker and the launcher, chosen through `optionalDependencies`,
+as napi-rs lays them out). The worker and the launcher go in `bin/` beside
+the native library, where the runtime looks for them.
 
 It compiles nothing: `make dist` gives it the release build (linked by zig
 against glibc 2.17, then `auditwheel repair` sets the manylinux tag), and
@@ -33,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PY_DIR = ROOT / "bindings-python"
 NODE_DIR = ROOT / "bindings-node"
 WORKER = "harnessweaver-sandbox"
+LAUNCHER = "harnessweaver-confine"
 
 # napi-rs's names for a Rust target: (npm platform suffix, package.json os, cpu, libc).
 NAPI_PLATFORMS = {
@@ -59,6 +62,7 @@ def built(triple: str, profile: str) -> Dict[str, Path]:
         "python": (lib / "libharnessweaver_python.so", "build-python"),
         "node": (lib / "libharnessweaver_node.so", "build-node"),
         "worker": (ROOT / "target" / "sandbox-worker" / triple / profile / WORKER, "build-sandbox"),
+        "launcher": (lib / LAUNCHER, "build-confine"),
     }
     missing = [f"{path} (make {target})" for path, target in files.values() if not path.is_file()]
     if missing:
@@ -112,6 +116,7 @@ def wheel_files(
             yield f"harnessweaver/{path.relative_to(package).as_posix()}", path, 0o644
     yield "harnessweaver/_native.abi3.so", stripped(libs["python"], work / "py" / "_native.abi3.so"), 0o755
     yield f"harnessweaver/bin/{WORKER}", stripped(libs["worker"], work / "py" / WORKER), 0o755
+    yield f"harnessweaver/bin/{LAUNCHER}", stripped(libs["launcher"], work / "py" / LAUNCHER), 0o755
     info = f"{project['name']}-{ver}.dist-info"
     yield f"{info}/METADATA", metadata(project, ver).encode(), 0o644
     wheel = f"Wheel-Version: 1.0\nGenerator: harnessweaver tools/dist/package.py\nRoot-Is-Purelib: false\nTag: {tag}\n"
@@ -159,16 +164,17 @@ def npm_pack(staging: Path, out: Path) -> Path:
 
 
 def platform_package(main: Dict[str, Any], triple: str, libs: Dict[str, Path], staging: Path) -> Dict[str, Any]:
-    """The per-platform package: the `.node` and the worker in `bin/`, where
-    the runtime looks beside the loaded library."""
+    """The per-platform package: the `.node`, and the worker and the launcher
+    in `bin/`, where the runtime looks beside the loaded library."""
     suffix, os_name, cpu, libc = NAPI_PLATFORMS[triple]
     binary = f"{main['napi']['binaryName']}.{suffix}.node"
     stripped(libs["node"], staging / binary)
     stripped(libs["worker"], staging / "bin" / WORKER)
+    stripped(libs["launcher"], staging / "bin" / LAUNCHER)
     package = {
         "name": f"{main['name']}-{suffix}",
         "version": main["version"],
-        "description": f"The {triple} binary of {main['name']}: its native addon and sandbox worker. Install `{main['name']}`, which depends on this.",
+        "description": f"The {triple} binary of {main['name']}: its native addon, sandbox worker and confinement launcher. Install `{main['name']}`, which depends on this.",
         "license": main["license"],
         "main": binary,
         "files": [binary, "bin/"],
@@ -181,7 +187,7 @@ def platform_package(main: Dict[str, Any], triple: str, libs: Dict[str, Path], s
     (staging / "package.json").write_text(json.dumps(package, indent=2) + "\n")
     shutil.copyfile(ROOT / "LICENSE", staging / "LICENSE")
     (staging / "README.md").write_text(
-        f"# {package['name']}\n\nThe `{triple}` native addon and `{WORKER}` worker of "
+        f"# {package['name']}\n\nThe `{triple}` native addon, `{WORKER}` worker and `{LAUNCHER}` launcher of "
         f"[`{main['name']}`](https://www.npmjs.com/package/{main['name']}). Install `{main['name']}`; "
         "npm picks this package through its `optionalDependencies`.\n"
     )

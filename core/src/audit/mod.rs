@@ -81,6 +81,11 @@ pub struct AuditEvent {
     /// of `fetch`; never content, a query, headers or a body.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// A `process` tool's calls (issue 19): `true` when it runs under the OS
+    /// sandbox, `false` when it runs unconfined, with the host's authority.
+    /// Absent for the other transports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confined: Option<bool>,
     /// Time per phase.
     pub timings: Timings,
 }
@@ -105,14 +110,14 @@ pub enum EventField<'a> {
 
 impl AuditEvent {
     /// The names of the JSON form's fields, in its order.
-    pub const FIELDS: [&'static str; 17] = [
+    pub const FIELDS: [&'static str; 18] = [
         "ts_ms", "call_id", "run_id", "tool", "principal", "tenant", "decision", "code", "step", "args_digest", "original_args_digest",
-        "approval_id", "redactions", "truncated", "would_refuse", "subject", "timings",
+        "approval_id", "redactions", "truncated", "would_refuse", "subject", "confined", "timings",
     ];
 
     /// The JSON form's fields in the order of [`AuditEvent::FIELDS`], `None`
     /// where the JSON form leaves one out (core/tests/host_api.rs checks the two agree).
-    pub fn fields(&self) -> [Option<EventField<'_>>; 17] {
+    pub fn fields(&self) -> [Option<EventField<'_>>; 18] {
         use EventField::{Bool, Counts, Refusals, Str, Timings as Times, U64};
         [
             Some(U64(self.ts_ms)),
@@ -131,6 +136,7 @@ impl AuditEvent {
             self.truncated.map(Bool),
             Some(Refusals(&self.would_refuse)).filter(|_| !self.would_refuse.is_empty()),
             self.subject.as_deref().map(|s| Str(Some(s))),
+            self.confined.map(Bool),
             Some(Times(&self.timings)),
         ]
     }

@@ -701,6 +701,7 @@ impl Governor {
                 truncated: Some(truncated),
                 would_refuse: ticket.would_refuse.clone(),
                 subject: builtin_steps::subject(ticket.prepared.as_deref()),
+                confined: ticket.transport.confined(),
                 timings,
             });
         }
@@ -804,6 +805,7 @@ impl Governor {
             approval_id: ticket.approval_id,
             redactions: None,
             truncated: None,
+            confined: ticket.transport.confined(),
             would_refuse: ticket.would_refuse,
             subject: builtin_steps::subject(ticket.prepared.as_deref()),
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
@@ -856,6 +858,7 @@ impl Governor {
             truncated: None,
             would_refuse: result.would_refuse.clone(),
             subject,
+            confined: None,
             timings,
         });
     }

@@ -340,7 +340,7 @@ impl Grant {
 pub struct ProcessSandbox {
     /// Run only confined; refuse the call when confinement is unavailable.
     pub required: bool,
-    /// The profile (only `default` for now).
+    /// The profile: `default`, or `namespaces` (always bubblewrap's namespaces as well).
     pub profile: String,
     /// The grants, each once, in manifest order.
     pub grants: Vec<Grant>,

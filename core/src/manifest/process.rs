@@ -12,8 +12,9 @@ use crate::yaml::Node;
 /// The process fields other than `sandbox` (which code tools also use, as a name).
 const PROCESS_FIELDS: &[&str] = &["command", "args", "cwd", "env", "max_payload_bytes"];
 
-/// The sandbox profiles.
-const PROFILES: &[(&str, ())] = &[("default", ())];
+/// The sandbox profiles: `default` (bubblewrap's namespaces only where
+/// Landlock and seccomp do not suffice) and `namespaces` (always; issue 19).
+const PROFILES: &[(&str, &str)] = &[("default", "default"), ("namespaces", "namespaces")];
 
 /// Reads the process fields of `spec`: required and checked for a process
 /// tool, refused (`forbidden_field`) for any other. `known`: the transport
@@ -107,8 +108,8 @@ fn sandbox(cx: &mut Checker, node: &Node) -> ProcessSandbox {
         out.required = cx.boolean(n, "spec.sandbox.required").unwrap_or(false);
     }
     if let Some(n) = m.get("profile") {
-        if cx.choice(n, "spec.sandbox.profile", PROFILES).is_some() {
-            out.profile = "default".into();
+        if let Some(profile) = cx.choice(n, "spec.sandbox.profile", PROFILES) {
+            out.profile = profile.to_string();
         }
     }
     if let Some(n) = m.get("grants") {

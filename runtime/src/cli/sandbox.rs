@@ -15,10 +15,12 @@ const PROBE: Spec = Spec {
     synopsis: "[--launcher PATH] [--json]",
     about: "Reports each mechanism the sandbox of `process` tools (`sandbox.required: true`)
 needs: the Landlock ABI (3 or newer), user namespaces, bubblewrap, seccomp and
-the `harnessweaver-confine` launcher; then runs the launcher confined and prints
-what it could and could not do from inside (read /etc/passwd, open an IP
-socket, make a namespace, fork). Exit 0 when everything is there and every
-attempt was denied, 3 when the sandbox is not available here.",
+the `harnessweaver-confine` launcher; then runs the launcher confined both
+ways (inside bubblewrap's namespaces, and direct) and prints what it could
+and could not do from inside (read /etc/passwd, open an IP socket, make a
+namespace, fork, set up io_uring) and whether capabilities were left. Exit 0
+when everything is there and every attempt was denied, 3 when the sandbox
+is not available here.",
     opts: &[Opt::value("launcher", "PATH", "the harnessweaver-confine binary (default: $HARNESSWEAVER_CONFINE, or beside this program)"), JSON],
     positionals: &[],
 };
@@ -65,11 +67,13 @@ fn probe(args: &[&str], io: &mut Io<'_>) -> i32 {
                 let _ = writeln!(io.out, "missing           {}", m.as_str().unwrap_or_default());
             }
         }
-        if let Some(inside) = report.get("confined_run").and_then(Value::as_object) {
-            let _ = writeln!(io.out, "confined run:");
-            for (k, v) in inside {
-                let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-                let _ = writeln!(io.out, "  {k:<24} {v}");
+        for (key, title) in [("confined_run", "confined run (namespaces):"), ("direct_run", "confined run (direct):")] {
+            if let Some(inside) = report.get(key).and_then(Value::as_object) {
+                let _ = writeln!(io.out, "{title}");
+                for (k, v) in inside {
+                    let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                    let _ = writeln!(io.out, "  {k:<30} {v}");
+                }
             }
         }
         let _ = writeln!(

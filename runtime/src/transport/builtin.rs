@@ -85,13 +85,15 @@ fn command(argv: &[String], cwd: &Path, workspace: &Path, timeout: Duration, cap
         code_paths: Vec::new(),
         local_sockets: Vec::new(),
     };
-    let (mut cmd, confined) = match confinement.command(&spec, &resolved) {
-        Ok(c) => (c, true),
+    // The `process` grant runs it under bubblewrap's namespaces, which need no prepared direct restrictions.
+    let cache = super::confine::PreparedCache::new();
+    let (mut cmd, mode) = match confinement.command(&spec, &resolved, &cache) {
+        Ok(launch) => (launch.command, Some(launch.mode)),
         Err(refusal) if required => return refusal.into_outcome(),
         Err(_) => {
             let mut c = Command::new(&exe);
             c.args(rest);
-            (c, false)
+            (c, None)
         }
     };
     cmd.current_dir(cwd).env_clear().env("PATH", COMMAND_SEARCH_PATH.join(":")).env("HOME", workspace).env("LANG", "C.UTF-8");
@@ -99,7 +101,7 @@ fn command(argv: &[String], cwd: &Path, workspace: &Path, timeout: Duration, cap
         Err(kind) => InvokeOutcome::Failed { kind },
         Ok(None) => InvokeOutcome::TimedOut,
         Ok(Some(done)) => {
-            if confined && done.status == Some(super::process::CONFINE_FAILED_EXIT) {
+            if mode == Some(super::confine::Mode::Namespaces) && done.status == Some(super::process::CONFINE_FAILED_EXIT) {
                 return super::confine::launcher_failure(&done.stdout);
             }
             InvokeOutcome::Returned(json!({

@@ -17,6 +17,17 @@
 //! filesystem, network or environment API, and the worker answers none of
 //! its OS calls.
 //!
+//! # Confinement
+//!
+//! So that a bug in Monty is not an escape, the worker runs under the OS
+//! sandbox of process tools ([`super::confine`], [`Confinement::worker_command`]):
+//! Landlock lets it read and execute only the system's libraries and
+//! commands and its own binary (no `/etc`, `/home`, `/proc`, `/tmp`, no
+//! write but `/dev/null`), seccomp denies every socket, fork, ptrace,
+//! mount, io_uring…, and its capabilities are empty. A machine that cannot
+//! confine it refuses code calls with `sandbox_unavailable`: the worker is
+//! never started unconfined.
+//!
 //! # The pool
 //!
 //! Idle workers are kept per memory limit (their `RLIMIT_AS` differs) and
@@ -37,7 +48,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -47,6 +58,8 @@ use serde_json::{json, Map, Value};
 
 use harnessweaver_core::governor::{InvokeOutcome, Ticket};
 use harnessweaver_core::manifest::CodeLimits;
+
+use super::confine::{self, Confinement, Mode, PreparedCache};
 
 /// The worker binary's file name.
 pub const WORKER_NAME: &str = if cfg!(windows) { "harnessweaver-sandbox.exe" } else { "harnessweaver-sandbox" };
@@ -92,22 +105,37 @@ enum Answer {
     Closed,
 }
 
+/// Why no worker could be had: the confinement refused, or it did not start.
+enum SpawnError {
+    Refused(confine::Refusal),
+    Failed(String),
+}
+
+impl SpawnError {
+    fn into_outcome(self) -> InvokeOutcome {
+        match self {
+            SpawnError::Refused(refusal) => refusal.into_outcome(),
+            SpawnError::Failed(message) => InvokeOutcome::SandboxError { message },
+        }
+    }
+}
+
 impl Worker {
-    fn spawn(path: &Path, max_memory_mb: u64) -> Result<Worker, String> {
-        let mut child = Command::new(path)
-            .arg("--max-memory-mb")
-            .arg(max_memory_mb.to_string())
-            .env_clear()
-            .current_dir("/")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("the sandbox worker could not start ({})", e.kind()))?;
+    fn spawn(path: &Path, max_memory_mb: u64, confinement: &Confinement, cache: &PreparedCache) -> Result<Worker, SpawnError> {
+        let args = ["--max-memory-mb".to_string(), max_memory_mb.to_string()];
+        let launch = confinement.worker_command(path, &args, cache).map_err(SpawnError::Refused)?;
+        let mut command = launch.command;
+        let mut child =
+            command.env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().map_err(|e| match launch.mode {
+                Mode::Direct => SpawnError::Refused(confine::Refusal::Unavailable(format!(
+                    "the sandbox worker could not be started under its confinement, so it did not run ({e})"
+                ))),
+                Mode::Namespaces => SpawnError::Failed(format!("the sandbox worker could not start ({})", e.kind())),
+            })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
             let _ = child.wait();
-            return Err("the sandbox worker has no pipes".into());
+            return Err(SpawnError::Failed("the sandbox worker has no pipes".into()));
         };
         let cap = Arc::new(AtomicU64::new(u64::MAX));
         let (tx, rx) = mpsc::channel();
@@ -141,7 +169,7 @@ impl Worker {
         if spawned.is_err() {
             let _ = child.kill();
             let _ = child.wait();
-            return Err("could not start a reader thread".into());
+            return Err(SpawnError::Failed("could not start a reader thread".into()));
         }
         Ok(Worker { child, stdin, answers: rx, cap })
     }
@@ -174,6 +202,8 @@ impl Drop for Worker {
 /// Warm workers, keyed by memory limit.
 pub struct CodePool {
     explicit: Option<PathBuf>,
+    confinement: Confinement,
+    prepared: PreparedCache,
     worker: Mutex<Option<PathBuf>>,
     idle: Mutex<HashMap<u64, Vec<Worker>>>,
     keep: usize,
@@ -186,29 +216,42 @@ impl std::fmt::Debug for CodePool {
 }
 
 impl CodePool {
-    /// A pool running `worker` (or the one [`find_worker`] finds), keeping
-    /// `keep` idle workers per memory limit (default 2).
+    /// A pool running `worker` (or the one [`find_worker`] finds) confined
+    /// on this machine, keeping `keep` idle workers per memory limit (default 2).
     pub fn new(worker: Option<PathBuf>, keep: Option<usize>) -> CodePool {
-        CodePool { explicit: worker, worker: Mutex::new(None), idle: Mutex::new(HashMap::new()), keep: keep.unwrap_or(2) }
+        CodePool::confined_by(worker, keep, Confinement::new(None, None))
     }
 
-    fn worker_path(&self) -> Result<PathBuf, String> {
-        let mut cached = self.worker.lock().map_err(|_| "the sandbox pool is unusable".to_string())?;
+    /// The same, confined by `confinement` (a simulated machine in tests,
+    /// or the launcher the host named).
+    pub fn confined_by(worker: Option<PathBuf>, keep: Option<usize>, confinement: Confinement) -> CodePool {
+        CodePool {
+            explicit: worker,
+            confinement,
+            prepared: PreparedCache::new(),
+            worker: Mutex::new(None),
+            idle: Mutex::new(HashMap::new()),
+            keep: keep.unwrap_or(2),
+        }
+    }
+
+    fn worker_path(&self) -> Result<PathBuf, SpawnError> {
+        let mut cached = self.worker.lock().map_err(|_| SpawnError::Failed("the sandbox pool is unusable".to_string()))?;
         if let Some(p) = cached.as_ref() {
             return Ok(p.clone());
         }
-        let found = find_worker(self.explicit.as_deref())?;
+        let found = find_worker(self.explicit.as_deref()).map_err(SpawnError::Failed)?;
         *cached = Some(found.clone());
         Ok(found)
     }
 
-    fn take(&self, max_memory_mb: u64) -> Result<Worker, String> {
+    fn take(&self, max_memory_mb: u64) -> Result<Worker, SpawnError> {
         if let Ok(mut idle) = self.idle.lock() {
             if let Some(w) = idle.get_mut(&max_memory_mb).and_then(Vec::pop) {
                 return Ok(w);
             }
         }
-        Worker::spawn(&self.worker_path()?, max_memory_mb)
+        self.take_fresh(max_memory_mb)
     }
 
     fn give_back(&self, max_memory_mb: u64, worker: Worker) {
@@ -222,7 +265,10 @@ impl CodePool {
 
     /// Starts one idle worker for `max_memory_mb` (so the first call is warm).
     pub fn warm(&self, max_memory_mb: u64) -> Result<(), String> {
-        let w = Worker::spawn(&self.worker_path()?, max_memory_mb)?;
+        let w = self.take_fresh(max_memory_mb).map_err(|e| match e {
+            SpawnError::Refused(r) => r.message().to_string(),
+            SpawnError::Failed(m) => m,
+        })?;
         self.give_back(max_memory_mb, w);
         Ok(())
     }
@@ -257,7 +303,7 @@ impl CodePool {
         let started = Instant::now();
         let mut worker = match self.take(limits.max_memory_mb) {
             Ok(w) => w,
-            Err(message) => return InvokeOutcome::SandboxError { message },
+            Err(e) => return e.into_outcome(),
         };
         // JSON escaping can grow text up to six times (`\u0000`).
         worker.cap.store(limits.max_output_bytes.saturating_mul(6).saturating_add(4096), Ordering::Relaxed);
@@ -266,7 +312,7 @@ impl CodePool {
             drop(worker);
             worker = match self.take_fresh(limits.max_memory_mb) {
                 Ok(w) => w,
-                Err(message) => return InvokeOutcome::SandboxError { message },
+                Err(e) => return e.into_outcome(),
             };
             worker.cap.store(limits.max_output_bytes.saturating_mul(6).saturating_add(4096), Ordering::Relaxed);
             if worker.stdin.write_all(line.as_bytes()).and_then(|()| worker.stdin.flush()).is_err() {
@@ -285,6 +331,12 @@ impl CodePool {
                         return InvokeOutcome::SandboxError { message: "the sandbox worker sent an unreadable answer".into() };
                     }
                 };
+                if reply.get("error").is_some_and(Value::is_object) {
+                    // Not the worker's answer (its errors are text) but the
+                    // launcher's: it could not confine the worker.
+                    worker.kill();
+                    return confine::launcher_failure(&bytes);
+                }
                 self.give_back(limits.max_memory_mb, worker);
                 if reply.get("ok") == Some(&Value::Bool(true)) {
                     let value = reply.get("value").cloned().unwrap_or(Value::Null);
@@ -315,8 +367,8 @@ impl CodePool {
         }
     }
 
-    fn take_fresh(&self, max_memory_mb: u64) -> Result<Worker, String> {
-        Worker::spawn(&self.worker_path()?, max_memory_mb)
+    fn take_fresh(&self, max_memory_mb: u64) -> Result<Worker, SpawnError> {
+        Worker::spawn(&self.worker_path()?, max_memory_mb, &self.confinement, &self.prepared)
     }
 }
 

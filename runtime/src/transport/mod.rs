@@ -138,7 +138,7 @@ impl Transports {
                 manifest::Transport::Process => {
                     if let Some(spec) = &m.process {
                         wants_process = true;
-                        compiled.insert(m.name.clone(), ToolTransport::Process(Box::new(process::ProcessTool { spec: spec.clone() })));
+                        compiled.insert(m.name.clone(), ToolTransport::Process(Box::new(process::ProcessTool::new(spec.clone()))));
                     }
                 }
                 manifest::Transport::Mcp => {
@@ -162,7 +162,9 @@ impl Transports {
                 }
             }
         }
-        let code = wants_code.then(|| Arc::new(code::CodePool::new(options.sandbox_worker.clone(), options.sandbox_pool_size)));
+        let confinement = || confine::Confinement::new(options.confine_launcher.as_deref(), options.sandbox_probe.clone());
+        let code =
+            wants_code.then(|| Arc::new(code::CodePool::confined_by(options.sandbox_worker.clone(), options.sandbox_pool_size, confinement())));
         if let Some(pool) = &code {
             // Start one worker per memory limit in the background, so the
             // first call finds it warm (a missing worker is reported by the call).
@@ -201,12 +203,10 @@ impl Transports {
                 }
             }
         };
-        let process = wants_process
-            .then(|| process::ProcessRunner::new(confine::Confinement::new(options.confine_launcher.as_deref(), options.sandbox_probe.clone())));
+        let process = wants_process.then(|| process::ProcessRunner::new(confinement()));
         let wants_commands =
             spec.builtins.as_ref().is_some_and(|b| b.tools.contains(&harnessweaver_core::harness::builtins::BuiltinTool::RunCommand));
-        let builtin_confinement =
-            wants_commands.then(|| confine::Confinement::new(options.confine_launcher.as_deref(), options.sandbox_probe.clone()));
+        let builtin_confinement = wants_commands.then(confinement);
         let transports = Transports {
             tools: compiled,
             test_mode: spec.mode == Mode::Test,
@@ -296,6 +296,9 @@ impl harnessweaver_core::backends::Invoker for Transports {
 /// a value).
 pub fn environment_warnings(harness: &harnessweaver_core::harness::Harness) -> Vec<String> {
     let mut out = Vec::new();
+    // One confinement for every process tool (finding the launcher reads
+    // this process's memory map), made only when a tool needs it.
+    let confinement = std::cell::OnceCell::new();
     for tool in harness.tools() {
         let m = tool.manifest();
         let file = tool.file().unwrap_or_default();
@@ -305,7 +308,7 @@ pub fn environment_warnings(harness: &harnessweaver_core::harness::Harness) -> V
             }
         }
         if let Some(p) = &m.process {
-            out.extend(process_warning(file, &m.name, p));
+            out.extend(process_warning(file, &m.name, p, &confinement));
         }
     }
     for (name, server) in &harness.spec().mcp_servers {
@@ -334,19 +337,14 @@ pub fn missing_worker(harness: &harnessweaver_core::harness::Harness) -> Option<
 
 /// `doctor`'s word on a process tool: unconfined (trusted host code), or
 /// confined on a machine that lacks a mechanism (its calls will be refused).
-fn process_warning(file: &str, name: &str, p: &manifest::ProcessSpec) -> Option<String> {
+fn process_warning(file: &str, name: &str, p: &manifest::ProcessSpec, confinement: &std::cell::OnceCell<confine::Confinement>) -> Option<String> {
     if !p.sandbox.required {
         return Some(format!(
             "{file}: tool `{name}`: process tool runs unconfined (no `sandbox.required: true`): it has the host's authority, like native code"
         ));
     }
-    let confinement = confine::Confinement::new(None, None);
-    confinement.check(p).err().map(|refusal| {
-        let why = match refusal {
-            confine::Refusal::Unavailable(m) | confine::Refusal::UnsupportedPolicy(m) => m,
-        };
-        format!("{file}: tool `{name}`: its calls will be refused: {why}")
-    })
+    let confinement = confinement.get_or_init(|| confine::Confinement::new(None, None));
+    confinement.check(p).err().map(|refusal| format!("{file}: tool `{name}`: its calls will be refused: {}", refusal.message()))
 }
 
 #[cfg(test)]

@@ -16,7 +16,8 @@
 //! response or a non-zero exit is `handler_error`.
 //!
 //! With `sandbox.required: true` the program runs under the confinement of
-//! [`super::confine`] (namespaces, Landlock, seccomp), or not at all: a
+//! [`super::confine`] (Landlock, seccomp, no capabilities; bubblewrap's
+//! namespaces too when the policy needs them), or not at all: a
 //! missing mechanism refuses the call with `sandbox_unavailable`, a policy
 //! this kernel cannot enforce with `sandbox_unsupported_policy`.
 
@@ -31,7 +32,7 @@ use serde_json::{json, Value};
 use harnessweaver_core::governor::{InvokeOutcome, Ticket};
 use harnessweaver_core::manifest::{ProcessSpec, COMMAND_SEARCH_PATH};
 
-use super::confine::{self, Confinement};
+use super::confine::{self, Confinement, Mode, PreparedCache};
 
 /// The protocol name every request carries.
 pub const PROTOCOL: &str = "harnessweaver-process-v1";
@@ -44,6 +45,15 @@ pub const CONFINE_FAILED_EXIT: i32 = 125;
 pub struct ProcessTool {
     /// The manifest's process fields, with the paths resolved at load.
     pub spec: ProcessSpec,
+    /// The confinement made ready on the first direct launch.
+    pub prepared: PreparedCache,
+}
+
+impl ProcessTool {
+    /// The tool of `spec`.
+    pub fn new(spec: ProcessSpec) -> Self {
+        ProcessTool { spec, prepared: PreparedCache::new() }
+    }
 }
 
 /// What a call produced, before it becomes an outcome.
@@ -100,26 +110,29 @@ impl ProcessRunner {
                 reason: format!("the request is {} bytes, more than `spec.max_payload_bytes` ({})", request.len(), spec.max_payload_bytes),
             };
         }
-        let mut command = if spec.sandbox.required {
-            match self.confinement.command(spec, resolved) {
-                Ok(c) => c,
+        let (mut command, mode) = if spec.sandbox.required {
+            match self.confinement.command(spec, resolved, &tool.prepared) {
+                Ok(launch) => (launch.command, Some(launch.mode)),
                 Err(refusal) => return refusal.into_outcome(),
             }
         } else {
             let mut c = Command::new(&resolved.command);
-            c.args(&spec.args);
-            c
+            c.args(&spec.args).current_dir(&resolved.cwd);
+            (c, None)
         };
-        command.current_dir(&resolved.cwd).env_clear().envs(environment(&spec.env));
+        command.env_clear().envs(environment(&spec.env));
         let timeout = Duration::from_millis(ticket.timeout_ms);
         match run(command, request, spec.max_payload_bytes, timeout) {
-            Err(why) => InvokeOutcome::Failed { kind: why },
+            Err(e) if mode == Some(Mode::Direct) => InvokeOutcome::SandboxUnavailable {
+                message: format!("the process could not be started under its confinement, so it did not run ({e})"),
+            },
+            Err(e) => InvokeOutcome::Failed { kind: format!("the process could not be started ({})", e.kind()) },
             Ok(Ended::TimedOut) => InvokeOutcome::TimedOut,
             Ok(Ended::Oversize) => InvokeOutcome::Failed {
                 kind: format!("the response is larger than `spec.max_payload_bytes` ({}) and was cut off unread", spec.max_payload_bytes),
             },
             Ok(Ended::Output { bytes, status }) => {
-                if spec.sandbox.required && status == Some(CONFINE_FAILED_EXIT) {
+                if mode == Some(Mode::Namespaces) && status == Some(CONFINE_FAILED_EXIT) {
                     return confine::launcher_failure(&bytes);
                 }
                 match response(&bytes, status) {
@@ -177,11 +190,11 @@ enum Event {
 /// Starts `command` in a process group of its own, writes the request,
 /// reads at most `cap` bytes of response, and kills the group when the call
 /// ends, whatever ended it.
-fn run(mut command: Command, request: Vec<u8>, cap: u64, timeout: Duration) -> Result<Ended, String> {
+fn run(mut command: Command, request: Vec<u8>, cap: u64, timeout: Duration) -> std::io::Result<Ended> {
     use std::os::unix::process::CommandExt;
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0);
     let started = Instant::now();
-    let mut child = command.spawn().map_err(|e| format!("the process could not be started ({})", e.kind()))?;
+    let mut child = command.spawn()?;
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
     let stdin = child.stdin.take();

@@ -20,46 +20,19 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// A harness directory (removed on drop).
-pub struct Dir(pub PathBuf);
-
-impl Dir {
-    pub fn harness(&self) -> PathBuf {
-        self.0.join("harness.yaml")
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use super::harness_dir::Dir;
 
 /// A harness in a temporary directory with the two handlers, `tools`
 /// (name, spec lines), and `dirs` created (`data/`, `out/`…).
 pub fn write_harness(name: &str, tools: &[(&str, &str)], dirs: &[&str]) -> Dir {
-    let dir = std::env::temp_dir().join(format!("hw-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    let dir = super::harness_dir::write(name, "  mode: test\n", tools);
     for d in dirs {
-        std::fs::create_dir_all(dir.join(d)).unwrap();
+        std::fs::create_dir_all(dir.0.join(d)).unwrap();
     }
     for f in ["handler.py", "hostile.sh"] {
-        std::fs::copy(root().join("tests/process").join(f), dir.join(f)).unwrap();
+        std::fs::copy(root().join("tests/process").join(f), dir.0.join(f)).unwrap();
     }
-    std::fs::write(
-        dir.join("harness.yaml"),
-        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  tools:\n    manifests: [\"tools/*.yaml\"]\n",
-    )
-    .unwrap();
-    for (tool, spec) in tools {
-        std::fs::write(
-            dir.join(format!("tools/{tool}.yaml")),
-            format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata:\n  name: {tool}\nspec:\n{spec}"),
-        )
-        .unwrap();
-    }
-    Dir(dir)
+    dir
 }
 
 /// The launcher binary cargo built beside these tests.
@@ -74,16 +47,19 @@ pub fn load(name: &str, tools: &[(&str, &str)], dirs: &[&str]) -> (Dir, Runtime)
 
 /// Loads with `probe` standing for this machine's mechanisms.
 pub fn load_with(name: &str, tools: &[(&str, &str)], dirs: &[&str], probe: Option<Probe>) -> (Dir, Runtime) {
-    let dir = write_harness(name, tools, dirs);
+    load_in(write_harness(name, tools, dirs), options(None, probe))
+}
+
+/// Transport options: the launcher built beside these tests, `worker` as
+/// the code transport's worker, `probe` for this machine's mechanisms.
+pub fn options(worker: Option<PathBuf>, probe: Option<Probe>) -> TransportOptions {
+    TransportOptions { confine_launcher: Some(launcher()), sandbox_worker: worker, sandbox_probe: probe, ..TransportOptions::default() }
+}
+
+/// Loads the harness written in `dir` with `transport` options.
+pub fn load_in(dir: Dir, transport: TransportOptions) -> (Dir, Runtime) {
     let options = LoadOptions {
-        governor: GovernorOptions {
-            backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions {
-                confine_launcher: Some(launcher()),
-                sandbox_probe: probe,
-                ..TransportOptions::default()
-            })),
-            ..GovernorOptions::default()
-        },
+        governor: GovernorOptions { backends: Some(harnessweaver_runtime::RuntimeBackends::shared(transport)), ..GovernorOptions::default() },
         ..LoadOptions::default()
     };
     let rt = harnessweaver_runtime::load(dir.harness(), options).unwrap_or_else(|e| panic!("load: {e}"));

@@ -68,6 +68,14 @@ impl Policy {
 }
 
 impl Policy {
+    /// The `code` transport's worker: the baseline and the worker binary,
+    /// nothing else (no grant).
+    pub fn worker(worker: &Path, abi: u32) -> Policy {
+        let mut policy = Policy::baseline(abi);
+        policy.exec.push(worker.to_path_buf());
+        policy
+    }
+
     /// The baseline alone, no grant: what `sandbox probe` runs under.
     pub fn baseline(abi: u32) -> Policy {
         Policy {

@@ -37,8 +37,10 @@ impl Probe {
         Probe { landlock_abi: landlock_abi(), user_namespaces: user_namespaces(), bwrap: find_bwrap(), seccomp: seccomp() }
     }
 
-    /// What is missing for a confined launch, each named; empty when nothing is.
-    pub fn missing(&self) -> Vec<String> {
+    /// What is missing for a confined launch, each named; empty when
+    /// nothing is. `namespaces`: the launch also needs bubblewrap's
+    /// namespaces (user namespaces and bubblewrap itself).
+    pub fn missing(&self, namespaces: bool) -> Vec<String> {
         let mut out = Vec::new();
         if self.landlock_abi < MIN_LANDLOCK_ABI {
             out.push(if self.landlock_abi == 0 {
@@ -47,10 +49,10 @@ impl Probe {
                 format!("Landlock ABI {MIN_LANDLOCK_ABI} (the kernel reports ABI {})", self.landlock_abi)
             });
         }
-        if !self.user_namespaces {
+        if namespaces && !self.user_namespaces {
             out.push("user namespaces (`user.max_user_namespaces` is 0)".into());
         }
-        if self.bwrap.is_none() {
+        if namespaces && self.bwrap.is_none() {
             out.push(format!("bubblewrap (no `bwrap` in {}; install the `bubblewrap` package)", BWRAP_PATHS.join(", ")));
         }
         if !self.seccomp {

@@ -1,7 +1,8 @@
-//! `harnessweaver sandbox probe`: each mechanism as found on the host, then a
-//! confined launch of the launcher itself that tries, from inside, what the
-//! sandbox must deny (reading `/etc/passwd`, an IP socket, a new namespace,
-//! fork) and reports what happened.
+//! `harnessweaver sandbox probe`: each mechanism as found on the host, then
+//! two confined launches of the launcher itself (inside bubblewrap's
+//! namespaces, and direct) that try, from inside, what the sandbox must deny
+//! (reading `/etc/passwd`, an IP socket, a new namespace, fork, io_uring)
+//! and report what happened and what capabilities are left.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -40,16 +41,30 @@ pub(super) fn inside_checks() -> Value {
         }
         (pid >= 0, e)
     };
+    // SAFETY: io_uring_setup(1, params) with a zeroed params struct; the fd is closed.
+    let (ring, ring_errno) = unsafe {
+        let mut params = [0u8; 120];
+        let fd = libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr());
+        let e = errno();
+        if fd >= 0 {
+            libc::close(fd as i32);
+        }
+        (fd >= 0, e)
+    };
     // SAFETY: prctl reads of the caller's own state.
     let (seccomp_mode, nnp) = unsafe { (libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0), libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)) };
+    // SAFETY: as above; CAP_SYS_ADMIN is 21.
+    let bounding_admin = unsafe { libc::prctl(libc::PR_CAPBSET_READ, 21, 0, 0, 0) } == 1;
     json!({
         "pid": std::process::id(),
         "read /etc/passwd": read,
         "socket(AF_INET)": verdict(sock, sock_errno),
         "unshare(CLONE_NEWUSER)": verdict(ns, ns_errno),
         "fork": verdict(fork, fork_errno),
+        "io_uring_setup": verdict(ring, ring_errno),
         "seccomp_mode": seccomp_mode,
         "no_new_privs": nnp == 1,
+        "cap_sys_admin_in_bounding_set": bounding_admin,
     })
 }
 
@@ -64,7 +79,7 @@ pub fn probe_report(launcher: Option<&Path>) -> (Value, bool) {
         .as_ref()
         .and_then(|b| Command::new(b).arg("--version").output().ok())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    let mut missing = probe.missing();
+    let mut missing = probe.missing(true);
     if let Err(why) = &launcher {
         missing.push(format!("the launcher ({why})"));
     }
@@ -83,24 +98,36 @@ pub fn probe_report(launcher: Option<&Path>) -> (Value, bool) {
     };
     let policy = Policy::baseline(probe.landlock_abi);
     let Ok(policy) = serde_json::to_string(&policy) else { return (report, false) };
-    let out = Command::new(bwrap)
-        .args(["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net"])
-        .args(["--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"])
-        .arg(launcher)
-        .args(["--policy", &policy, "--probe"])
-        .env_clear()
-        .stdin(Stdio::null())
-        .output();
-    let inside: Value = match &out {
-        Ok(o) => serde_json::from_slice(&o.stdout).unwrap_or_else(|_| json!({"error": String::from_utf8_lossy(&o.stderr).trim().to_string()})),
-        Err(e) => json!({"error": format!("bubblewrap did not start: {e}")}),
-    };
-    let denied = |k: &str| inside.get(k).and_then(Value::as_str).is_some_and(|v| v.starts_with("denied"));
-    let ok = ["read /etc/passwd", "socket(AF_INET)", "unshare(CLONE_NEWUSER)", "fork"].iter().all(|k| denied(k))
-        && inside.get("seccomp_mode").and_then(Value::as_i64) == Some(2)
-        && inside.get("no_new_privs").and_then(Value::as_bool) == Some(true);
+    let namespaced = run_inside(
+        Command::new(bwrap)
+            .args(["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net"])
+            .args(["--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"])
+            .arg(launcher)
+            .args(["--policy", &policy, "--probe"]),
+    );
+    let direct = run_inside(Command::new(launcher).args(["--policy", &policy, "--probe"]));
+    let ok = denied_everything(&namespaced) && denied_everything(&direct);
     if let Some(o) = report.as_object_mut() {
-        o.insert("confined_run".into(), inside);
+        o.insert("confined_run".into(), namespaced);
+        o.insert("direct_run".into(), direct);
     }
     (report, ok)
+}
+
+/// What the launcher's `--probe` printed when `command` ran it.
+fn run_inside(command: &mut Command) -> Value {
+    match command.env_clear().stdin(Stdio::null()).output() {
+        Ok(o) => serde_json::from_slice(&o.stdout).unwrap_or_else(|_| json!({"error": String::from_utf8_lossy(&o.stderr).trim().to_string()})),
+        Err(e) => json!({"error": format!("the launch did not start: {e}")}),
+    }
+}
+
+/// Whether every attempt in `inside` was denied and the process ran
+/// filtered, without new privileges or capabilities.
+fn denied_everything(inside: &Value) -> bool {
+    let denied = |k: &str| inside.get(k).and_then(Value::as_str).is_some_and(|v| v.starts_with("denied"));
+    ["read /etc/passwd", "socket(AF_INET)", "unshare(CLONE_NEWUSER)", "fork", "io_uring_setup"].iter().all(|k| denied(k))
+        && inside.get("seccomp_mode").and_then(Value::as_i64) == Some(2)
+        && inside.get("no_new_privs").and_then(Value::as_bool) == Some(true)
+        && inside.get("cap_sys_admin_in_bounding_set").and_then(Value::as_bool) == Some(false)
 }
