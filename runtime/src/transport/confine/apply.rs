@@ -176,8 +176,8 @@ const TIOCLINUX: u64 = 0x541C;
 /// modules and keys, BPF, new namespaces, rebooting, raw I/O ports;
 /// io_uring (its operations open sockets and files out of seccomp's
 /// sight); System V and POSIX message IPC (shared with every process of
-/// the host's IPC namespace); changing files' modes, owners, extended
-/// attributes and times (Landlock governs contents, not these); reaching
+/// the host's IPC namespace); changing files' modes, owners and extended
+/// attributes (Landlock governs contents, not these); reaching
 /// into another process (its file descriptors, its pages, its priority).
 const DENIED: &[i64] = &[
     libc::SYS_ptrace,
@@ -264,11 +264,14 @@ const DENIED: &[i64] = &[
     libc::SYS_removexattr,
     libc::SYS_lremovexattr,
     libc::SYS_fremovexattr,
-    libc::SYS_utime,
-    libc::SYS_utimes,
-    libc::SYS_utimensat,
-    libc::SYS_futimesat,
 ];
+
+/// Setting files' times: denied unless the policy grants some write path,
+/// since writing a file sets its times (`touch`, `cp -p`, archive tools).
+/// Landlock does not govern times, so a handler with a write grant can set
+/// the times of any file it can name; a mode, an owner or an attribute it
+/// still cannot change.
+const TIMES: &[i64] = &[libc::SYS_utime, libc::SYS_utimes, libc::SYS_utimensat, libc::SYS_futimesat];
 
 /// Syscalls that name a process by their first argument: allowed on the
 /// caller itself (0), denied on any other.
@@ -294,6 +297,9 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
 fn seccomp(policy: &Policy) -> Result<Vec<BpfProgram>, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("seccomp: {e}"))?;
     let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> = DENIED.iter().map(|s| (*s, Vec::new())).collect();
+    if policy.write.is_empty() {
+        rules.extend(TIMES.iter().map(|s| (*s, Vec::new())));
+    }
     // clone(2) asking for a new namespace; without `process`, any clone
     // that is not a thread (fork), and fork/vfork themselves.
     let mut clone_rules = CLONE_NEW_FLAGS.iter().map(|f| arg_has(0, *f, *f)).collect::<Result<Vec<_>, _>>()?;
