@@ -164,9 +164,9 @@ pub fn load_host(
     sequential_ids: Option<bool>,
     sandbox_worker: Option<String>,
 ) -> Result<NativeHost> {
-    let decls = handlers.iter().map(|(tool, _, is_async)| {
+    let decls = handlers.iter().map(|(tool, f, is_async)| {
         let mode = if *is_async { HandlerMode::Async } else { HandlerMode::CallerThread };
-        HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key: true }
+        HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key: true, function: f.name().ok() }
     });
     let sources = code_tools.iter().map(|(manifest, origin)| Ok(ManifestSource::from_host(convert(&env, manifest)?, Some(origin.clone()))));
     #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a test clock in ms")]

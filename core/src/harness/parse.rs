@@ -37,7 +37,13 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         .unwrap_or(Mode::Production);
 
     let mut tools =
-        ToolsSettings { manifests: Vec::new(), require_manifest: true, max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES, approval_by_risk: Vec::new() };
+        ToolsSettings {
+            manifests: Vec::new(),
+            require_manifest: true,
+            require_pins: false,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            approval_by_risk: Vec::new(),
+        };
     let mut globs = Vec::new();
     if let Some(tn) = spec.require(cx, "tools") {
         if let Some(mut t) = cx.map(tn, "spec.tools") {
@@ -63,6 +69,9 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
             tools.manifests = globs.iter().map(|g| g.0.clone()).collect();
             if let Some(n) = t.get("require_manifest") {
                 tools.require_manifest = cx.boolean(n, "spec.tools.require_manifest").unwrap_or(true);
+            }
+            if let Some(n) = t.get("require_pins") {
+                tools.require_pins = cx.boolean(n, "spec.tools.require_pins").unwrap_or(false);
             }
             if let Some(n) = t.get("max_output_bytes") {
                 tools.max_output_bytes = cx.positive(n, "spec.tools.max_output_bytes").unwrap_or(DEFAULT_MAX_OUTPUT_BYTES);

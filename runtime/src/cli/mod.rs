@@ -15,6 +15,7 @@ mod audit;
 mod doctor;
 mod explain;
 mod gateway;
+mod python_handlers;
 mod sandbox;
 mod tools;
 mod ui;
