@@ -38,7 +38,7 @@ lint-python: $(LINT_PY_STAMP) build-python ## ruff check and format --check, myp
 	$(VENV)/bin/ruff format --check $(LINT_PY_PATHS)
 	cd bindings-python && $(PY) -m mypy
 	$(PY) -m mypy.stubtest harnessweaver._native
-	$(PY) -m mypy --strict --warn-unused-ignores tests/typing
+	MYPYPATH=bindings-python/python $(PY) -m mypy --strict --warn-unused-ignores tests/typing
 
 lint-node: bindings-node/node_modules/.hw-npm.stamp ## tsc --strict --noEmit over index.d.ts, native.d.ts and adapters/*.d.ts
 	cd $(NODE_DIR) && npx tsc --strict --noEmit -p tsconfig.json

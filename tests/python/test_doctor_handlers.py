@@ -20,7 +20,9 @@ HARNESS = "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  mode: test\n  t
 
 
 def manifest(name: str, handler: str) -> str:
-    return f'apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: {name}}}\nspec:\n  description: d\n  handler: "{handler}"\n'
+    return (
+        f'apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: {name}}}\nspec:\n  description: d\n  handler: "{handler}"\n'
+    )
 
 
 def project(tmp_path: Path, handlers: Dict[str, str], modules: Dict[str, str]) -> Path:
@@ -68,9 +70,9 @@ def test_doctor_reports_each_handler_that_does_not_import_where_its_manifest_nam
     lines = [line for line in done.stdout.splitlines() if "[handler_import_failed]" in line]
     by_file = {line.split(":", 2)[1].strip(): line for line in lines}
     assert sorted(by_file) == ["tools/absent.yaml", "tools/missing.yaml", "tools/syntax.yaml", "tools/system.yaml"], done.stdout
-    # file:line:column of `handler:` (line 6), the field, what failed.
+    # file:line:column of the `handler` value (line 6), the field, what failed.
     assert by_file["tools/missing.yaml"] == (
-        "error: tools/missing.yaml:6:3: spec.handler: cannot import handler `missing_mod:run` of `missing`: "
+        "error: tools/missing.yaml:6:12: spec.handler: cannot import handler `missing_mod:run` of `missing`: "
         "ModuleNotFoundError: No module named 'missing_mod' [handler_import_failed]"
     ), done.stdout
     assert "SyntaxError" in by_file["tools/syntax.yaml"] and "AttributeError" in by_file["tools/absent.yaml"], done.stdout
@@ -103,7 +105,9 @@ def test_handlers_that_import_leave_doctor_clean(tmp_path: Path) -> None:
     good = project(tmp_path, {"ok": "pkg.mod:Api.run"}, {})
     (good / "pkg").mkdir()
     (good / "pkg" / "__init__.py").write_text("", encoding="utf-8")
-    (good / "pkg" / "mod.py").write_text("class Api:\n    @staticmethod\n    def run() -> None:\n        pass\n", encoding="utf-8")
+    (good / "pkg" / "mod.py").write_text(
+        "class Api:\n    @staticmethod\n    def run() -> None:\n        pass\n", encoding="utf-8"
+    )
     done = doctor(good)
     assert done.returncode == 0, done.stdout
     problems: List[str] = [line for line in done.stdout.splitlines() if line.startswith("error")]

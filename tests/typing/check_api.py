@@ -26,9 +26,9 @@ def principals(h: hw.Harness) -> None:
     h.approve("id", approver={"id": "finance-lead", "roles": ["finance"]})
     h.deny("id", "no", by=Principal("finance-lead"))
     # Not a principal: a misspelt key, a wrong type, no id, anything else.
-    h.call("t", {}, principal={"idd": "bot"})  # type: ignore[typeddict-unknown-key]
-    h.call("t", {}, principal={"id": 7})  # type: ignore[typeddict-item]
-    h.call("t", {}, principal={"scopes": ["x"]})  # type: ignore[typeddict-item]
+    h.call("t", {}, principal={"idd": "bot"})  # type: ignore[arg-type]
+    h.call("t", {}, principal={"id": 7})  # type: ignore[arg-type]
+    h.call("t", {}, principal={"scopes": ["x"]})  # type: ignore[arg-type]
     h.call("t", {}, principal="bot")  # type: ignore[arg-type]
     h.run(principal=42)  # type: ignore[arg-type]
 
@@ -50,6 +50,6 @@ def results(r: CallResult, h: hw.Harness) -> None:
     assert_type(h.tool_specs(), List[JSONObject])
     assert_type(h.approvals(), List[JSONObject])
     # A JSON value must be narrowed before use, as json.loads's would be if it were typed.
-    r.output["customer"]  # type: ignore[index]
+    r.output["customer"]  # type: ignore[index, call-overload]
     if isinstance(r.output, dict):
         assert_type(r.output["customer"], JSONValue)

@@ -12,7 +12,6 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from . import _native, cel_lite
 from ._governor import Harness, Run, inline
-from ._types import JSONObject, JSONValue, PrincipalDict
 from ._native import (
     ApprovalDenied,
     ApprovalRequired,
@@ -37,6 +36,7 @@ from ._native import (
     definition_digest,
     sanitize,
 )
+from ._types import JSONObject, JSONValue, PrincipalDict
 
 __all__ = [
     "ApprovalDenied", "ApprovalRequired", "CallResult", "DigestMismatch", "FlowBlocked", "HandlerOverrun", "Harness",

@@ -481,7 +481,10 @@ class Host:
         """Moves a test clock forward (``no_test_clock`` otherwise)."""
 
 def serve_mcp(
-    host: Host, http: Optional[str] = None, principal: Optional[Union[Principal, PrincipalDict]] = None, tenant: Optional[str] = None
+    host: Host,
+    http: Optional[str] = None,
+    principal: Optional[Union[Principal, PrincipalDict]] = None,
+    tenant: Optional[str] = None,
 ) -> None:
     """Serves the harness over MCP (blocking): stdio, or streamable HTTP at ``http``.
     Raises :class:`InvalidArgumentError` (``invalid_argument``, ``gateway_failed``)."""
