@@ -55,9 +55,7 @@ impl Checker {
     /// the node is not one.
     pub fn map<'a>(&mut self, node: &'a Node, path: &str) -> Option<MapReader<'a>> {
         match &node.value {
-            NodeValue::Map(entries) => {
-                Some(MapReader { node, entries, used: vec![false; entries.len()], asked: Vec::new(), path: path.to_string() })
-            }
+            NodeValue::Map(entries) => Some(MapReader { node, entries, used: vec![false; entries.len()], asked: Vec::new(), path: path.to_string() }),
             _ => {
                 let message = match (path.is_empty(), &node.value) {
                     (true, NodeValue::Null) => "the file is empty; expected a document with `apiVersion`, `kind` and `spec`".to_string(),

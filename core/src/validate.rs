@@ -71,13 +71,34 @@ impl Violation {
     }
 }
 
-/// `` `a`, `b` `` (JSON texts), at most [`MAX_LISTED_VALUES`] of them.
-fn listed(values: &[Value]) -> String {
+/// `` `a`, `b` `` (values as JSON texts, names as they are), at most
+/// [`MAX_LISTED_VALUES`] of them.
+fn listed<T: std::fmt::Display>(values: &[T]) -> String {
     let mut out: Vec<String> = values.iter().take(MAX_LISTED_VALUES).map(|v| format!("`{v}`")).collect();
     if values.len() > MAX_LISTED_VALUES {
         out.push(format!("and {} more", values.len() - MAX_LISTED_VALUES));
     }
     out.join(", ")
+}
+
+/// The detail of unexpected properties. A key is the caller's text like a
+/// value (a secret passed as a key must not come back), so it is named only
+/// when it is a typo of a property the schema knows (the did-you-mean case);
+/// otherwise the detail lists the properties the object takes.
+fn unexpected_detail(unexpected: &[String], known: &[&str]) -> String {
+    if let [one] = unexpected {
+        if let Some(near) = crate::suggest::nearest(one, known.iter().copied()) {
+            return format!("unexpected property `{one}`; did you mean `{near}`?");
+        }
+    }
+    let what = match unexpected.len() {
+        1 => "an unexpected property".to_string(),
+        n => format!("{n} unexpected properties"),
+    };
+    if known.is_empty() {
+        return format!("{what}; this object takes none");
+    }
+    format!("{what} (names not echoed); the properties allowed are {}", listed(known))
 }
 
 /// The detail of a schema error: the subject of its keyword, never the value.
@@ -96,14 +117,13 @@ fn schema_detail(schema: &Value, error: &jsonschema::ValidationError<'_>) -> Opt
             // The properties the schema does know, beside the keyword that failed.
             let path = error.schema_path().as_str();
             let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
-            let known = schema.pointer(parent).and_then(|s| s.get("properties")).and_then(Value::as_object);
-            let names: Vec<String> = unexpected.iter().map(|n| format!("`{n}`")).collect();
-            let hint = match (unexpected.as_slice(), known) {
-                ([one], Some(known)) => crate::suggest::hint(one, known.keys().map(String::as_str)),
-                _ => String::new(),
-            };
-            let noun = if names.len() == 1 { "property" } else { "properties" };
-            format!("unexpected {noun} {}{hint}", names.join(", "))
+            let known: Vec<&str> = schema
+                .pointer(parent)
+                .and_then(|s| s.get("properties"))
+                .and_then(Value::as_object)
+                .map(|m| m.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            unexpected_detail(unexpected, &known)
         }
         K::Enum { options } => format!("allowed values are {}", listed(options.as_array().map_or(&[], Vec::as_slice))),
         K::Constant { expected_value } => format!("expected `{expected_value}`"),

@@ -568,7 +568,9 @@ fn load_problems(d: &Path, handlers: Vec<HandlerDecl>) -> Vec<(String, String, O
 #[test]
 fn issue18_item5_a_handler_ref_that_is_a_typo_of_the_function_given_fails_the_load() {
     let files = |handler: &str| {
-        let manifest = format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: refund_payment}}\nspec:\n  handler: \"{handler}\"\n  description: d\n");
+        let manifest = format!(
+            "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: refund_payment}}\nspec:\n  handler: \"{handler}\"\n  description: d\n"
+        );
         dir("mismatch", &[("harness.yaml", harness("")), ("tools/refund.yaml", manifest)])
     };
     let given = |function: &str| vec![HandlerDecl { function: Some(function.into()), ..decl("refund_payment", HandlerMode::Async) }];

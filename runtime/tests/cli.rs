@@ -561,7 +561,7 @@ fn issue18_item5_doctor_says_how_to_require_pins_and_require_pins_refuses_unpinn
     let (code, out, _) = run(&["doctor", h.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
     assert_eq!(out.matches("[unpinned]").count(), 2, "{out}");
-    assert!(out.contains(&format!("tools/lookup.yaml:7:5: spec.definition_digest: tool `lookup` is not pinned and the harness requires pins (`spec.tools.require_pins`); add `definition_digest: \"{digest}\"` under `spec:` or run `harnessweaver tools pin`")), "{out}");
+    assert!(out.contains(&format!("tools/lookup.yaml:8:5: spec.definition_digest: tool `lookup` is not pinned and the harness requires pins (`spec.tools.require_pins`); add `definition_digest: \"{digest}\"` under `spec:` or run `harnessweaver tools pin`")), "{out}");
     // Pinned, it loads and doctor has nothing to hint.
     assert_eq!(run(&["tools", "pin", h.to_str().unwrap()]).0, 0);
     let (code, out, _) = run(&["doctor", h.to_str().unwrap()]);

@@ -633,12 +633,8 @@ impl Governor {
     /// name `tool`: only tools this caller could ever call are offered, so
     /// the hint shows no more than its tool list does.
     pub(crate) fn nearest_callable(&self, tool: &str, ctx: &CallContext) -> String {
-        let mut names: Vec<&str> = self
-            .index
-            .keys()
-            .map(String::as_str)
-            .filter(|n| self.can_ever_call(n, Some(&ctx.principal), ctx.tenant.as_deref()))
-            .collect();
+        let mut names: Vec<&str> =
+            self.index.keys().map(String::as_str).filter(|n| self.can_ever_call(n, Some(&ctx.principal), ctx.tenant.as_deref())).collect();
         // The index is a hash map: sorted, a tie goes to the same name every time.
         names.sort_unstable();
         crate::suggest::hint(tool, names)

@@ -36,14 +36,13 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         .and_then(|n| cx.choice(n, "spec.mode", &[("production", Mode::Production), ("test", Mode::Test)]))
         .unwrap_or(Mode::Production);
 
-    let mut tools =
-        ToolsSettings {
-            manifests: Vec::new(),
-            require_manifest: true,
-            require_pins: false,
-            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
-            approval_by_risk: Vec::new(),
-        };
+    let mut tools = ToolsSettings {
+        manifests: Vec::new(),
+        require_manifest: true,
+        require_pins: false,
+        max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+        approval_by_risk: Vec::new(),
+    };
     let mut globs = Vec::new();
     if let Some(tn) = spec.require(cx, "tools") {
         if let Some(mut t) = cx.map(tn, "spec.tools") {

@@ -86,7 +86,13 @@ impl HandlerResolver for Answers {
         }
         Ok(Resolved {
             origin: found.get("origin").and_then(Value::as_str).map(PathBuf::from),
-            modules_in_path: found.get("modules").and_then(Value::as_array).into_iter().flatten().filter_map(|m| m.as_str().map(str::to_string)).collect(),
+            modules_in_path: found
+                .get("modules")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m.as_str().map(str::to_string))
+                .collect(),
             mode: HandlerMode::CallerThread,
             takes_idempotency_key: found.get("takes_key").and_then(Value::as_bool).unwrap_or(false),
         })
