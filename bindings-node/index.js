@@ -405,7 +405,7 @@ function loadWith(path, options, t) {
     sources.push(tool._source)
     if (fn) handlers.set(tool.name, fn)
   }
-  const declared = [...handlers].map(([name, fn]) => [name, fn.constructor.name === 'AsyncFunction'])
+  const declared = [...handlers].map(([name, fn]) => [name, fn.constructor.name === 'AsyncFunction', fn.name || null])
   // The callbacks take the core's JSON text and answer a bool, or the kind of what they threw.
   const audit = o.audit && ((event) => {
     try {

@@ -68,7 +68,7 @@ export declare function inspectHost(path: string): NativeHost
  * `codeTools` is the JSON text of `[manifest, origin]` pairs; `audit` and
  * `onApproval` take JSON text; `clockMs` and `sequentialIds` are for tests.
  */
-export declare function loadHost(path: string, handlers: Array<[string, boolean]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeHost
+export declare function loadHost(path: string, handlers: Array<[string, boolean, string | null]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeHost
 
 /**
  * A core host method that needs no harness (`harnessweaver_core::host::request`):

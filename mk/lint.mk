@@ -7,7 +7,7 @@
 TEST_TARGETS += lint
 
 LINT_PY_STAMP := $(VENV)/.hw-lint-requirements.stamp
-LINT_PY_PATHS := bindings-python/python tests/python tests/dist tools/dist
+LINT_PY_PATHS := bindings-python/python tests/python tests/dist tests/typing tools/dist
 # Workspaces of their own (excluded from the root one), formatted with the same rustfmt.toml.
 FMT_EXTRA_MANIFESTS := sandbox/Cargo.toml tools/uniffi-bindgen/Cargo.toml fuzz/Cargo.toml
 # maturin builds pyo3 with these two variables; clippy runs with the same ones
@@ -33,11 +33,12 @@ lint-rust: build-python ## clippy -D warnings over the workspace (every target, 
 	$(CLIPPY_ENV) cargo clippy --workspace --all-targets -- -D warnings
 
 # build-python first: stubtest imports the built module.
-lint-python: $(LINT_PY_STAMP) build-python ## ruff check and format --check, mypy --strict, stubtest of _native.pyi
+lint-python: $(LINT_PY_STAMP) build-python ## ruff check and format --check, mypy --strict, stubtest of _native.pyi, the API's types (tests/typing)
 	$(VENV)/bin/ruff check $(LINT_PY_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PY_PATHS)
 	cd bindings-python && $(PY) -m mypy
 	$(PY) -m mypy.stubtest harnessweaver._native
+	MYPYPATH=bindings-python/python $(PY) -m mypy --strict --warn-unused-ignores tests/typing
 
 lint-node: bindings-node/node_modules/.hw-npm.stamp ## tsc --strict --noEmit over index.d.ts, native.d.ts and adapters/*.d.ts
 	cd $(NODE_DIR) && npx tsc --strict --noEmit -p tsconfig.json

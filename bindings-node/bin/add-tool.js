@@ -1,7 +1,8 @@
 'use strict'
 // `npx harnessweaver add tool ./tools.ts#name`: a manifest from a TypeScript
 // function. The types are read with the TypeScript compiler API, from the
-// `typescript` package of the user's project (never bundled): a handler
+// `typescript` package of the user's project (never bundled; TypeScript 6's
+// API in the package, or TypeScript 7's `typescript/unstable/sync`): a handler
 // receives its arguments as one object, so the function's first parameter
 // (an interface, a type literal, …) becomes `input_schema`. The manifest is
 // written as JSON beside the harness (tools/<name>.json), then the core's
@@ -22,14 +23,16 @@ const HELP = `usage: harnessweaver add tool ./tools.ts#name [--risk R] [--side-e
                               [--harness FILE] [--out DIR] [--force] [--json]
 
 Writes a tool manifest from an exported TypeScript function, reading its types
-with the TypeScript compiler (the \`typescript\` package of your project: npm
-install --save-dev typescript). A handler receives the call's arguments as one
+with the TypeScript compiler (the \`typescript\` package of your project, 6 or 7:
+npm install --save-dev typescript). A handler receives the call's arguments as one
 object, so the function's first parameter gives input_schema: string, number,
 boolean, null, literal unions (enum), TypeScript enums, arrays and tuples,
 Record<string, T> and index signatures, interfaces and type literals (optional
-properties are not required; JSDoc on a property is its description), unions
-(anyOf), and destructuring defaults (default). The name is the function's, the
-description the first paragraph of its JSDoc. Then adds the manifest's
+properties are not required; JSDoc on a property, also of a type literal written
+inline, is its description), unions (anyOf), and destructuring defaults
+(default); enum values are sorted, so TypeScript 6 and 7 write the same
+manifest. The name is the function's, the description the first paragraph of
+its JSDoc. Then adds the manifest's
 directory to the harness's tools.manifests (a text edit that keeps comments; a
 missing harness.yaml is created) and pins it (\`harnessweaver tools add\`).
 
@@ -62,36 +65,138 @@ function fail(message, code, asJson) {
   return EXIT_PROBLEMS
 }
 
-/** The `typescript` module of the user's project, or null. */
+/**
+ * The TypeScript compiler of the user's project, as an engine `describe` can
+ * use, or null when none is installed. TypeScript 6 and older have the
+ * compiler API in the package itself; TypeScript 7 (the native compiler) has
+ * none there, only `typescript/unstable/sync`, which talks to its `tsgo`
+ * binary. Each engine gives the same few questions about types, so the
+ * mapping to JSON Schema below is written once.
+ */
 function findTypescript(dirs) {
   for (const dir of dirs) {
+    let ts
     try {
-      return require(require.resolve('typescript', { paths: [dir] }))
+      ts = require(require.resolve('typescript', { paths: [dir] }))
     } catch {
-      // not installed there
+      continue // not installed there
     }
+    if (typeof ts.createProgram === 'function') return { version: ts.version, open: (file) => classicEngine(ts, file) }
+    const major = Number(String(ts.version).split('.')[0])
+    if (major >= 7) {
+      let api, ast
+      try {
+        api = require(require.resolve('typescript/unstable/sync', { paths: [dir] }))
+        ast = require(require.resolve('typescript/unstable/ast', { paths: [dir] }))
+      } catch (err) {
+        throw new MappingError(`TypeScript ${ts.version} is installed, but its compiler API (\`typescript/unstable/sync\`) did not load here ` +
+          `(${err.code ?? err.message}); it needs Node.js 20.19 or newer`)
+      }
+      return { version: ts.version, open: (file) => nativeEngine(api, ast.SyntaxKind, file) }
+    }
+    throw new MappingError(`the \`typescript\` package here (${ts.version ?? 'unknown version'}) has no compiler API add tool knows`)
   }
   return null
 }
 
 /** The first paragraph of a JSDoc comment, on one line. */
-function summary(ts, checker, symbol) {
-  const text = ts.displayPartsToString(symbol.getDocumentationComment(checker)).trim()
-  return text.split(/\n\s*\n/)[0].split('\n').map((l) => l.trim()).filter(Boolean).join(' ')
+function firstParagraph(text) {
+  return String(text ?? '').trim().split(/\n\s*\n/)[0].split('\n').map((l) => l.trim()).filter(Boolean).join(' ')
+}
+
+/** Literal defaults of a destructured first parameter: `({ limit = 10 }: Args)`. */
+function defaultsOf(SK, param, textOf) {
+  const out = {}
+  if (!param || param.name?.kind !== SK.ObjectBindingPattern) return out
+  for (const el of param.name.elements) {
+    const init = el.initializer
+    if (!init) continue
+    const key = textOf(el.propertyName ?? el.name)
+    if (init.kind === SK.StringLiteral || init.kind === SK.NoSubstitutionTemplateLiteral) out[key] = init.text
+    else if (init.kind === SK.NumericLiteral) out[key] = Number(init.text)
+    else if (init.kind === SK.PrefixUnaryExpression && init.operator === SK.MinusToken && init.operand?.kind === SK.NumericLiteral) out[key] = -Number(init.operand.text)
+    else if (init.kind === SK.TrueKeyword) out[key] = true
+    else if (init.kind === SK.FalseKeyword) out[key] = false
+    else if (init.kind === SK.NullKeyword) out[key] = null
+  }
+  return out
+}
+
+/** The compiler API of TypeScript 6 and older, in this process. */
+function classicEngine(ts, file) {
+  const program = ts.createProgram([file], {
+    strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext, skipLibCheck: true, allowImportingTsExtensions: true,
+  })
+  const checker = program.getTypeChecker()
+  const doc = (symbol) => firstParagraph(ts.displayPartsToString(symbol.getDocumentationComment(checker)))
+  const typeOf = (symbol) => {
+    const decl = symbol.valueDeclaration ?? symbol.declarations?.[0]
+    return decl ? checker.getTypeOfSymbolAtLocation(symbol, decl) : checker.getDeclaredTypeOfSymbol(symbol)
+  }
+  return {
+    F: ts.TypeFlags, S: ts.SymbolFlags, checker,
+    exports() {
+      const source = program.getSourceFile(file)
+      if (!source) throw new MappingError(`cannot read \`${file}\``)
+      const moduleSymbol = checker.getSymbolAtLocation(source)
+      return moduleSymbol ? checker.getExportsOfModule(moduleSymbol) : []
+    },
+    typeOf,
+    doc,
+    signatureDoc: (signature) => firstParagraph(ts.displayPartsToString(signature.getDocumentationComment(checker))),
+    callSignatures: (type) => type.getCallSignatures(),
+    members: (type) => type.types,
+    literal: (type) => (type.flags & ts.TypeFlags.BooleanLiteral ? checker.typeToString(type) === 'true' : type.value),
+    stringIndex: (type) => type.getStringIndexType(),
+    defaults: (param) => defaultsOf(ts.SyntaxKind, param.valueDeclaration, (n) => n.getText()),
+    close() {},
+  }
+}
+
+/** The compiler API of TypeScript 7 (`typescript/unstable/sync`, over its `tsgo` binary). */
+function nativeEngine(api, SyntaxKind, file) {
+  const { SignatureKind, TypeFlags } = api
+  const session = new api.API({ cwd: path.dirname(file) })
+  try {
+    const project = session.updateSnapshot({ openFiles: [file] }).getDefaultProjectForFile(file)
+    if (!project) throw new MappingError(`TypeScript found no project for \`${file}\``)
+    const checker = project.checker
+    return {
+      F: TypeFlags, S: api.SymbolFlags, checker,
+      exports() {
+        const source = project.program.getSourceFile(file)
+        if (!source) throw new MappingError(`cannot read \`${file}\``)
+        const moduleSymbol = checker.getSymbolAtLocation(source)
+        return moduleSymbol ? checker.getExportsOfModule(moduleSymbol) : []
+      },
+      typeOf: (symbol) => checker.getTypeOfSymbol(symbol),
+      doc: (symbol) => firstParagraph(symbol.getDocumentationComment(checker)),
+      signatureDoc: () => '',
+      callSignatures: (type) => checker.getSignaturesOfType(type, SignatureKind.Call),
+      members: (type) => type.getTypes(),
+      literal: (type) => type.value,
+      stringIndex: (type) => checker.getIndexInfosOfType(type).find((i) => i.keyType.flags & TypeFlags.String)?.valueType,
+      defaults: (param) => defaultsOf(SyntaxKind, param.valueDeclaration?.resolve(project), (n) => n.text),
+      close: () => session.close(),
+    }
+  } catch (err) {
+    session.close()
+    throw err
+  }
 }
 
 /** Maps TypeScript types to JSON Schema; throws MappingError with the place and a remedy. */
-function makeMapper(ts, checker) {
-  const F = ts.TypeFlags
+function makeMapper(engine) {
+  const { F, S, checker } = engine
   const seen = []
-  const literal = (t) => {
-    if (t.flags & F.StringLiteral) return t.value
-    if (t.flags & F.NumberLiteral) return t.value
-    if (t.flags & F.BooleanLiteral) return checker.typeToString(t) === 'true'
-    return undefined
-  }
+  const literal = (t) => (t.flags & (F.StringLiteral | F.NumberLiteral | F.BooleanLiteral) ? engine.literal(t) : undefined)
   const jsonType = (v) => (typeof v === 'string' ? 'string' : typeof v === 'boolean' ? 'boolean' : Number.isInteger(v) ? 'integer' : 'number')
-  const enumOf = (values) => {
+  // Sorted: the order of a union's members is the compiler's (TypeScript 6
+  // and 7 differ), and the manifest, so its pin, must not depend on it.
+  const order = (a, b) => (typeof a === typeof b ? (a < b ? -1 : a > b ? 1 : 0) : typeof a < typeof b ? -1 : 1)
+  const enumOf = (unsorted) => {
+    const values = [...unsorted].sort(order)
     const kinds = new Set(values.map(jsonType))
     if (kinds.size === 2 && kinds.has('integer') && kinds.has('number')) return { type: 'number', enum: values }
     return kinds.size === 1 ? { type: [...kinds][0], enum: values } : { enum: values }
@@ -107,7 +212,7 @@ function makeMapper(ts, checker) {
     if (f & F.Null) return { type: 'null' }
     if (f & (F.StringLiteral | F.NumberLiteral | F.BooleanLiteral)) return enumOf([literal(type)])
     if (f & F.Union) {
-      let members = type.types.filter((t) => !(t.flags & (F.Undefined | F.Void)))
+      let members = engine.members(type).filter((t) => !(t.flags & (F.Undefined | F.Void)))
       const nullable = members.some((t) => t.flags & F.Null)
       members = members.filter((t) => !(t.flags & F.Null))
       const bools = members.filter((t) => t.flags & F.BooleanLiteral)
@@ -137,29 +242,28 @@ function makeMapper(ts, checker) {
       return { type: 'array', items: schema(item, `${where}[]`) }
     }
     if (f & F.Object) {
-      if (type.getCallSignatures().length > 0) throw new MappingError(`${where}: a function has no JSON form; ${remedy}`)
+      if (engine.callSignatures(type).length > 0) throw new MappingError(`${where}: a function has no JSON form; ${remedy}`)
       const name = checker.typeToString(type)
       if (['Date', 'Map', 'Set', 'RegExp', 'Promise', 'Buffer', 'Uint8Array'].some((n) => name === n || name.startsWith(`${n}<`))) {
         throw new MappingError(`${where}: \`${name}\` has no JSON form (a call delivers plain JSON values); ${remedy}`)
       }
-      if (seen.includes(type)) throw new MappingError(`${where}: \`${name}\` refers to itself; ${remedy}`)
+      if (seen.some((t) => t === type || (t.id !== undefined && t.id === type.id))) throw new MappingError(`${where}: \`${name}\` refers to itself; ${remedy}`)
       seen.push(type)
       try {
         const properties = {}
         const required = []
         for (const prop of checker.getPropertiesOfType(type)) {
-          const decl = prop.valueDeclaration ?? prop.declarations?.[0]
-          const propType = decl ? checker.getTypeOfSymbolAtLocation(prop, decl) : checker.getDeclaredTypeOfSymbol(prop)
-          if (prop.flags & ts.SymbolFlags.Method) throw new MappingError(`${where}.${prop.name}: a method has no JSON form; ${remedy}`)
-          let s = schema(propType, `${where}.${prop.name}`)
-          const doc = summary(ts, checker, prop)
+          if (prop.flags & S.Method) throw new MappingError(`${where}.${prop.name}: a method has no JSON form; ${remedy}`)
+          let s = schema(engine.typeOf(prop), `${where}.${prop.name}`)
+          // JSDoc on the property, of an interface or of a type literal written inline.
+          const doc = engine.doc(prop)
           if (doc && !s.description) s = { ...s, description: doc }
           properties[prop.name] = s
-          if (!(prop.flags & ts.SymbolFlags.Optional)) required.push(prop.name)
+          if (!(prop.flags & S.Optional)) required.push(prop.name)
         }
         const out = { type: 'object', properties }
         if (required.length) out.required = required
-        const index = type.getStringIndexType()
+        const index = engine.stringIndex(type)
         out.additionalProperties = index ? schema(index, `${where}[string]`) : false
         if (index && Object.keys(properties).length === 0) return { type: 'object', additionalProperties: out.additionalProperties }
         return out
@@ -172,65 +276,47 @@ function makeMapper(ts, checker) {
   return schema
 }
 
-/** Literal defaults of a destructured first parameter: `({ limit = 10 }: Args)`. */
-function defaults(ts, param) {
-  const out = {}
-  if (!param || !ts.isObjectBindingPattern(param.name)) return out
-  for (const el of param.name.elements) {
-    if (!el.initializer) continue
-    const key = (el.propertyName ?? el.name).getText()
-    const init = el.initializer
-    if (ts.isStringLiteralLike(init)) out[key] = init.text
-    else if (ts.isNumericLiteral(init)) out[key] = Number(init.text)
-    else if (ts.isPrefixUnaryExpression(init) && init.operator === ts.SyntaxKind.MinusToken && ts.isNumericLiteral(init.operand)) out[key] = -Number(init.operand.text)
-    else if (init.kind === ts.SyntaxKind.TrueKeyword) out[key] = true
-    else if (init.kind === ts.SyntaxKind.FalseKeyword) out[key] = false
-    else if (init.kind === ts.SyntaxKind.NullKeyword) out[key] = null
+/** `{name, description, input_schema}` of exported function `name` in `file`, read by `compiler` (findTypescript's). */
+function describe(compiler, file, name) {
+  const engine = compiler.open(file)
+  try {
+    return describeWith(engine, file, name)
+  } finally {
+    engine.close()
   }
-  return out
 }
 
-/** `{name, description, input_schema}` of exported function `name` in `file`. */
-function describe(ts, file, name) {
-  const program = ts.createProgram([file], {
-    strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext,
-    moduleResolution: ts.ModuleResolutionKind.NodeNext, skipLibCheck: true, allowImportingTsExtensions: true,
-  })
-  const checker = program.getTypeChecker()
-  const source = program.getSourceFile(file)
-  if (!source) throw new MappingError(`cannot read \`${file}\``)
-  const moduleSymbol = checker.getSymbolAtLocation(source)
-  const exported = moduleSymbol ? checker.getExportsOfModule(moduleSymbol) : []
+function describeWith(engine, file, name) {
+  const { S, checker } = engine
+  const exported = engine.exports()
   let symbol = exported.find((s) => s.name === name)
   if (!symbol) {
-    const names = exported.map((s) => s.name).join(', ') || 'none'
-    throw new MappingError(`\`${file}\` exports no \`${name}\` (exports: ${names})`)
+    const names = exported.map((s) => s.name).sort()
+    const near = names.filter((n) => n.toLowerCase() === name.toLowerCase())
+    const hint = near.length ? `; did you mean \`${near[0]}\`?` : ''
+    throw new MappingError(`\`${file}\` exports no \`${name}\` (exports: ${names.join(', ') || 'none'})${hint}`)
   }
-  if (symbol.flags & ts.SymbolFlags.Alias) symbol = checker.getAliasedSymbol(symbol)
-  const decl = symbol.valueDeclaration ?? symbol.declarations?.[0]
-  const type = checker.getTypeOfSymbolAtLocation(symbol, decl)
-  const [signature] = type.getCallSignatures()
+  if (symbol.flags & S.Alias) symbol = checker.getAliasedSymbol(symbol)
+  const type = engine.typeOf(symbol)
+  const [signature] = engine.callSignatures(type)
   if (!signature) throw new MappingError(`\`${name}\` in \`${file}\` is not a function`)
   const params = signature.getParameters()
   let schema = { type: 'object', properties: {}, additionalProperties: false }
   if (params.length > 0) {
     const first = params[0]
-    const paramDecl = first.valueDeclaration
-    const paramType = checker.getTypeOfSymbolAtLocation(first, paramDecl)
-    const mapped = makeMapper(ts, checker)(checker.getNonNullableType(paramType), `parameter \`${first.name}\``)
+    const paramType = engine.typeOf(first)
+    const mapped = makeMapper(engine)(checker.getNonNullableType(paramType) ?? paramType, `parameter \`${first.name}\``)
     if (mapped.type !== 'object') {
       throw new MappingError(
         `parameter \`${first.name}\` of \`${name}\` is \`${checker.typeToString(paramType)}\`, but a handler receives the call's ` +
         `arguments as one object: write \`function ${name}(args: { ${first.name}: ${checker.typeToString(paramType)} })\``)
     }
     schema = mapped
-    const found = defaults(ts, paramDecl)
-    for (const [key, value] of Object.entries(found)) {
+    for (const [key, value] of Object.entries(engine.defaults(first))) {
       if (schema.properties?.[key]) schema.properties[key] = { ...schema.properties[key], default: value }
     }
   }
-  let description = summary(ts, checker, symbol)
-  if (!description) description = ts.displayPartsToString(signature.getDocumentationComment(checker)).split(/\n\s*\n/)[0].replace(/\s+/g, ' ').trim()
+  const description = engine.doc(symbol) || engine.signatureDoc(signature)
   return { name, description: description || `${name}.`, input_schema: schema }
 }
 
@@ -271,8 +357,15 @@ function main(argv, cliRun) {
   if (fs.existsSync(harness) && fs.statSync(harness).isDirectory()) harness = path.join(harness, 'harness.yaml')
   const base = path.dirname(harness)
 
-  const ts = findTypescript([process.cwd(), path.dirname(file), base])
-  if (!ts) {
+  let compiler
+  try {
+    compiler = findTypescript([process.cwd(), path.dirname(file), base])
+  } catch (err) {
+    if (!(err instanceof MappingError)) throw err
+    process.stderr.write(`harnessweaver add tool: ${err.message}\n`)
+    return EXIT_UNAVAILABLE
+  }
+  if (!compiler) {
     process.stderr.write(
       `harnessweaver add tool: reading the types of \`${ref}\` needs the TypeScript compiler, and no \`typescript\` ` +
       `package is installed in this project (looked from ${process.cwd()}). Install it with \`npm install --save-dev typescript\` ` +
@@ -281,10 +374,11 @@ function main(argv, cliRun) {
   }
   let tool
   try {
-    tool = describe(ts, file, name)
+    tool = describe(compiler, file, name)
   } catch (err) {
-    if (!(err instanceof MappingError)) throw err
-    return fail(`\`${ref}\`: ${err.message}`, 'unsupported_type', o.json)
+    if (err instanceof MappingError) return fail(`\`${ref}\`: ${err.message}`, 'unsupported_type', o.json)
+    // The compiler itself failed (an API that changed, a crashed tsgo): say so, without a stack trace.
+    return fail(`\`${ref}\`: TypeScript ${compiler.version} could not read the types: ${err.message}`, 'typescript_error', o.json)
   }
   const manifest = {
     apiVersion: 'harnessweaver/v1',
@@ -322,4 +416,4 @@ function main(argv, cliRun) {
   return code
 }
 
-module.exports = { main, describe, HELP }
+module.exports = { main, describe, findTypescript, HELP }

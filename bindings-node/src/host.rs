@@ -108,12 +108,12 @@ impl NativeHost {
 /// `codeTools` is the JSON text of `[manifest, origin]` pairs; `audit` and
 /// `onApproval` take JSON text; `clockMs` and `sequentialIds` are for tests.
 #[napi(
-    ts_args_type = "path: string, handlers: Array<[string, boolean]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null"
+    ts_args_type = "path: string, handlers: Array<[string, boolean, string | null]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null"
 )]
 pub fn load_host(
     env: Env,
     path: String,
-    handlers: Vec<(String, bool)>,
+    handlers: Vec<(String, bool, Option<String>)>,
     code_tools: String,
     audit: Option<Function<'_>>,
     on_approval: Option<Function<'_>>,
@@ -121,9 +121,9 @@ pub fn load_host(
     sequential_ids: Option<bool>,
     sandbox_worker: Option<String>,
 ) -> Result<NativeHost> {
-    let decls = handlers.into_iter().map(|(tool, is_async)| {
+    let decls = handlers.into_iter().map(|(tool, is_async, function)| {
         let mode = if is_async { HandlerMode::Async } else { HandlerMode::CallerThread };
-        HandlerDecl { tool, mode, takes_idempotency_key: true }
+        HandlerDecl { tool, mode, takes_idempotency_key: true, function }
     });
     let sources = match value(&env, &code_tools)? {
         Value::Array(pairs) => pairs.into_iter().map(|pair| match pair {

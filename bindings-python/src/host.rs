@@ -300,7 +300,7 @@ impl Host {
         let mut fns = HashMap::new();
         for (tool, (f, mode, takes_idempotency_key)) in handlers {
             let (name, mode) = mode_of(&mode);
-            decls.push(HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key });
+            decls.push(HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key, function: None });
             fns.insert(tool, (f, name));
         }
         let code_tools = tools.iter().map(|(m, origin)| manifest_source(py, m, origin.clone())).collect::<PyResult<_>>()?;

@@ -55,7 +55,7 @@ impl Checker {
     /// the node is not one.
     pub fn map<'a>(&mut self, node: &'a Node, path: &str) -> Option<MapReader<'a>> {
         match &node.value {
-            NodeValue::Map(entries) => Some(MapReader { node, entries, used: vec![false; entries.len()], path: path.to_string() }),
+            NodeValue::Map(entries) => Some(MapReader { node, entries, used: vec![false; entries.len()], asked: Vec::new(), path: path.to_string() }),
             _ => {
                 let message = match (path.is_empty(), &node.value) {
                     (true, NodeValue::Null) => "the file is empty; expected a document with `apiVersion`, `kind` and `spec`".to_string(),
@@ -197,20 +197,23 @@ pub(crate) struct MapReader<'a> {
     pub node: &'a Node,
     entries: &'a [(Node, Node)],
     used: Vec<bool>,
+    /// The fields the parser asked for: the known ones, for "did you mean".
+    asked: Vec<&'static str>,
     /// The mapping's field path.
     pub path: String,
 }
 
 impl<'a> MapReader<'a> {
     /// The value of `key` (null counts as absent).
-    pub fn get(&mut self, key: &str) -> Option<&'a Node> {
+    pub fn get(&mut self, key: &'static str) -> Option<&'a Node> {
         self.get_raw(key).filter(|n| n.value != NodeValue::Null)
     }
 
     /// The value of `key`, including null.
-    pub fn get_raw(&mut self, key: &str) -> Option<&'a Node> {
+    pub fn get_raw(&mut self, key: &'static str) -> Option<&'a Node> {
         #[cfg(test)]
         fields_read::note(&child_path(&self.path, key));
+        self.asked.push(key);
         let entries = self.entries;
         for (i, (k, v)) in entries.iter().enumerate() {
             if k.as_str() == Some(key) {
@@ -244,7 +247,7 @@ impl<'a> MapReader<'a> {
     }
 
     /// The value of required `key`, reporting `missing_field` at the mapping.
-    pub fn require(&mut self, cx: &mut Checker, key: &str) -> Option<&'a Node> {
+    pub fn require(&mut self, cx: &mut Checker, key: &'static str) -> Option<&'a Node> {
         let found = self.get(key);
         if found.is_none() {
             let path = self.child(key);
@@ -253,7 +256,8 @@ impl<'a> MapReader<'a> {
         found
     }
 
-    /// Reports every field that was not read as `unknown_field`.
+    /// Reports every field that was not read as `unknown_field`, naming the
+    /// known field it is nearest to (`did you mean`).
     pub fn finish(self, cx: &mut Checker) {
         for ((k, _), used) in self.entries.iter().zip(&self.used) {
             if !used {
@@ -263,7 +267,8 @@ impl<'a> MapReader<'a> {
                 };
                 let path = child_path(&self.path, &name);
                 let place = if self.path.is_empty() { String::new() } else { format!(" in `{}`", self.path) };
-                cx.report("unknown_field", k.pos, &path, format!("unknown field `{name}`{place}"));
+                let hint = crate::suggest::hint(&name, self.asked.iter().copied());
+                cx.report("unknown_field", k.pos, &path, format!("unknown field `{name}`{place}{hint}"));
             }
         }
     }

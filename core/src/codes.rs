@@ -512,6 +512,11 @@ codes! {
         HandlerImportFailed => "handler_import_failed",
         /// A handler given for a tool no manifest declares.
         NoManifest => "no_manifest",
+        // Issue 18 (item 5): pins required, handlers that disagree with their manifest.
+        /// A manifest without `definition_digest` under `spec.tools.require_pins: true`.
+        Unpinned => "unpinned",
+        /// The manifest's `handler` names a near miss of the function given for the tool.
+        HandlerMismatch => "handler_mismatch",
         /// A policy rule's `examples` call is not decided as stated.
         PolicyExampleFailed => "policy_example_failed",
         /// A gateway principal that is not `{id, roles, scopes, attrs}`.

@@ -85,6 +85,7 @@ spec:
   tools:
     manifests: ["tools/*.yaml"]
     require_manifest: true
+    require_pins: false
     max_output_bytes: 10
     approval_by_risk: [critical]
     require_lock: false

@@ -34,6 +34,7 @@ pub mod pin;
 pub mod runtime;
 pub mod sanitize;
 pub mod store;
+mod suggest;
 mod text;
 mod validate;
 mod yaml;

@@ -68,24 +68,29 @@ pub fn check_handlers<'a>(tools: impl Iterator<Item = &'a Tool> + Clone, handler
     let mut problems = Vec::new();
     // Sets, not scans: a harness may have thousands of tools and handlers.
     let handlers: HashSet<&str> = handler_names.iter().copied().collect();
+    let declared: HashSet<&str> = tools.clone().map(Tool::name).collect();
+    // A handler under a mistyped name is both: say so on each side.
+    let unmatched: Vec<&str> = handler_names.iter().copied().filter(|n| !declared.contains(n)).collect();
     for tool in tools.clone() {
         if tool.manifest().transport == Transport::Native && !handlers.contains(tool.name()) {
+            let hint = match crate::suggest::nearest(tool.name(), unmatched.iter().copied()) {
+                Some(near) => format!(" (a handler is registered as `{near}`)"),
+                None => String::new(),
+            };
             problems.push(Problem {
                 file: tool.file().map(str::to_string),
                 path: "spec.handler".into(),
-                ..Problem::new("handler_not_registered", format!("native tool `{}` has no handler; pass one to load()", tool.name()))
+                ..Problem::new("handler_not_registered", format!("native tool `{}` has no handler; pass one to load(){hint}", tool.name()))
             });
         }
     }
     if require_manifest {
-        let declared: HashSet<&str> = tools.map(Tool::name).collect();
-        for name in handler_names {
-            if !declared.contains(name) {
-                problems.push(Problem::new(
-                    "no_manifest",
-                    format!("a handler is registered for `{name}` but no manifest declares it (tools.require_manifest)"),
-                ));
-            }
+        for name in &unmatched {
+            let hint = crate::suggest::hint(name, tools.clone().map(Tool::name));
+            problems.push(Problem::new(
+                "no_manifest",
+                format!("a handler is registered for `{name}` but no manifest declares it (tools.require_manifest){hint}"),
+            ));
         }
     }
     problems

@@ -1,6 +1,9 @@
 //! Step 2: arguments against the tool's JSON Schema, then its payload
-//! constraints. A refusal names the JSON pointer and the failed keyword; the
-//! offending value is never echoed (it may be a secret).
+//! constraints. A refusal names the JSON pointer, the failed keyword and what
+//! would fix the call (the missing property, the expected type, the
+//! unexpected property with the nearest known one, the allowed values or the
+//! bound, all from the schema or the argument names); the offending value is
+//! never echoed (it may be a secret).
 
 use serde_json::Value;
 use std::cell::RefCell;
@@ -36,20 +39,116 @@ pub struct Violation {
     pub pointer: String,
     /// The failed keyword (`minimum`, `required`, `max_length`, …).
     pub keyword: String,
+    /// What the caller can change, from the schema and the arguments' names
+    /// only (`missing property `id``, `expected `number``, …).
+    pub detail: Option<String>,
 }
 
+/// The most allowed values an `enum` or `allowed_values` detail lists.
+const MAX_LISTED_VALUES: usize = 12;
+
 impl Violation {
-    /// A message safe to show a model: where and which keyword, never the value.
-    pub fn message(&self) -> String {
-        let at = if self.pointer.is_empty() { "/" } else { self.pointer.as_str() };
-        format!("arguments at `{at}` fail `{}`", self.keyword)
+    fn new(pointer: String, keyword: &str, detail: Option<String>) -> Self {
+        Self { pointer, keyword: keyword.to_string(), detail }
     }
+
+    /// The pointer as shown: `/` for the root.
+    pub fn at(&self) -> &str {
+        if self.pointer.is_empty() {
+            "/"
+        } else {
+            self.pointer.as_str()
+        }
+    }
+
+    /// A message safe to show a model: where, which keyword and what would
+    /// fix it, never the value.
+    pub fn message(&self) -> String {
+        match &self.detail {
+            Some(detail) => format!("arguments at `{}` fail `{}`: {detail}", self.at(), self.keyword),
+            None => format!("arguments at `{}` fail `{}`", self.at(), self.keyword),
+        }
+    }
+}
+
+/// `` `a`, `b` `` (values as JSON texts, names as they are), at most
+/// [`MAX_LISTED_VALUES`] of them.
+fn listed<T: std::fmt::Display>(values: &[T]) -> String {
+    let mut out: Vec<String> = values.iter().take(MAX_LISTED_VALUES).map(|v| format!("`{v}`")).collect();
+    if values.len() > MAX_LISTED_VALUES {
+        out.push(format!("and {} more", values.len() - MAX_LISTED_VALUES));
+    }
+    out.join(", ")
+}
+
+/// The detail of unexpected properties. A key is the caller's text like a
+/// value (a secret passed as a key must not come back), so it is named only
+/// when it is a typo of a property the schema knows (the did-you-mean case);
+/// otherwise the detail lists the properties the object takes.
+fn unexpected_detail(unexpected: &[String], known: &[&str]) -> String {
+    if let [one] = unexpected {
+        if let Some(near) = crate::suggest::nearest(one, known.iter().copied()) {
+            return format!("unexpected property `{one}`; did you mean `{near}`?");
+        }
+    }
+    let what = match unexpected.len() {
+        1 => "an unexpected property".to_string(),
+        n => format!("{n} unexpected properties"),
+    };
+    if known.is_empty() {
+        return format!("{what}; this object takes none");
+    }
+    format!("{what} (names not echoed); the properties allowed are {}", listed(known))
+}
+
+/// The detail of a schema error: the subject of its keyword, never the value.
+fn schema_detail(schema: &Value, error: &jsonschema::ValidationError<'_>) -> Option<String> {
+    use jsonschema::error::{TypeKind, ValidationErrorKind as K};
+    Some(match error.kind() {
+        K::Required { property } => format!("missing property `{}`", property.as_str().map_or_else(|| property.to_string(), str::to_string)),
+        K::Type { kind } => {
+            let names: Vec<String> = match kind {
+                TypeKind::Single(t) => vec![format!("`{t}`")],
+                TypeKind::Multiple(set) => set.iter().map(|t| format!("`{t}`")).collect(),
+            };
+            format!("expected {}", names.join(" or "))
+        }
+        K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
+            // The properties the schema does know, beside the keyword that failed.
+            let path = error.schema_path().as_str();
+            let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+            let known: Vec<&str> = schema
+                .pointer(parent)
+                .and_then(|s| s.get("properties"))
+                .and_then(Value::as_object)
+                .map(|m| m.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            unexpected_detail(unexpected, &known)
+        }
+        K::Enum { options } => format!("allowed values are {}", listed(options.as_array().map_or(&[], Vec::as_slice))),
+        K::Constant { expected_value } => format!("expected `{expected_value}`"),
+        K::Minimum { limit } => format!("must be at least {limit}"),
+        K::Maximum { limit } => format!("must be at most {limit}"),
+        K::ExclusiveMinimum { limit } => format!("must be greater than {limit}"),
+        K::ExclusiveMaximum { limit } => format!("must be less than {limit}"),
+        K::MinLength { limit } => format!("must have at least {limit} characters"),
+        K::MaxLength { limit } => format!("must have at most {limit} characters"),
+        K::MinItems { limit } => format!("must have at least {limit} items"),
+        K::MaxItems { limit } => format!("must have at most {limit} items"),
+        K::MinProperties { limit } => format!("must have at least {limit} properties"),
+        K::MaxProperties { limit } => format!("must have at most {limit} properties"),
+        K::Pattern { pattern } => format!("must match `{pattern}`"),
+        K::Format { format } => format!("must be a valid `{format}`"),
+        _ => return None,
+    })
 }
 
 /// A compiled input schema (shared by the tools of one load whose schemas are equal).
 #[derive(Debug, Clone)]
 pub struct SchemaValidator {
     inner: Arc<jsonschema::Validator>,
+    /// The schema itself, for the known property names of a detail.
+    schema: Arc<Value>,
 }
 
 thread_local! {
@@ -133,7 +232,7 @@ impl SchemaValidator {
         let key = COMPILED.with(|c| c.borrow().is_some()).then(|| serde_json::to_string(schema).ok()).flatten();
         if let Some(key) = &key {
             if let Some(inner) = COMPILED.with(|c| c.borrow().as_ref().and_then(|m| m.get(key).cloned())) {
-                return Ok(Self { inner });
+                return Ok(Self { inner, schema: Arc::new(schema.clone()) });
             }
         }
         let inner = jsonschema::options()
@@ -148,7 +247,7 @@ impl SchemaValidator {
                 }
             });
         }
-        Ok(Self { inner })
+        Ok(Self { inner, schema: Arc::new(schema.clone()) })
     }
 
     /// The first violation, if any (a quick `is_valid` first: the common case).
@@ -157,7 +256,8 @@ impl SchemaValidator {
             return None;
         }
         let error = self.inner.iter_errors(args).next()?;
-        Some(Violation { pointer: error.instance_path().as_str().to_string(), keyword: error.kind().keyword().to_string() })
+        let detail = schema_detail(&self.schema, &error);
+        Some(Violation::new(error.instance_path().as_str().to_string(), error.kind().keyword(), detail))
     }
 }
 
@@ -202,7 +302,7 @@ impl PathConstraint {
     fn check(&self, root: &Value) -> Option<Violation> {
         let c = &self.checks;
         let non_empty = c.non_empty.unwrap_or(false);
-        let fail = |keyword: &str| Some(Violation { pointer: self.pointer(), keyword: keyword.to_string() });
+        let fail = |keyword: &str, detail: String| Some(Violation::new(self.pointer(), keyword, Some(detail)));
         let mut value = root;
         for segment in &self.path {
             let next = match value {
@@ -213,7 +313,7 @@ impl PathConstraint {
             match next {
                 Some(next) => value = next,
                 // An absent optional value satisfies everything but non_empty.
-                None => return if non_empty { fail("non_empty") } else { None },
+                None => return if non_empty { fail("non_empty", "must be present and not empty".into()) } else { None },
             }
         }
         if non_empty {
@@ -225,34 +325,34 @@ impl PathConstraint {
                 _ => false,
             };
             if empty {
-                return fail("non_empty");
+                return fail("non_empty", "must not be empty".into());
             }
         }
         if let (Some(max), Value::String(s)) = (c.max_length, value) {
             if s.chars().count() as u64 > max {
-                return fail("max_length");
+                return fail("max_length", format!("must have at most {max} characters"));
             }
         }
         if let Some(n) = value.as_f64() {
-            if c.min.is_some_and(|min| n < min) {
-                return fail("min");
+            if let Some(min) = c.min.filter(|&min| n < min) {
+                return fail("min", format!("must be at least {min}"));
             }
-            if c.max.is_some_and(|max| n > max) {
-                return fail("max");
+            if let Some(max) = c.max.filter(|&max| n > max) {
+                return fail("max", format!("must be at most {max}"));
             }
         }
         if let Some(allowed) = &c.allowed_values {
             if !allowed.iter().any(|a| same_value(a, value)) {
-                return fail("allowed_values");
+                return fail("allowed_values", format!("allowed values are {}", listed(allowed)));
             }
         }
         if let Value::Array(items) = value {
             let n = items.len() as u64;
-            if c.min_items.is_some_and(|min| n < min) {
-                return fail("min_items");
+            if let Some(min) = c.min_items.filter(|&min| n < min) {
+                return fail("min_items", format!("must have at least {min} items"));
             }
-            if c.max_items.is_some_and(|max| n > max) {
-                return fail("max_items");
+            if let Some(max) = c.max_items.filter(|&max| n > max) {
+                return fail("max_items", format!("must have at most {max} items"));
             }
         }
         None
@@ -297,7 +397,7 @@ mod tests {
         let v = SchemaValidator::compile(&json!({"type": "object", "properties": {"amount": {"type": "number", "minimum": 0}}})).unwrap();
         assert_eq!(v.check(&json!({"amount": 3})), None);
         let bad = v.check(&json!({"amount": -41.5})).unwrap();
-        assert_eq!(bad, Violation { pointer: "/amount".into(), keyword: "minimum".into() });
+        assert_eq!(bad, Violation { pointer: "/amount".into(), keyword: "minimum".into(), detail: Some("must be at least 0".into()) });
         assert!(!bad.message().contains("41"));
     }
 

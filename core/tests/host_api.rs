@@ -41,7 +41,7 @@ fn tool(name: &str, extra: &str) -> String {
 }
 
 fn decl(tool: &str, mode: HandlerMode) -> HandlerDecl {
-    HandlerDecl { tool: tool.into(), mode, takes_idempotency_key: false }
+    HandlerDecl { tool: tool.into(), mode, takes_idempotency_key: false, function: None }
 }
 
 fn ctx() -> CallContext {
@@ -562,4 +562,64 @@ fn request_answers_each_method_from_named_arguments_and_names_what_is_wrong() {
     assert!(host.request("new_run", &json!({})).unwrap().is_string());
     let unknown = host.request("nope", &json!({})).unwrap_err();
     assert!(format!("{unknown}").contains("unknown host method `nope`"), "{unknown}");
+}
+
+fn load_problems(d: &Path, handlers: Vec<HandlerDecl>) -> Vec<(String, String, Option<usize>)> {
+    let err = Host::load(&d.join("harness.yaml"), HostOptions { handlers, ..HostOptions::default() }).unwrap_err();
+    err.problems.iter().map(|p| (p.code.as_str().to_string(), p.message.clone(), p.line)).collect()
+}
+
+#[test]
+fn issue18_item5_a_handler_ref_that_is_a_typo_of_the_function_given_fails_the_load() {
+    let files = |handler: &str| {
+        let manifest = format!(
+            "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{name: refund_payment}}\nspec:\n  handler: \"{handler}\"\n  description: d\n"
+        );
+        dir("mismatch", &[("harness.yaml", harness("")), ("tools/refund.yaml", manifest)])
+    };
+    let given = |function: &str| vec![HandlerDecl { function: Some(function.into()), ..decl("refund_payment", HandlerMode::Async) }];
+    // A typo of the function's name: refused where the ref is written.
+    let d = files("payments:refundPaymnt");
+    let problems = load_problems(&d, given("refundPayment"));
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let (code, message, line) = &problems[0];
+    assert_eq!((code.as_str(), *line), ("handler_mismatch", Some(5)));
+    assert_eq!(
+        message,
+        "`spec.handler` of `refund_payment` names `refundPaymnt`, but the function given to load() for it is `refundPayment`; did you mean `refundPayment`?"
+    );
+    let d = files("tools.ts#refund_paymnt");
+    assert_eq!(load_problems(&d, given("refund_payment"))[0].0, "handler_mismatch");
+    // The same load passes when the ref names the function, a bound one, the tool, or another name entirely
+    // (a function made by a factory), and when the host gives no name.
+    for (handler, function) in [
+        ("payments:refundPayment", "refundPayment"),
+        ("payments:refundPayment", "bound refundPayment"),
+        ("tools.ts#refund_payment", "handle"),
+        ("payments:refundPaymnt", "makeHandler"),
+        ("payments:refundPaymnt", ""),
+    ] {
+        let d = files(handler);
+        Host::load(&d.join("harness.yaml"), HostOptions { handlers: given(function), ..HostOptions::default() })
+            .unwrap_or_else(|e| panic!("{handler} / {function}: {:?}", e.problems));
+    }
+    let d = files("payments:refundPaymnt");
+    load(&d, vec![decl("refund_payment", HandlerMode::Async)]);
+}
+
+#[test]
+fn issue18_item5_a_handler_under_a_mistyped_name_is_named_on_both_sides() {
+    let d = dir("typo-key", &[("harness.yaml", harness("")), ("tools/refund.yaml", tool("refund_payment", ""))]);
+    let problems = load_problems(&d, vec![decl("refund_paymnet", HandlerMode::Async)]);
+    let messages: Vec<&str> = problems.iter().map(|p| p.1.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "native tool `refund_payment` has no handler; pass one to load() (a handler is registered as `refund_paymnet`)",
+            "a handler is registered for `refund_paymnet` but no manifest declares it (tools.require_manifest); did you mean `refund_payment`?",
+        ]
+    );
+    // Names not near each other get no hint.
+    let problems = load_problems(&d, vec![decl("ship_order", HandlerMode::Async)]);
+    assert!(problems.iter().all(|p| !p.1.contains("did you mean") && !p.1.contains("registered as")), "{problems:?}");
 }

@@ -332,7 +332,7 @@ fn harness_describe_shows_every_section() {
         serde_json::json!({
             "name": "full",
             "mode": "test",
-            "tools": {"manifests": ["tools/*.yaml"], "require_manifest": false, "max_output_bytes": 1234, "approval_by_risk": ["high", "critical"]},
+            "tools": {"manifests": ["tools/*.yaml"], "require_manifest": false, "require_pins": false, "max_output_bytes": 1234, "approval_by_risk": ["high", "critical"]},
             "policy": {
                 "layers": [{"name": "harness", "mode": "enforce", "default": "allow", "file": null}],
                 "rules": [

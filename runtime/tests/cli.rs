@@ -557,3 +557,27 @@ fn approvals_cli_refuses_self_approval() {
         }
     }
 }
+
+#[test]
+fn issue18_item5_doctor_says_how_to_require_pins_and_require_pins_refuses_unpinned_tools() {
+    let dir = shop();
+    let h = dir.join("harness.yaml");
+    let (code, out, _) = run(&["doctor", h.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("hint: to refuse unpinned tools at load, set `require_pins: true` under `spec.tools:` in harness.yaml"), "{out}");
+    // Turned on: each unpinned manifest is a load problem at its place, with the digest to pin.
+    fs::write(&h, format!("{HARNESS}    require_pins: true\n")).unwrap();
+    let digest = {
+        fs::write(dir.join("h2.yaml"), HARNESS).unwrap();
+        Harness::load(dir.join("h2.yaml")).unwrap().tool("lookup").unwrap().digest().to_string()
+    };
+    let (code, out, _) = run(&["doctor", h.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out.matches("[unpinned]").count(), 2, "{out}");
+    assert!(out.contains(&format!("tools/lookup.yaml:8:5: spec.definition_digest: tool `lookup` is not pinned and the harness requires pins (`spec.tools.require_pins`); add `definition_digest: \"{digest}\"` under `spec:` or run `harnessweaver tools pin`")), "{out}");
+    // Pinned, it loads and doctor has nothing to hint.
+    assert_eq!(run(&["tools", "pin", h.to_str().unwrap()]).0, 0);
+    let (code, out, _) = run(&["doctor", h.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("hint:") && !out.contains("warning"), "{out}");
+}

@@ -173,6 +173,7 @@ fn run_scenario(path: &Path) {
             tool: tool.clone(),
             mode: if b.get("sleep_ms").is_some() { HandlerMode::CallerThread } else { HandlerMode::Abandonable },
             takes_idempotency_key: true,
+            function: None,
         })
         .collect();
     let options = HostOptions {

@@ -139,6 +139,17 @@ def test_typescript_page_runs_against_the_installed_tarballs(tmp_path: Path) -> 
     # The CLI the main package links.
     done = run(["npx", "--no-install", "harnessweaver", "doctor"], work, env)
     assert "2 tools loaded" in done.stdout, done.stdout
+    # `add tool` with the TypeScript the page installed (npm's latest: 7, the native compiler).
+    typescript = json.loads((work / "node_modules" / "typescript" / "package.json").read_text(encoding="utf-8"))
+    (work / "quote.ts").write_text(
+        "/** Quote a price. */\nexport function quote(args: {\n  /** The SKU. */\n  sku: string\n  qty?: number\n}) {\n"
+        "  return { sku: args.sku, qty: args.qty ?? 1 }\n}\n",
+        encoding="utf-8",
+    )
+    added = run(["npx", "--no-install", "harnessweaver", "add", "tool", "./quote.ts#quote"], work, env)
+    assert "tool `quote` pinned at sha256:" in added.stdout, (typescript["version"], added.stdout)
+    manifest = json.loads((work / "tools" / "quote.json").read_text(encoding="utf-8"))
+    assert manifest["spec"]["input_schema"]["properties"]["sku"] == {"type": "string", "description": "The SKU."}, manifest
 
 
 def test_npm_without_the_platform_package_says_so(tmp_path: Path) -> None:

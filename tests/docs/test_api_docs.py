@@ -20,8 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "bindings-python" / "python" / "harnessweaver"
-# The public modules: the stub of the native module, the package, its governor and cel-lite.
-MODULES = ["_native.pyi", "__init__.py", "_governor.py", "cel_lite.py"]
+# The public modules: the stub of the native module, the package, its governor, its types and cel-lite.
+MODULES = ["_native.pyi", "__init__.py", "_governor.py", "_types.py", "cel_lite.py"]
 # The framework adapters' public modules (docs/adapters.md).
 ADAPTERS = sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "adapters").glob("*.py")
                   if p.name == "__init__.py" or not p.name.startswith("_"))
@@ -62,6 +62,11 @@ def test_every_exported_python_name_is_defined_in_a_checked_module() -> None:
     for module in MODULES:
         tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
         defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        # Type aliases count with a docstring below them (`JSONValue = Union[...]` then `"""..."""`).
+        for node, after in zip(tree.body, tree.body[1:]):
+            documented = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)
+            if isinstance(node, ast.Assign) and documented:
+                defined |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     # Aliases and submodules: `Tool = ToolDescription`, `cel_lite`.
     aliases = {"Tool": "ToolDescription", "cel_lite": None}
     unchecked = [n for n in hw.__all__ if n not in defined and n not in aliases]

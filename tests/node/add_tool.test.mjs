@@ -16,6 +16,8 @@ import { hw, ROOT } from './fixture_support.mjs'
 const HERE = dirname(fileURLToPath(import.meta.url))
 const BIN = join(ROOT, 'bindings-node', 'bin', 'harnessweaver.js')
 const TYPESCRIPT = join(ROOT, 'bindings-node', 'node_modules', 'typescript')
+// TypeScript 7 (the native compiler, what `npm install typescript` gives now): a devDependency alias.
+const TYPESCRIPT7 = join(ROOT, 'bindings-node', 'node_modules', 'typescript7')
 const HARNESS = `# The shop's harness: tools come from \`npx harnessweaver add tool\`.
 apiVersion: harnessweaver/v1
 kind: Harness
@@ -42,7 +44,7 @@ function cli(cwd, ...args) {
   return { code: r.status, out: r.stdout, err: r.stderr }
 }
 
-/** A project with tools.ts, a harness and `typescript` installed (linked). */
+/** A project with tools.ts, a harness and `typescript` installed (linked; `typescript` may name which). */
 function project({ typescript = true } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'hw-add-tool-'))
   copyFileSync(join(HERE, 'add_tool', 'tools.ts'), join(dir, 'tools.ts'))
@@ -51,7 +53,7 @@ function project({ typescript = true } = {}) {
   writeFileSync(join(dir, 'other', 'ping.yaml'), 'apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {name: ping}\nspec:\n  handler: "x:y"\n')
   if (typescript) {
     mkdirSync(join(dir, 'node_modules'))
-    symlinkSync(TYPESCRIPT, join(dir, 'node_modules', 'typescript'), 'dir')
+    symlinkSync(typescript === true ? TYPESCRIPT : typescript, join(dir, 'node_modules', 'typescript'), 'dir')
   }
   return dir
 }
@@ -109,13 +111,13 @@ test('schemas come from the types and JSDoc', () => {
   })
   assert.equal(h.tool('lookupOrder').input_schema.properties.orderId.description, "The order's id, like `A-1001`.")
   const status = h.tool('setOrderStatus').input_schema.properties
-  assert.deepEqual(status.status, { type: 'string', enum: ['pending', 'shipped', 'cancelled'] })
+  assert.deepEqual(status.status, { type: 'string', enum: ['cancelled', 'pending', 'shipped'] })
   assert.deepEqual(status.priority, { type: 'integer', enum: [1, 2, 3] })
   const shipment = h.tool('createShipment').input_schema.properties
   assert.deepEqual(shipment.address.required, ['street', 'city', 'country'])
   assert.equal(shipment.address.properties.country.description, 'ISO 3166 country code.')
   assert.deepEqual(shipment.options, { type: 'object', additionalProperties: { type: 'boolean' } })
-  assert.deepEqual(h.tool('bulkUpdatePrices').input_schema.properties.currency, { type: 'string', enum: ['USD', 'EUR'], default: 'USD' })
+  assert.deepEqual(h.tool('bulkUpdatePrices').input_schema.properties.currency, { type: 'string', enum: ['EUR', 'USD'], default: 'USD' })
   const quote = h.tool('quoteShipping').input_schema.properties
   assert.deepEqual(quote.dimsCm, { type: 'array', prefixItems: [{ type: 'number' }, { type: 'number' }, { type: 'number' }], minItems: 3, maxItems: 3 })
   assert.deepEqual(quote.insured, { type: ['boolean', 'null'] })
@@ -163,6 +165,23 @@ test('good arguments run the function, bad ones are refused before it runs', asy
     const r = await h.call(name, args, { principal: PRINCIPAL, raiseOnRefusal: false })
     assert.deepEqual([r.decision, r.code, r.step], ['refused', 'invalid_args', 'validate'], `${name} ${JSON.stringify(args)}`)
   }
+})
+
+test('TypeScript 7 writes the same manifests as TypeScript 6, JSDoc of inline type literals included', () => {
+  assert.match(JSON.parse(readFileSync(join(TYPESCRIPT7, 'package.json'), 'utf8')).version, /^7\./)
+  const dir7 = project({ typescript: TYPESCRIPT7 })
+  for (const [name, risk, side] of TOOLS) {
+    const r = cli(dir7, 'add', 'tool', `./tools.ts#${name}`, '--risk', risk, '--side-effect', side)
+    assert.equal(r.code, 0, r.out + r.err)
+    assert.equal(readFileSync(join(dir7, 'tools', `${name}.json`), 'utf8'), readFileSync(join(dir, 'tools', `${name}.json`), 'utf8'), name)
+  }
+  const lookup = JSON.parse(readFileSync(join(dir7, 'tools', 'lookupOrder.json'), 'utf8'))
+  assert.equal(lookup.spec.input_schema.properties.orderId.description, "The order's id, like `A-1001`.")
+  // What cannot be described says so, as with TypeScript 6, with no stack trace.
+  const date = cli(dir7, 'add', 'tool', './tools.ts#exportReport')
+  assert.equal(date.code, 1)
+  assert.match(date.out, /parameter `args`\.since: `Date` has no JSON form.*\[unsupported_type\]/)
+  assert.doesNotMatch(date.out + date.err, /\n\s+at /)
 })
 
 test('adding again changes nothing; a different manifest needs --force', () => {

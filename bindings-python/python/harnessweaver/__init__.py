@@ -36,11 +36,12 @@ from ._native import (
     definition_digest,
     sanitize,
 )
+from ._types import JSONObject, JSONValue, PrincipalDict
 
 __all__ = [
     "ApprovalDenied", "ApprovalRequired", "CallResult", "DigestMismatch", "FlowBlocked", "HandlerOverrun", "Harness",
-    "HarnessweaverError", "InvalidArgumentError", "InvalidArguments", "InvalidValueError", "LimitExceeded", "LoadError",
-    "OutputRejected", "PolicyDenied", "Principal", "Problem", "Run", "Tool", "ToolBlocked", "ToolDescription", "ToolFailed",
+    "HarnessweaverError", "InvalidArgumentError", "InvalidArguments", "InvalidValueError", "JSONObject", "JSONValue",
+    "LimitExceeded", "LoadError", "OutputRejected", "PolicyDenied", "Principal", "PrincipalDict", "Problem", "Run", "Tool", "ToolBlocked", "ToolDescription", "ToolFailed",
     "ToolNotFound", "canonical_json", "cel_lite", "definition_digest", "inline", "inspect", "load", "sanitize", "serve_mcp",
 ]  # fmt: skip
 
@@ -132,6 +133,12 @@ def inspect(path: Union[str, "os.PathLike[str]"]) -> Harness:
     return Harness(os.fspath(path), {}, (), None, None, inspect_only=True)
 
 
-def serve_mcp(harness: Harness, *, http: Optional[str] = None, principal: Any = None, tenant: Optional[str] = None) -> None:
+def serve_mcp(
+    harness: Harness,
+    *,
+    http: Optional[str] = None,
+    principal: Optional[Union[Principal, PrincipalDict]] = None,
+    tenant: Optional[str] = None,
+) -> None:
     """Serves the harness's tools over MCP, every call governed (docs/gateway.md)."""
     _native.serve_mcp(harness, http, principal, tenant)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import List, Optional
 
@@ -25,6 +26,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             "`harnessweaver add tool module:function` (see `harnessweaver add tool --help`)\n"
         )
         return 2
+    # `doctor` imports the manifests' handlers in a child process of this Python.
+    os.environ.setdefault("HARNESSWEAVER_PYTHON", sys.executable)
     return _native.cli_run(args)
 
 

@@ -22,10 +22,11 @@ import os
 import site
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._native import CallResult, Principal, Ticket
+from ._types import PrincipalDict
 
 __all__ = ["Harness", "Run", "inline"]
 
@@ -214,7 +215,7 @@ class Run:
 
     __slots__ = ("_harness", "id", "principal", "tenant", "task")
 
-    def __init__(self, harness: "Harness", run_id: str, principal: Any, tenant: Optional[str], task: Optional[str]) -> None:
+    def __init__(self, harness: "Harness", run_id: str, principal: Principal, tenant: Optional[str], task: Optional[str]) -> None:
         self._harness, self.id, self.principal, self.tenant, self.task = harness, run_id, principal, tenant, task
 
     @property
@@ -282,7 +283,7 @@ class Harness(_native.Host):
         """The tool called ``name``, or None."""
         return next((t for t in self.tools if t.name == name), None)
 
-    def run(self, *, principal: Any, tenant: Optional[str] = None, task: Optional[str] = None) -> Run:
+    def run(self, *, principal: Union[Principal, PrincipalDict], tenant: Optional[str] = None, task: Optional[str] = None) -> Run:
         """Starts a run: its calls share labels, budgets and the run id."""
         return Run(
             self,
@@ -293,13 +294,28 @@ class Harness(_native.Host):
         )
 
     async def acall(
-        self, tool: str, args: Optional[Mapping[str, Any]] = None, *, raise_on_refusal: bool = True, **context: Any
+        self,
+        tool: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        principal: Union[Principal, PrincipalDict],
+        tenant: Optional[str] = None,
+        task: Optional[str] = None,
+        run: Any = None,
+        approval: Any = None,
+        raise_on_refusal: bool = True,
     ) -> CallResult:
         """:meth:`call` for asyncio: async handlers are awaited under the deadline."""
-        return self.deliver(await self._ainvoke(self.begin(tool, args, **context)), raise_on_refusal)
+        ticket = self.begin(tool, args, principal=principal, tenant=tenant, task=task, run=run, approval=approval)
+        return self.deliver(await self._ainvoke(ticket), raise_on_refusal)
 
     async def aapprove(
-        self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None, raise_on_refusal: bool = True
+        self,
+        id: Any,
+        *,
+        approver: Union[Principal, PrincipalDict],
+        args: Optional[Mapping[str, Any]] = None,
+        raise_on_refusal: bool = True,
     ) -> CallResult:
         """:meth:`approve` for asyncio."""
         return self.deliver(await self._ainvoke(self.approve_and_begin(id, approver=approver, args=args)), raise_on_refusal)

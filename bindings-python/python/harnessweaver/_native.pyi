@@ -5,6 +5,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from typing_extensions import disjoint_base
 
+from harnessweaver._types import JSONObject, JSONValue, PrincipalDict
+
 # The module's exports (stubtest checks them against the module's own __all__).
 __all__ = [
     "HarnessweaverError",
@@ -150,7 +152,7 @@ class ApprovalRequired(ToolBlocked):
     """Step 7: the call waits for a human; ``approval`` is the pending approval."""
 
     @property
-    def approval(self) -> Dict[str, Any]:
+    def approval(self) -> JSONObject:
         """The pending approval ``{id, tool, args_digest, approver_role, reasons, expires_ms, …}``."""
 
 class ApprovalDenied(ToolBlocked):
@@ -278,9 +280,9 @@ class Principal:
     def scopes(self) -> List[str]:
         """Permissions; a tool's ``scopes`` must all be held (step 4)."""
     @property
-    def attrs(self) -> Dict[str, Any]:
+    def attrs(self) -> JSONObject:
         """Anything else policy rules may read."""
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The principal as a plain dict (what cel-lite sees as ``principal``)."""
 
 @final
@@ -292,7 +294,7 @@ class Ticket:
     route: str
     """``sync``, ``inline``, ``async`` (a host handler) or ``transport`` (the core runs it)."""
     @property
-    def args(self) -> Dict[str, Any]:
+    def args(self) -> JSONObject:
         """The validated arguments (a fresh dict each time)."""
     @property
     def idempotency_key(self) -> str:
@@ -333,13 +335,13 @@ class CallResult:
     def run_id(self) -> str:
         """The run the call belongs to."""
     @property
-    def output(self) -> Any:
+    def output(self) -> JSONValue:
         """The cleaned output (allowed calls): sanitized, cut to ``max_bytes``; None otherwise."""
     @property
-    def output_report(self) -> Optional[Dict[str, Any]]:
+    def output_report(self) -> Optional[JSONObject]:
         """What the output policy did (allowed calls): ``{truncated, redactions, label}``."""
     @property
-    def approval(self) -> Optional[Dict[str, Any]]:
+    def approval(self) -> Optional[JSONObject]:
         """The pending approval (pending calls): ``{id, tool, args_digest,
         approver_role, reasons, expires_ms, …}``."""
     @property
@@ -352,13 +354,13 @@ class CallResult:
     def labels(self) -> Dict[str, bool]:
         """The run's labels after the call: ``{"private": bool, "untrusted": bool}``."""
     @property
-    def would_refuse(self) -> List[Dict[str, Any]]:
+    def would_refuse(self) -> List[JSONObject]:
         """What policy rules in shadow mode would have refused (the call went on):
         ``{code, step, layer, rule}`` each."""
     def to_model(self) -> str:
         """The text to hand back to the model: the output's compact JSON (or its
         text), or ``[tool call refused: CODE] message``."""
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The whole result as a plain dict (the core's JSON form)."""
     def to_json(self) -> str:
         """The core's JSON text of the result (what the fixtures compare across languages)."""
@@ -392,7 +394,7 @@ class Host:
         tool: str,
         args: Optional[Mapping[str, Any]] = None,
         *,
-        principal: Any,
+        principal: Union[Principal, PrincipalDict],
         tenant: Optional[str] = None,
         task: Optional[str] = None,
         run: Any = None,
@@ -410,7 +412,7 @@ class Host:
         tool: str,
         args: Optional[Mapping[str, Any]] = None,
         *,
-        principal: Any,
+        principal: Union[Principal, PrincipalDict],
         tenant: Optional[str] = None,
         task: Optional[str] = None,
         run: Any = None,
@@ -431,32 +433,41 @@ class Host:
     def deliver(result: CallResult, raise_on_refusal: bool = True) -> CallResult:
         """Raises the :class:`ToolBlocked` subclass of a refused or pending ``result`` when asked."""
     def approve(
-        self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None, raise_on_refusal: bool = True
+        self,
+        id: Any,
+        *,
+        approver: Union[Principal, PrincipalDict],
+        args: Optional[Mapping[str, Any]] = None,
+        raise_on_refusal: bool = True,
     ) -> CallResult:
         """Grants approval ``id`` (``approver`` must hold the approver role) and runs the
         approved call (with the approver's edited ``args``, checked from step 1 again).
         Raises :class:`InvalidArgumentError` (``unknown_approval``, ``approval_not_pending``,
         ``approval_expired``, ``approver_not_allowed``)."""
-    def approve_and_begin(self, id: Any, *, approver: Any, args: Optional[Mapping[str, Any]] = None) -> Union[Ticket, CallResult]:
+    def approve_and_begin(
+        self, id: Any, *, approver: Union[Principal, PrincipalDict], args: Optional[Mapping[str, Any]] = None
+    ) -> Union[Ticket, CallResult]:
         """Grants approval ``id`` and begins the approved call (steps 1–7)."""
-    def grant(self, id: Any, *, approver: Any) -> Dict[str, Any]:
+    def grant(self, id: Any, *, approver: Union[Principal, PrincipalDict]) -> JSONObject:
         """Grants approval ``id`` without running the call; returns the approval."""
-    def deny(self, id: Any, reason: str = "", *, by: Any) -> Dict[str, Any]:
+    def deny(self, id: Any, reason: str = "", *, by: Union[Principal, PrincipalDict]) -> JSONObject:
         """Denies approval ``id``; returns it."""
-    def approvals(self) -> List[Dict[str, Any]]:
+    def approvals(self) -> List[JSONObject]:
         """Approvals waiting for a human, or granted and not yet used."""
     def explain(
         self,
         tool: str,
         args: Optional[Mapping[str, Any]] = None,
         *,
-        principal: Any,
+        principal: Union[Principal, PrincipalDict],
         tenant: Optional[str] = None,
         task: Optional[str] = None,
         run: Any = None,
-    ) -> Dict[str, Any]:
+    ) -> JSONObject:
         """Each step's verdict for this call without running it or changing state; ``"text"`` is a readable form."""
-    def tool_specs(self, format: str = "openai", principal: Any = None, tenant: Optional[str] = None) -> List[Dict[str, Any]]:
+    def tool_specs(
+        self, format: str = "openai", principal: Optional[Union[Principal, PrincipalDict]] = None, tenant: Optional[str] = None
+    ) -> List[JSONObject]:
         """The tools as model APIs take them (``openai``, ``anthropic``, ``mcp``), leaving out tools
         ``principal`` in ``tenant`` can never call. Raises ``invalid_format``."""
     def new_run(self) -> str:
@@ -468,6 +479,11 @@ class Host:
     def request(self, method: str, args: Optional[Mapping[str, Any]] = None) -> Any:
         """The core's host method ``method`` with its named arguments (``effects``, ``resolve_effect``, ``compensate``, ...)."""
 
-def serve_mcp(host: Host, http: Optional[str] = None, principal: Any = None, tenant: Optional[str] = None) -> None:
+def serve_mcp(
+    host: Host,
+    http: Optional[str] = None,
+    principal: Optional[Union[Principal, PrincipalDict]] = None,
+    tenant: Optional[str] = None,
+) -> None:
     """Serves the harness over MCP (blocking): stdio, or streamable HTTP at ``http``.
     Raises :class:`InvalidArgumentError` (``invalid_argument``, ``gateway_failed``)."""

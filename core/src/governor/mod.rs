@@ -743,6 +743,17 @@ impl Governor {
         }
     }
 
+    /// `; did you mean `x`?` for the callable tool nearest to the unknown
+    /// name `tool`: only tools this caller could ever call are offered, so
+    /// the hint shows no more than its tool list does.
+    pub(crate) fn nearest_callable(&self, tool: &str, ctx: &CallContext) -> String {
+        let mut names: Vec<&str> =
+            self.index.keys().map(String::as_str).filter(|n| self.can_ever_call(n, Some(&ctx.principal), ctx.tenant.as_deref())).collect();
+        // The index is a hash map: sorted, a tie goes to the same name every time.
+        names.sort_unstable();
+        crate::suggest::hint(tool, names)
+    }
+
     /// Whether `principal` in `tenant` could ever call `tool`: it exists, is
     /// enabled for the tenant, the principal holds its scopes, and no
     /// unconditional enforced deny (or a layer's default deny with no allow

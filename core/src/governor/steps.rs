@@ -123,7 +123,8 @@ impl Governor {
             if self.unmanifested.iter().any(|n| n == tool) {
                 return Err(refused(RefusalCode::NoManifest, Step::Resolve, format!("`{tool}` has no manifest and cannot run")));
             }
-            return Err(refused(RefusalCode::UnknownTool, Step::Resolve, format!("no tool named `{tool}`")));
+            let hint = self.nearest_callable(tool, ctx);
+            return Err(refused(RefusalCode::UnknownTool, Step::Resolve, format!("no tool named `{tool}`{hint}")));
         };
         let Some(rt) = self.tools.get(index) else {
             return Err(refused(RefusalCode::NoManifest, Step::Resolve, format!("`{tool}` has no manifest")));
@@ -153,7 +154,7 @@ impl Governor {
         }
         if let Some(v) = rt.validator.check(args).or_else(|| rt.input_constraints.check(args)) {
             let mut r = Refusal::new(RefusalCode::InvalidArgs, Step::Validate, v.message());
-            r.reasons.push(format!("{} {}", v.pointer, v.keyword));
+            r.reasons.push(format!("{} {}", v.at(), v.keyword));
             return Err(Stop::Refused(r));
         }
         call.trace.pass(Step::Validate, || {

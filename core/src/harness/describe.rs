@@ -45,6 +45,7 @@ impl Harness {
             "tools": {
                 "manifests": s.tools.manifests,
                 "require_manifest": s.tools.require_manifest,
+                "require_pins": s.tools.require_pins,
                 "max_output_bytes": s.tools.max_output_bytes,
                 "approval_by_risk": s.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r)).collect::<Vec<_>>(),
             },

@@ -136,7 +136,7 @@ pub(crate) fn parse(node: &Node, cx: &mut Checker) -> GatewaySpec {
 }
 
 /// `{principal, tenant}` (plus the `extra` keys the caller reads itself).
-fn identity(node: &Node, cx: &mut Checker, path: &str, extra: &[&str]) -> Option<IdentitySpec> {
+fn identity(node: &Node, cx: &mut Checker, path: &str, extra: &[&'static str]) -> Option<IdentitySpec> {
     let mut m = cx.map(node, path)?;
     for key in extra {
         let _ = m.get_raw(key);

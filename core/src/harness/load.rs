@@ -26,11 +26,18 @@ impl Harness {
     /// A directory stands for the `harness.yaml` inside it.
     pub fn load(path: impl AsRef<Path>) -> Result<Harness, Error> {
         // Manifests that share an input schema share its compiled form.
-        crate::validate::with_compile_cache(|| Self::load_uncached(path.as_ref(), crate::parallel::parallelism()))
+        crate::validate::with_compile_cache(|| Self::load_uncached(path.as_ref(), crate::parallel::parallelism(), true))
     }
 
-    /// Loads with manifests checked on up to `threads` threads.
-    fn load_uncached(given: &Path, threads: usize) -> Result<Harness, Error> {
+    /// [`Harness::load`] without `spec.tools.require_pins`: for the commands
+    /// that pin (`tools pin`, `tools add`), which must load what they pin.
+    pub fn load_to_pin(path: impl AsRef<Path>) -> Result<Harness, Error> {
+        crate::validate::with_compile_cache(|| Self::load_uncached(path.as_ref(), crate::parallel::parallelism(), false))
+    }
+
+    /// Loads with manifests checked on up to `threads` threads; `pins`:
+    /// whether `spec.tools.require_pins` applies.
+    fn load_uncached(given: &Path, threads: usize, pins: bool) -> Result<Harness, Error> {
         let joined;
         let path = if given.is_dir() {
             joined = given.join("harness.yaml");
@@ -66,6 +73,7 @@ impl Harness {
         let Some((mut spec, globs, layer_files)) = spec else {
             return Err(Error::Load(manifest::nonempty(problems)));
         };
+        spec.tools.require_pins &= pins;
         for lf in layer_files {
             problems.append(&mut load_layer_file(&dir, &lf, &file_name, &mut spec));
         }
@@ -140,6 +148,15 @@ pub(crate) fn confusable_message(name: &str, file: &str, other: &str, other_file
     )
 }
 
+/// The `unpinned` message: the digest to pin, and the two ways to pin it.
+fn unpinned_message(tool: &Tool) -> String {
+    format!(
+        "tool `{}` is not pinned and the harness requires pins (`spec.tools.require_pins`); add `definition_digest: \"{}\"` under `spec:` or run `harnessweaver tools pin`",
+        tool.name(),
+        tool.digest()
+    )
+}
+
 /// One manifest file, read, parsed and checked on its own.
 struct CheckedFile {
     /// The file relative to the harness directory.
@@ -178,6 +195,12 @@ fn check_manifest_file(dir: &Path, file: &Path, spec: &HarnessSpec) -> CheckedFi
                         let clean = mcx.problems.is_empty();
                         tool = Tool::build(parsed, Some(rel.clone()), Some(file.to_path_buf()), spec.tools.max_output_bytes, &mut mcx)
                             .map(|t| (t, clean));
+                        if spec.tools.require_pins {
+                            if let Some((t, _)) = tool.as_ref().filter(|(t, _)| t.pin() == manifest::PinState::Unpinned) {
+                                let at = node.get("spec").map_or(node.pos, |s| s.pos);
+                                mcx.report("unpinned", at, "spec.definition_digest", unpinned_message(t));
+                            }
+                        }
                     }
                 }
             }
@@ -424,16 +447,16 @@ mod tests {
         let root = std::env::temp_dir().join(format!("hw-parallel-load-{}", std::process::id()));
         let n = crate::parallel::PARALLEL_MIN_ITEMS * 2 + 5;
         let clean = write_harness(&root, n, false);
-        let one = Harness::load_uncached(&clean, 1).unwrap();
-        let many = Harness::load_uncached(&clean, 4).unwrap();
+        let one = Harness::load_uncached(&clean, 1, true).unwrap();
+        let many = Harness::load_uncached(&clean, 4, true).unwrap();
         assert_eq!(one.tools().len(), n);
         let summary =
             |h: &Harness| h.tools().iter().map(|t| (t.name().to_string(), t.file().map(str::to_string), t.digest().to_string())).collect::<Vec<_>>();
         assert_eq!(summary(&one), summary(&many));
 
         let broken = write_harness(&root, n, true);
-        let one = Harness::load_uncached(&broken, 1).unwrap_err().problems().to_vec();
-        let many = Harness::load_uncached(&broken, 3).unwrap_err().problems().to_vec();
+        let one = Harness::load_uncached(&broken, 1, true).unwrap_err().problems().to_vec();
+        let many = Harness::load_uncached(&broken, 3, true).unwrap_err().problems().to_vec();
         let _ = std::fs::remove_dir_all(&root);
         let codes: HashSet<&str> = one.iter().map(|p| p.code.as_str()).collect();
         assert!(codes.contains("duplicate_tool") && codes.contains("yaml_syntax") && codes.len() >= 4, "{codes:?}");

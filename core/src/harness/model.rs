@@ -23,6 +23,9 @@ pub struct ToolsSettings {
     pub manifests: Vec<String>,
     /// Every tool, including tools registered in code, needs a manifest (default true).
     pub require_manifest: bool,
+    /// Every manifest needs a matching `definition_digest`: an unpinned tool
+    /// fails the load with `unpinned` (default false; issue 18).
+    pub require_pins: bool,
     /// The default `output.max_bytes` (default 100000).
     pub max_output_bytes: u64,
     /// Risks whose calls always need approval.

@@ -39,6 +39,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
     let mut tools = ToolsSettings {
         manifests: Vec::new(),
         require_manifest: true,
+        require_pins: false,
         max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
         approval_by_risk: Vec::new(),
         require_lock: false,
@@ -71,6 +72,9 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
             }
             if let Some(n) = t.get("require_lock") {
                 tools.require_lock = cx.boolean(n, "spec.tools.require_lock").unwrap_or(false);
+            }
+            if let Some(n) = t.get("require_pins") {
+                tools.require_pins = cx.boolean(n, "spec.tools.require_pins").unwrap_or(false);
             }
             if let Some(n) = t.get("max_output_bytes") {
                 tools.max_output_bytes = cx.positive(n, "spec.tools.max_output_bytes").unwrap_or(DEFAULT_MAX_OUTPUT_BYTES);

@@ -175,7 +175,7 @@ fn parse_examples(node: &Node, cx: &mut Checker, base: &str) -> Vec<PolicyExampl
             let path = format!("{base}.{key}[{i}]");
             let Some(mut c) = cx.map(item, &path) else { continue };
             let tool = c.require(cx, "tool").and_then(|n| cx.string(n, &format!("{path}.tool")));
-            let mut json_of = |field: &str, default: serde_json::Value, cx: &mut Checker| match c.get(field) {
+            let mut json_of = |field: &'static str, default: serde_json::Value, cx: &mut Checker| match c.get(field) {
                 None => Some(default),
                 Some(n) => match n.to_json() {
                     Ok(v) => Some(v),

@@ -39,6 +39,52 @@ pub struct HandlerDecl {
     pub mode: HandlerMode,
     /// It takes the idempotency key (Python: an `idempotency_key` parameter).
     pub takes_idempotency_key: bool,
+    /// The function's own name, where the host language has one (a JS
+    /// function's `name`): a manifest whose `handler` names another function
+    /// fails the load with `handler_mismatch`. `None` checks nothing.
+    pub function: Option<String>,
+}
+
+/// The function a `handler` ref names: what follows the last `:` or `#`, and
+/// of that the last `.` segment (`pkg.tools:Api.refund` → `refund`).
+fn handler_function(text: &str) -> &str {
+    let after = text.rsplit([':', '#']).next().unwrap_or(text);
+    after.rsplit('.').next().unwrap_or(after)
+}
+
+/// `handler_mismatch` for each tool whose manifest `handler` names a
+/// function that is near, but not equal, to the one the host gave for it: a
+/// typo in a ref the host does not import (Node takes functions by tool
+/// name) would otherwise pass silently. A ref naming the function or the
+/// tool, a function with no name, or a name not near (a handler made by a
+/// factory, `handle`) passes.
+fn handler_mismatches(dir: &Path, tools: &[Tool], decls: &[HandlerDecl], problems: &mut Vec<Problem>) {
+    for decl in decls {
+        let Some(given) = decl.function.as_deref().map(|f| f.strip_prefix("bound ").unwrap_or(f)).filter(|f| !f.is_empty()) else {
+            continue;
+        };
+        let Some(tool) = tools.iter().find(|t| t.name() == decl.tool) else { continue };
+        let Some(text) = tool.manifest().handler.as_deref().filter(|h| !h.is_empty()) else { continue };
+        let named = handler_function(text);
+        if named == given || named == decl.tool || given == "anonymous" {
+            continue;
+        }
+        // Near the function's name only: a ref is often the tool's name in
+        // camelCase, which is near the tool's name whatever the function is.
+        if crate::suggest::nearest(named, [given]).is_none() {
+            continue;
+        }
+        problems.push(located(
+            dir,
+            tool.file(),
+            &["spec", "handler"],
+            "handler_mismatch",
+            format!(
+                "`spec.handler` of `{}` names `{named}`, but the function given to load() for it is `{given}`; did you mean `{given}`?",
+                tool.name()
+            ),
+        ));
+    }
 }
 
 /// A manifest's `handler: module:function`, for the host to import.
@@ -261,6 +307,16 @@ fn resolve_refs(
     }
 }
 
+/// What a load through `resolver` would report about the harness's handler
+/// refs (`handler_import_failed`, each at its manifest's `spec.handler`), with
+/// no handler given in code: `doctor`'s check of the Python handlers.
+pub fn handler_ref_problems(harness: &Harness, resolver: &mut dyn HandlerResolver) -> Vec<Problem> {
+    let files: Vec<&Tool> = harness.tools().iter().collect();
+    let (mut given, mut problems) = (HashMap::new(), Vec::new());
+    resolve_refs(harness, &files, &mut given, resolver, &mut problems);
+    problems
+}
+
 impl Host {
     /// Reads harness.yaml and its manifests once, resolves handler refs,
     /// checks handlers against manifests, applies `audit_callback_missing`,
@@ -287,6 +343,7 @@ impl Host {
             let files: Vec<&Tool> = harness.tools().iter().collect();
             resolve_refs(&harness, &files, &mut handlers, resolver, &mut problems);
         }
+        handler_mismatches(harness.dir(), harness.tools(), &options.handlers, &mut problems);
         let all: Vec<&Tool> = harness.tools().iter().chain(extra.iter()).collect();
         if options.audit.is_none() && harness.spec().audit_sink == AuditSink::Callback {
             problems.push(located(

@@ -35,7 +35,8 @@ pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
 pub use load::{
-    handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Resolved, TestOptions,
+    handler_ref_problems, handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource,
+    Resolved, TestOptions,
 };
 pub use request::{request, tables, ERROR_CLASSES, METHODS};
 pub use values::{value_error, value_of_text};

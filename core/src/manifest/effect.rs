@@ -111,7 +111,7 @@ pub(crate) fn parse_effect(node: Option<&Node>, cx: &mut Checker) -> EffectField
         .and_then(|n| cx.choice(n, "spec.effect.kind", &[("none", EffectKind::None), ("external_write", EffectKind::ExternalWrite)]));
     let retry_node = m.get("retry_mode");
     let retry_mode = retry_node.and_then(|n| cx.choice(n, "spec.effect.retry_mode", RetryMode::ALL));
-    let mut name = |cx: &mut Checker, key: &str| -> Option<String> {
+    let mut name = |cx: &mut Checker, key: &'static str| -> Option<String> {
         let path = format!("spec.effect.{key}");
         let n = m.get(key)?;
         let s = cx.string(n, &path)?;

@@ -246,7 +246,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         .unwrap_or(SideEffect::None);
     let risk = spec.get("risk").and_then(|n| cx.choice(n, "spec.risk", RISKS)).unwrap_or(Risk::Low);
     let egress_declared = spec.get("egress").is_some();
-    let mut list = |cx: &mut Checker, key: &str| {
+    let mut list = |cx: &mut Checker, key: &'static str| {
         let path = format!("spec.{key}");
         spec.get(key).and_then(|n| cx.strings(n, &path)).unwrap_or_default()
     };
@@ -328,7 +328,7 @@ fn is_env_name(s: &str) -> bool {
 fn field_for(
     cx: &mut Checker,
     spec: &mut MapReader<'_>,
-    key: &str,
+    key: &'static str,
     known: bool,
     transport: Transport,
     for_transports: &[Transport],
@@ -419,7 +419,7 @@ fn parse_limits(node: &Node, cx: &mut Checker) -> CodeLimits {
 
 fn parse_rate_limit(node: &Node, cx: &mut Checker) -> Option<RateLimit> {
     let mut m = cx.map(node, "spec.rate_limit")?;
-    let mut rate = |cx: &mut Checker, key: &str| -> Option<Rate> {
+    let mut rate = |cx: &mut Checker, key: &'static str| -> Option<Rate> {
         let path = format!("spec.rate_limit.{key}");
         let n = m.get(key)?;
         let text = match &n.value {

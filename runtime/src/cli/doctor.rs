@@ -4,7 +4,8 @@
 use serde_json::{json, Value};
 
 use super::args::{Spec, JSON};
-use super::ui::{harness_path, plural, shown, Io, Paint};
+use super::python_handlers::{self, Checked};
+use super::ui::{harness_path, plural, problems_json, shown, Io, Paint};
 use harnessweaver_core::governor::Governor;
 use harnessweaver_core::harness::Harness;
 use harnessweaver_core::manifest::PinState;
@@ -14,9 +15,10 @@ pub(crate) const SPEC: Spec = Spec {
     synopsis: "[harness.yaml] [--json]",
     about: "Loads harness.yaml (default ./harness.yaml; a directory means the harness.yaml in
 it) and every manifest it names, and prints every problem as file:line:column.
-Fails (exit 1) on any problem, a mismatched pin or a missing sandbox worker for
-code tools; warns about unpinned manifests
-and prints the digest to pin. Exit 0 when clean.",
+Fails (exit 1) on any problem, a mismatched pin, a Python handler that does not
+import (checked in a child Python when run from the Python package) or a missing
+sandbox worker for code tools; warns about unpinned manifests, prints the
+digest to pin and how to require pins. Exit 0 when clean.",
     opts: &[JSON],
     positionals: &[("harness.yaml", false)],
 };
@@ -99,11 +101,34 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         lines.push(format!("policy: layer `{}` ({}, default {default}, {from}): {rules} rule{}", layer.name, layer.mode.as_str(), plural(rules)));
         layers.push(json!({"name": layer.name, "mode": layer.mode.as_str(), "default": default, "from": from, "rules": rules}));
     }
-    let warnings = crate::transport::environment_warnings(&harness);
+    if warned > 0 && !harness.spec().tools.require_pins {
+        lines.push(format!(
+            "{}: to refuse unpinned tools at load, set `require_pins: true` under `spec.tools:` in harness.yaml",
+            io.paint(Paint::Yellow, "hint")
+        ));
+    }
+    // Python handlers import in a child Python, as load() would import them.
+    let mut handler_problems = Vec::new();
+    let mut warnings = crate::transport::environment_warnings(&harness);
+    match python_handlers::check(&harness) {
+        Checked::Skipped => {}
+        Checked::Done(problems) => handler_problems = problems,
+        Checked::Unavailable(why) => warnings.push(format!("the Python handlers were not checked: {why}")),
+    }
+    failed += handler_problems.len();
+    let handler_error = harnessweaver_core::Error::Load(handler_problems);
     for line in &warnings {
         lines.push(format!("{}: {line}", io.paint(Paint::Yellow, "warning")));
     }
     lines.extend(live_lines);
+    if !handler_error.problems().is_empty() {
+        let label = io.paint(Paint::Red, "error");
+        for p in handler_error.problems() {
+            let mut p = p.clone();
+            p.file = p.file.map(|f| shown(&path, &f));
+            lines.push(format!("{label}: {p}"));
+        }
+    }
     // Every code tool's call would fail: a problem, not a warning.
     let missing_worker = crate::transport::missing_worker(&harness);
     if let Some(why) = &missing_worker {
@@ -120,9 +145,10 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
     }
     let n = harness.tools().len();
     if json {
+        let problems = if handler_error.problems().is_empty() { Value::Array(Vec::new()) } else { problems_json(&handler_error, &path) };
         io.json(&json!({
-            "ok": failed == 0 && drift.is_empty(), "harness": path.display().to_string(), "problems": Value::Array(Vec::new()),
-            "tools": tools, "mismatched": failed - usize::from(missing_worker.is_some()), "unpinned": warned, "layers": layers,
+            "ok": failed == 0 && drift.is_empty(), "harness": path.display().to_string(), "problems": problems,
+            "tools": tools, "mismatched": failed - usize::from(missing_worker.is_some()) - handler_error.problems().len(), "unpinned": warned, "layers": layers,
             "warnings": warnings, "missing_worker": missing_worker, "lock_drift": drift,
         }));
         return i32::from(failed > 0 || !drift.is_empty());
@@ -131,10 +157,12 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         let _ = writeln!(io.out, "{line}");
     }
     if failed > 0 || !drift.is_empty() {
-        let mismatched = failed - usize::from(missing_worker.is_some());
+        let imports = handler_error.problems().len();
+        let mismatched = failed - usize::from(missing_worker.is_some()) - imports;
         let worker = if missing_worker.is_some() { "; the sandbox worker is missing" } else { "" };
+        let handlers = if imports > 0 { format!("; {imports} handler{} failed to import", plural(imports)) } else { String::new() };
         let locked = if drift.is_empty() { String::new() } else { format!("; {} difference{} from harness.lock", drift.len(), plural(drift.len())) };
-        let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {mismatched} mismatched pin{}{worker}{locked}", plural(n), plural(mismatched));
+        let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {mismatched} mismatched pin{}{handlers}{worker}{locked}", plural(n), plural(mismatched));
         return 1;
     }
     let _ = writeln!(io.out, "doctor: {n} tool{} loaded; {warned} unpinned; no problems", plural(n));

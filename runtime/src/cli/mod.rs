@@ -19,6 +19,7 @@ mod effects;
 mod explain;
 mod gateway;
 mod lock;
+mod python_handlers;
 mod sandbox;
 mod tools;
 mod ui;

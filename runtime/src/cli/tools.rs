@@ -238,7 +238,7 @@ fn pin(args: &[&str], io: &mut Io<'_>) -> i32 {
     };
     let json = a.flag("json");
     let path = harness_path(a.pos(0));
-    let harness = match Harness::load(&path) {
+    let harness = match Harness::load_to_pin(&path) {
         Ok(h) => h,
         Err(e) => {
             io.problems(&e, &path, json);
@@ -383,7 +383,7 @@ fn add(args: &[&str], io: &mut Io<'_>) -> i32 {
             let _ = std::fs::write(&path, &old);
         }
     };
-    let harness = match Harness::load(&path) {
+    let harness = match Harness::load_to_pin(&path) {
         Ok(h) => h,
         Err(e) => {
             restore();

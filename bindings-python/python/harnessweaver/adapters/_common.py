@@ -53,7 +53,7 @@ def specs(h: Any, run: Any, names: Optional[Iterable[str]]) -> List[Spec]:
             raise _invalid(f"the harness has no tool {', '.join(f'`{n}`' for n in unknown)}", "unknown_tool")
     out = []
     for spec in h.tool_specs("openai", principal=run.principal, tenant=run.tenant):
-        fn = spec["function"]
+        fn = cast(Dict[str, Any], spec["function"])  # an OpenAI tool spec: {"type": "function", "function": {...}}
         if wanted is None or fn["name"] in wanted:
             out.append(Spec(fn["name"], fn.get("description", ""), fn.get("parameters") or {"type": "object"}))
     return out
