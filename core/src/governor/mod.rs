@@ -7,6 +7,7 @@
 //! runtime: Python threads, asyncio and Node promises all invoke the same way.
 //! Every call, refused or not, writes one audit event.
 
+mod admission;
 mod approvals;
 mod build;
 mod builtin_steps;
@@ -17,7 +18,6 @@ mod output;
 mod provenance;
 mod runs;
 mod secrets;
-mod admission;
 mod steps;
 mod trace;
 
