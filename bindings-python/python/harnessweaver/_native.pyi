@@ -476,8 +476,6 @@ class Host:
         """The labels of run ``run_id``: ``{"private": bool, "untrusted": bool}``."""
     def advance_ms(self, ms: int) -> None:
         """Moves a test clock forward (``no_test_clock`` otherwise)."""
-    def request(self, method: str, args: Optional[Mapping[str, Any]] = None) -> Any:
-        """The core's host method ``method`` with its named arguments (``effects``, ``resolve_effect``, ``compensate``, ...)."""
 
 def serve_mcp(
     host: Host,
