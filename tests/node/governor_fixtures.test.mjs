@@ -220,7 +220,7 @@ async function runScenario(path) {
         const a = codeOf(() => h.grant(approvalRef(step.approve_only), { approver: principals[step.approver] }))
         if (a) other = { state: a.state }
       } else if ('accept' in step) {
-        other = codeOf(() => h._request('accept_candidate', { id: approvalRef(step.accept), candidate: step.candidate, approver: principals[step.approver] }))
+        other = codeOf(() => h.acceptCandidate(approvalRef(step.accept), step.candidate, { approver: principals[step.approver] }))
       } else if ('deny' in step) {
         const by = principals[step.by] ?? { id: step.by }
         const a = codeOf(() => h.deny(approvalRef(step.deny), { by, reason: step.reason }))
