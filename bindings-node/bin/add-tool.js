@@ -40,8 +40,8 @@ missing harness.yaml is created) and pins it (\`harnessweaver tools add\`).
 options:
   --risk R            low, medium, high or critical (default low)
   --side-effect S     none, read, write_internal, write_external or destructive (default none)
-                      (write_external and destructive get the draft `effect: null`, which
-                      does not load until you fill it in and run `harnessweaver tools add`)
+                      (write_external and destructive get the draft \`effect: null\`, which
+                      does not load until you fill it in and run \`harnessweaver tools add\`)
   --transport T       native (the only transport a function can have)
   --harness FILE      the harness (default ./harness.yaml; a directory means its harness.yaml)
   --out DIR           where to write <name>.json (default tools/ beside the harness)
