@@ -66,7 +66,9 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
             assert "is a draft: fill in `spec.effect`" in done.stdout, done.stdout
             assert "\n  effect: null\n" in draft.read_text(encoding="utf-8")
             assert f"tool `{name}` pinned" not in done.stdout
-            reviewed = draft.read_text(encoding="utf-8").replace("effect: null", "effect: {kind: external_write, retry_mode: none}")
+            reviewed = draft.read_text(encoding="utf-8").replace(
+                "effect: null", "effect: {kind: external_write, retry_mode: none}"
+            )
             draft.write_text(reviewed, encoding="utf-8")
             done = cli(root, "tools", "add", f"tools/{name}.yaml")
         assert done.returncode == 0, done.stdout + done.stderr
@@ -252,10 +254,17 @@ def test_bad_arguments_are_refused_before_the_function_runs(shop: Path, case: in
 
 def test_adding_again_changes_nothing(shop: Path) -> None:
     before = {p: p.read_text(encoding="utf-8") for p in [shop / "harness.yaml", *sorted((shop / "tools").glob("*.yaml"))]}
-    done = cli(shop, "add", "tool", "shop_tools:bulk_update_prices", "--risk", "high", "--side-effect", "write_internal", "--json")
+    done = cli(
+        shop, "add", "tool", "shop_tools:bulk_update_prices", "--risk", "high", "--side-effect", "write_internal", "--json"
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
-    assert (report["ok"], report["harness_changed"], report["tool"], report["pin"]) == (True, False, "bulk_update_prices", "pinned")
+    assert (report["ok"], report["harness_changed"], report["tool"], report["pin"]) == (
+        True,
+        False,
+        "bulk_update_prices",
+        "pinned",
+    )
     assert {p: p.read_text(encoding="utf-8") for p in before} == before
     # A different risk is a different manifest: refused without --force.
     clash = cli(shop, "add", "tool", "shop_tools:bulk_update_prices", "--risk", "low")

@@ -497,8 +497,6 @@ class Host:
     def accept_candidate(self, id: Any, candidate: str, *, approver: Union[Principal, PrincipalDict]) -> JSONObject:
         """Grants approval ``id`` of a built-in tool and writes its permission ``candidate`` to the
         permission file: ``{"state", "candidate"}``."""
-    def request(self, method: str, args: Optional[Mapping[str, Any]] = None) -> Any:
-        """The core's host method ``method`` with its named arguments (those above, and the ones of no harness)."""
 
 def serve_mcp(
     host: Host,
