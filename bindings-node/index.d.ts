@@ -328,6 +328,21 @@ export declare class Harness {
   explain(tool: string, args: { [key: string]: JsonValue } | undefined, options: { principal: Principal; tenant?: string | null; task?: string | null; run?: Run | string | null }): { [key: string]: JsonValue; text: string }
   /** The tools as model APIs take them, leaving out tools the principal and tenant can never call. */
   toolSpecs(format: 'openai' | 'anthropic' | 'mcp', options?: { principal?: Principal | null; tenant?: string | null }): Array<{ [key: string]: JsonValue }>
+  /** The effect journal's entries, oldest first (only those in `state` when given). */
+  effects(state?: 'unknown' | 'succeeded' | 'failed' | null): Array<{ [key: string]: JsonValue }>
+  /**
+   * Records what an `unknown` effect did (`applied`: whether the write happened); returns the entry.
+   * @throws {@link HarnessweaverError} `unknown_effect` or `effect_not_resolvable`.
+   */
+  resolveEffect(callId: string, applied: boolean, options: { by: Principal }): { [key: string]: JsonValue }
+  /**
+   * Runs the compensation tool of succeeded call `callId` through the nine steps with the principal's
+   * own authority; returns its result's JSON form (a refused call included).
+   * @throws {@link HarnessweaverError} `unknown_effect` or `effect_not_resolvable`.
+   */
+  compensate(callId: string, options: { principal: Principal; tenant?: string | null; task?: string | null; run?: Run | string | null }): { [key: string]: JsonValue }
+  /** Grants approval `id` of a built-in tool and writes its permission `candidate` to the permission file. */
+  acceptCandidate(id: string | ApprovalRequest, candidate: string, options: { approver: Principal }): { state: string; candidate: JsonValue }
 }
 
 /**

@@ -372,6 +372,40 @@ class Harness {
   }
 }
 
+// The core's other host methods (from its table), camelCased: the arguments before `*` are
+// positional, the keyword-only ones come in an options object, an optional one missing is its default.
+// Node gives these its own way: `tools`, `run()`, `run.labels`, `_testing.advanceMs`.
+const SHAPED = ['describe_tools', 'new_run', 'labels', 'advance_ms']
+for (const [name, params] of TABLES.methods) {
+  const method = name.replace(/_(.)/g, (_, l) => l.toUpperCase())
+  if (method in Harness.prototype || SHAPED.includes(name)) continue
+  const star = params.indexOf('*')
+  const positional = star < 0 ? params : params.slice(0, star)
+  const keywords = star < 0 ? [] : params.slice(star + 1)
+  const split = (p) => {
+    const [key, dflt] = p.split(/=(.*)/s)
+    return [key, dflt === undefined ? null : JSON.parse(dflt)]
+  }
+  const ids = { id: approvalId, run: runId }
+  const put = (args, [key, dflt], v) => {
+    args[key] = v === undefined ? dflt : ids[key] ? ids[key](v) : v
+  }
+  Object.defineProperty(Harness.prototype, method, {
+    value(...given) {
+      const args = {}
+      positional.forEach((p, i) => put(args, split(p), given[i]))
+      const o = given[positional.length] || {}
+      for (const p of keywords) {
+        const key = split(p)
+        put(args, key, o[key[0].replace(/_(.)/g, (_, l) => l.toUpperCase())])
+      }
+      return this._request(name, args)
+    },
+    writable: true,
+    configurable: true,
+  })
+}
+
 function load(path, options) {
   return loadWith(path, options, {})
 }

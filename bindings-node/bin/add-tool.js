@@ -13,7 +13,8 @@ const path = require('node:path')
 const { parseArgs } = require('node:util')
 
 // The manifest's values, from the core.
-const { risks: RISKS, sideEffects: SIDE_EFFECTS } = JSON.parse(require('../native.js').request('tables', '{}'))
+// Tools with `contractSideEffects` get the draft `effect: null` (issue 21): it does not load until reviewed.
+const { risks: RISKS, sideEffects: SIDE_EFFECTS, contractSideEffects: CONTRACT_SIDE_EFFECTS } = JSON.parse(require('../native.js').request('tables', '{}'))
 const EXIT_OK = 0
 const EXIT_PROBLEMS = 1
 const EXIT_USAGE = 2
@@ -39,6 +40,8 @@ missing harness.yaml is created) and pins it (\`harnessweaver tools add\`).
 options:
   --risk R            low, medium, high or critical (default low)
   --side-effect S     none, read, write_internal, write_external or destructive (default none)
+                      (write_external and destructive get the draft \`effect: null\`, which
+                      does not load until you fill it in and run \`harnessweaver tools add\`)
   --transport T       native (the only transport a function can have)
   --harness FILE      the harness (default ./harness.yaml; a directory means its harness.yaml)
   --out DIR           where to write <name>.json (default tools/ beside the harness)
@@ -393,6 +396,8 @@ function main(argv, cliRun) {
       input_schema: tool.input_schema,
     },
   }
+  const draft = CONTRACT_SIDE_EFFECTS.includes(side)
+  if (draft) manifest.spec.effect = null
   const text = JSON.stringify(manifest, null, 2) + '\n'
   const outDir = path.resolve(o.out ?? path.join(base, 'tools'))
   const target = path.join(outDir, `${name}.json`)
@@ -407,7 +412,11 @@ function main(argv, cliRun) {
   if (previous !== toWrite) fs.writeFileSync(target, toWrite)
   if (!o.json) process.stdout.write(`wrote: ${path.relative(process.cwd(), target)}: tool \`${name}\` from \`${ref}\`\n`)
   const code = cliRun(['tools', 'add', target, '--harness', harness, ...(o.json ? ['--json'] : [])])
-  if (code !== EXIT_OK && previous !== toWrite) {
+  if (code !== EXIT_OK && draft) {
+    // A draft stays for review; the core said why it does not load yet.
+    const shown = path.relative(process.cwd(), target)
+    if (!o.json) process.stdout.write(`add tool: \`${shown}\` is a draft: fill in \`spec.effect\`, then run \`harnessweaver tools add ${shown}\`\n`)
+  } else if (code !== EXIT_OK && previous !== toWrite) {
     // The core printed why; leave no manifest behind that the globs would pick up.
     if (previous === null) fs.rmSync(target)
     else fs.writeFileSync(target, previous)

@@ -555,6 +555,14 @@ fn request_answers_each_method_from_named_arguments_and_names_what_is_wrong() {
     let d = dir("request", &[("harness.yaml", harness("")), ("tools/echo.yaml", tool("echo", ""))]);
     let host = load(&d, vec![decl("echo", HandlerMode::CallerThread)]);
     assert_eq!(host.request("describe_tools", &json!({})).unwrap()[0]["name"], "echo");
+    // Every method the bindings build from the table is one the host answers (issues 20/21 added
+    // effects, resolve_effect, compensate, accept_candidate): none is an unknown host method.
+    for (name, _) in harnessweaver_core::host::METHODS {
+        if let Err(e) = host.request(name, &json!({})) {
+            assert!(!format!("{e}").contains("unknown host method"), "{name}: {e}");
+        }
+    }
+    assert_eq!(tables()["contractSideEffects"], json!(["write_external", "destructive"]));
     let missing = host.request("labels", &json!({})).unwrap_err();
     assert!(format!("{missing}").contains("`run_id` is required"), "{missing}");
     let typed = host.request("deny", &json!({"id": "x", "by": {"id": "a"}, "reason": 5})).unwrap_err();

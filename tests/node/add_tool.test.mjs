@@ -25,8 +25,6 @@ spec:
   mode: test
   tools:
     manifests: ["other/*.yaml"]   # hand-written ones
-  # \`add tool\` writes no effect contract yet (issue 21): its write_external tools load while migrating.
-  effects: {require_contract: false}
 `
 const TOOLS = [
   ['lookupOrder', 'low', 'read'],
@@ -66,12 +64,26 @@ function compiled(dir) {
   return createRequire(join(dir, 'x.js'))('./tools.cjs')
 }
 
-const dir = project()
-for (const [name, risk, side] of TOOLS) {
-  const r = cli(dir, 'add', 'tool', `./tools.ts#${name}`, '--risk', risk, '--side-effect', side)
+/** `add tool` of one tool; a draft `effect: null` (issue 21) does not load until reviewed, then `tools add` pins it. */
+function add(dir, name, risk, side) {
+  let r = cli(dir, 'add', 'tool', `./tools.ts#${name}`, '--risk', risk, '--side-effect', side)
+  if (side === 'write_external' || side === 'destructive') {
+    const draft = join(dir, 'tools', `${name}.json`)
+    assert.equal(r.code, 1, r.out + r.err)
+    assert.match(r.out, /\[effect_contract_missing\]/)
+    assert.match(r.out, /is a draft: fill in `spec.effect`/)
+    assert.doesNotMatch(r.out, /pinned at/)
+    const text = readFileSync(draft, 'utf8')
+    assert.equal(JSON.parse(text).spec.effect, null)
+    writeFileSync(draft, text.replace('"effect": null', '"effect": {"kind": "external_write", "retry_mode": "none"}'))
+    r = cli(dir, 'tools', 'add', `tools/${name}.json`)
+  }
   assert.equal(r.code, 0, r.out + r.err)
   assert.match(r.out, new RegExp(`tool \`${name}\` pinned at sha256:`))
 }
+
+const dir = project()
+for (const [name, risk, side] of TOOLS) add(dir, name, risk, side)
 
 test('the harness gains one glob and keeps its comments', () => {
   assert.equal(readFileSync(join(dir, 'harness.yaml'), 'utf8'), HARNESS.replace('["other/*.yaml"]', '["other/*.yaml", "tools/*.json"]'))
@@ -171,8 +183,7 @@ test('TypeScript 7 writes the same manifests as TypeScript 6, JSDoc of inline ty
   assert.match(JSON.parse(readFileSync(join(TYPESCRIPT7, 'package.json'), 'utf8')).version, /^7\./)
   const dir7 = project({ typescript: TYPESCRIPT7 })
   for (const [name, risk, side] of TOOLS) {
-    const r = cli(dir7, 'add', 'tool', `./tools.ts#${name}`, '--risk', risk, '--side-effect', side)
-    assert.equal(r.code, 0, r.out + r.err)
+    add(dir7, name, risk, side)
     assert.equal(readFileSync(join(dir7, 'tools', `${name}.json`), 'utf8'), readFileSync(join(dir, 'tools', `${name}.json`), 'utf8'), name)
   }
   const lookup = JSON.parse(readFileSync(join(dir7, 'tools', 'lookupOrder.json'), 'utf8'))
@@ -185,15 +196,21 @@ test('TypeScript 7 writes the same manifests as TypeScript 6, JSDoc of inline ty
 })
 
 test('adding again changes nothing; a different manifest needs --force', () => {
-  const before = readFileSync(join(dir, 'tools', 'refundPayment.json'), 'utf8')
-  const again = cli(dir, 'add', 'tool', './tools.ts#refundPayment', '--risk', 'high', '--side-effect', 'destructive', '--json')
+  const before = readFileSync(join(dir, 'tools', 'bulkUpdatePrices.json'), 'utf8')
+  const again = cli(dir, 'add', 'tool', './tools.ts#bulkUpdatePrices', '--risk', 'high', '--side-effect', 'write_internal', '--json')
   assert.equal(again.code, 0, again.out + again.err)
   const report = JSON.parse(again.out)
-  assert.deepEqual([report.ok, report.harness_changed, report.tool], [true, false, 'refundPayment'])
-  assert.equal(readFileSync(join(dir, 'tools', 'refundPayment.json'), 'utf8'), before)
-  const clash = cli(dir, 'add', 'tool', './tools.ts#refundPayment')
+  assert.deepEqual([report.ok, report.harness_changed, report.tool], [true, false, 'bulkUpdatePrices'])
+  assert.equal(readFileSync(join(dir, 'tools', 'bulkUpdatePrices.json'), 'utf8'), before)
+  const clash = cli(dir, 'add', 'tool', './tools.ts#bulkUpdatePrices')
   assert.equal(clash.code, 1)
   assert.match(clash.out, /\[manifest_exists\]/)
+  // A reviewed effect contract is not overwritten by a new draft.
+  const reviewed = readFileSync(join(dir, 'tools', 'refundPayment.json'), 'utf8')
+  const draft = cli(dir, 'add', 'tool', './tools.ts#refundPayment', '--risk', 'high', '--side-effect', 'destructive')
+  assert.equal(draft.code, 1)
+  assert.match(draft.out, /\[manifest_exists\]/)
+  assert.equal(readFileSync(join(dir, 'tools', 'refundPayment.json'), 'utf8'), reviewed)
 })
 
 test('types with no JSON form, and no typescript package, say what to do', () => {

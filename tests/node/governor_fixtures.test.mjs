@@ -19,6 +19,13 @@ const inArea = (area) => readdirSync(join(FIXTURES, area)).filter((f) => f.endsW
 const SCENARIOS = [...inArea('governor'), ...inArea('builtins'), ...inArea('effects')]
 
 // The `fs` step: changes made between calls (paths relative to the scenario directory).
+// The host methods a fixture's `request` steps name, as Node spells them (the rest through `_request`).
+const HOST_METHODS = {
+  effects: (h, a) => h.effects(a.state),
+  resolve_effect: (h, a) => h.resolveEffect(a.call_id, a.applied, { by: a.by }),
+  compensate: (h, a) => h.compensate(a.call_id, { principal: a.principal, tenant: a.tenant, task: a.task, run: a.run }),
+}
+
 function fsOps(dir, ops) {
   for (const op of ops) {
     if ('write' in op) writeFileSync(join(dir, op.write), op.text)
@@ -201,7 +208,7 @@ async function runScenario(path) {
         const args = Object.fromEntries(Object.entries(step.args).map(([k, v]) => [k, (k === 'principal' || k === 'by') && principals[v] ? principals[v] : v]))
         let value
         try {
-          value = h._request(step.request, args)
+          value = (HOST_METHODS[step.request] ?? ((h, a) => h._request(step.request, a)))(h, args)
         } catch (e) {
           if (!(e instanceof hw.HarnessweaverError)) throw e
           assert.equal(e.code, expect.error, `${what}: expected ${JSON.stringify(expect)}, got error ${e.code}`)
@@ -220,7 +227,7 @@ async function runScenario(path) {
         const a = codeOf(() => h.grant(approvalRef(step.approve_only), { approver: principals[step.approver] }))
         if (a) other = { state: a.state }
       } else if ('accept' in step) {
-        other = codeOf(() => h._request('accept_candidate', { id: approvalRef(step.accept), candidate: step.candidate, approver: principals[step.approver] }))
+        other = codeOf(() => h.acceptCandidate(approvalRef(step.accept), step.candidate, { approver: principals[step.approver] }))
       } else if ('deny' in step) {
         const by = principals[step.by] ?? { id: step.by }
         const a = codeOf(() => h.deny(approvalRef(step.deny), { by, reason: step.reason }))

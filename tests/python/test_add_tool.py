@@ -28,8 +28,6 @@ spec:
     manifests:
       - other/*.yaml   # hand-written ones
   audit: {sink: audit.jsonl}
-  # `add tool` writes no effect contract yet (issue 21): its write_external tools load while migrating.
-  effects: {require_contract: false}
 """
 OTHER = 'apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {name: ping}\nspec:\n  handler: "shop_tools:lookup_order"\n'
 
@@ -61,6 +59,18 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "other" / "ping.yaml").write_text(OTHER, encoding="utf-8")
     for name, risk, side in TOOLS:
         done = cli(root, "add", "tool", f"shop_tools:{name}", "--risk", risk, "--side-effect", side)
+        if side in ("write_external", "destructive"):
+            # Issue 21: a draft `effect: null` that does not load until someone says what the call changes outside.
+            draft = root / "tools" / f"{name}.yaml"
+            assert done.returncode == 1 and "[effect_contract_missing]" in done.stdout, done.stdout
+            assert "is a draft: fill in `spec.effect`" in done.stdout, done.stdout
+            assert "\n  effect: null\n" in draft.read_text(encoding="utf-8")
+            assert f"tool `{name}` pinned" not in done.stdout
+            reviewed = draft.read_text(encoding="utf-8").replace(
+                "effect: null", "effect: {kind: external_write, retry_mode: none}"
+            )
+            draft.write_text(reviewed, encoding="utf-8")
+            done = cli(root, "tools", "add", f"tools/{name}.yaml")
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"tool `{name}` pinned at sha256:" in done.stdout, done.stdout
     return root
@@ -244,14 +254,25 @@ def test_bad_arguments_are_refused_before_the_function_runs(shop: Path, case: in
 
 def test_adding_again_changes_nothing(shop: Path) -> None:
     before = {p: p.read_text(encoding="utf-8") for p in [shop / "harness.yaml", *sorted((shop / "tools").glob("*.yaml"))]}
-    done = cli(shop, "add", "tool", "shop_tools:refund_payment", "--risk", "high", "--side-effect", "destructive", "--json")
+    done = cli(
+        shop, "add", "tool", "shop_tools:bulk_update_prices", "--risk", "high", "--side-effect", "write_internal", "--json"
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
-    assert (report["ok"], report["harness_changed"], report["tool"], report["pin"]) == (True, False, "refund_payment", "pinned")
+    assert (report["ok"], report["harness_changed"], report["tool"], report["pin"]) == (
+        True,
+        False,
+        "bulk_update_prices",
+        "pinned",
+    )
     assert {p: p.read_text(encoding="utf-8") for p in before} == before
     # A different risk is a different manifest: refused without --force.
-    clash = cli(shop, "add", "tool", "shop_tools:refund_payment", "--risk", "low")
+    clash = cli(shop, "add", "tool", "shop_tools:bulk_update_prices", "--risk", "low")
     assert clash.returncode == 1 and "[manifest_exists]" in clash.stdout, clash.stdout
+    # A reviewed effect contract is not overwritten by a new draft.
+    again = cli(shop, "add", "tool", "shop_tools:refund_payment", "--risk", "high", "--side-effect", "destructive")
+    assert again.returncode == 1 and "[manifest_exists]" in again.stdout, again.stdout
+    assert {p: p.read_text(encoding="utf-8") for p in before} == before
 
 
 def test_what_cannot_be_described_is_a_clear_problem(shop: Path) -> None:

@@ -192,7 +192,7 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
         elif "request" in step:
             args = {k: principals.get(v, v) if k in ("principal", "by") else v for k, v in step["args"].items()}
             try:
-                value = h.request(step["request"], args)
+                value = getattr(h, step["request"])(**args)
             except hw.HarnessweaverError as err:
                 assert expect.get("error") == err.code, f"{what}: expected {expect}, got error {err.code}"
                 continue
@@ -215,12 +215,7 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
                 error = err.code
         elif "accept" in step:
             try:
-                args = {
-                    "id": approval_ref(step["accept"]),
-                    "candidate": step["candidate"],
-                    "approver": principals[step["approver"]],
-                }
-                other = h.request("accept_candidate", args)
+                other = h.accept_candidate(approval_ref(step["accept"]), step["candidate"], approver=principals[step["approver"]])
             except hw.HarnessweaverError as err:
                 error = err.code
         elif "deny" in step:

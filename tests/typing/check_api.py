@@ -25,6 +25,10 @@ def principals(h: hw.Harness) -> None:
     h.tool_specs("openai", principal=p)
     h.approve("id", approver={"id": "finance-lead", "roles": ["finance"]})
     h.deny("id", "no", by=Principal("finance-lead"))
+    h.compensate("call-1", principal=p, tenant="acme")
+    h.accept_candidate("id", "cand-1", approver={"id": "lead"})
+    h.resolve_effect("call-1", True, by="ops")
+    h.compensate("call-1")  # type: ignore[call-arg]
     # Not a principal: a misspelt key, a wrong type, no id, anything else.
     h.call("t", {}, principal={"idd": "bot"})  # type: ignore[arg-type]
     h.call("t", {}, principal={"id": 7})  # type: ignore[arg-type]
@@ -49,6 +53,8 @@ def results(r: CallResult, h: hw.Harness) -> None:
     assert_type(h.explain("t", {}, principal={"id": "bot"}), Dict[str, JSONValue])
     assert_type(h.tool_specs(), List[JSONObject])
     assert_type(h.approvals(), List[JSONObject])
+    assert_type(h.effects("unknown"), List[JSONObject])
+    assert_type(h.compensate("call-1", principal={"id": "bob"}), JSONObject)
     # A JSON value must be narrowed before use, as json.loads's would be if it were typed.
     r.output["customer"]  # type: ignore[index, call-overload]
     if isinstance(r.output, dict):

@@ -32,6 +32,8 @@ from ._governor import _resolve, _roots
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 RISKS, SIDE_EFFECTS = _native.RISKS, _native.SIDE_EFFECTS
+# Tools with these side effects get the draft `effect: null` (issue 21): it does not load until reviewed.
+CONTRACT_SIDE_EFFECTS: List[str] = _native.request("tables", {})["contractSideEffects"]
 
 
 def _import_handler(ref: str, base: str) -> Callable[..., Any]:
@@ -66,6 +68,8 @@ handlers: from the harness directory, or an installed package.
 options:
   --risk R            low, medium, high or critical (default low)
   --side-effect S     none, read, write_internal, write_external or destructive (default none)
+                      (write_external and destructive get the draft `effect: null`, which
+                      does not load until you fill it in and run `harnessweaver tools add`)
   --transport T       native (the only transport a Python function can have)
   --harness FILE      the harness (default ./harness.yaml; a directory means its harness.yaml)
   --out DIR           where to write <name>.yaml (default tools/ beside the harness)
@@ -430,11 +434,17 @@ def manifest_text(fn: Callable[..., Any], ref: str, risk: str, side_effect: str)
         "risk": risk,
         "input_schema": input_schema(fn),
     }
-    body = {"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": name}, "spec": spec}
     head = (
         f"# Written by `harnessweaver add tool {ref}` from its signature and docstring.\n"
         f"# Edit freely; after editing, review and run `harnessweaver tools pin`.\n"
     )
+    if side_effect in CONTRACT_SIDE_EFFECTS:
+        spec["effect"] = None
+        head += (
+            "# `effect: null` is a draft: say what a call changes outside (docs/effects.md), then run\n"
+            "# `harnessweaver tools add` on this file; until then it does not load.\n"
+        )
+    body = {"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": name}, "spec": spec}
     return head + _yaml(body, 0).lstrip("\n") + "\n"
 
 
@@ -497,7 +507,11 @@ def main(argv: List[str]) -> int:
     sys.stdout.flush()
     core = ["tools", "add", str(target), "--harness", str(harness)] + (["--json"] if args.json else [])
     code = _native.cli_run(core)
-    if code != EXIT_OK and previous != text:
+    if code != EXIT_OK and args.side_effect in CONTRACT_SIDE_EFFECTS:
+        # A draft stays for review; the core said why it does not load yet.
+        if not args.json:
+            print(f"add tool: `{target}` is a draft: fill in `spec.effect`, then run `harnessweaver tools add {target}`")
+    elif code != EXIT_OK and previous != text:
         # The core printed why; leave no manifest behind that the harness's
         # globs would pick up and fail on.
         if previous is None:

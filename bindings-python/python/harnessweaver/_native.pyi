@@ -470,12 +470,33 @@ class Host:
     ) -> List[JSONObject]:
         """The tools as model APIs take them (``openai``, ``anthropic``, ``mcp``), leaving out tools
         ``principal`` in ``tenant`` can never call. Raises ``invalid_format``."""
-    def new_run(self) -> str:
-        """A new run id."""
+    def new_run(self, source: str = "api", principal: Optional[Union[Principal, PrincipalDict]] = None) -> str:
+        """A new run id, admitted from ``source`` for ``principal`` (``run_not_admitted`` otherwise)."""
     def labels(self, run_id: str) -> Dict[str, bool]:
         """The labels of run ``run_id``: ``{"private": bool, "untrusted": bool}``."""
     def advance_ms(self, ms: int) -> None:
         """Moves a test clock forward (``no_test_clock`` otherwise)."""
+    def effects(self, state: Optional[str] = None) -> List[JSONObject]:
+        """The effect journal's entries, oldest first (only those in ``state``: ``unknown``,
+        ``succeeded`` or ``failed``, when given)."""
+    def resolve_effect(self, call_id: str, applied: bool, *, by: Union[Principal, PrincipalDict, str]) -> JSONObject:
+        """Records what an ``unknown`` effect did (``applied``: whether the write happened); returns
+        the entry. Raises ``unknown_effect`` or ``effect_not_resolvable``."""
+    def compensate(
+        self,
+        call_id: str,
+        *,
+        principal: Union[Principal, PrincipalDict],
+        tenant: Optional[str] = None,
+        task: Optional[str] = None,
+        run: Any = None,
+    ) -> JSONObject:
+        """Runs the compensation tool of succeeded call ``call_id`` through the nine steps with
+        ``principal``'s own authority; returns its result's JSON form (refused calls included).
+        Raises ``unknown_effect`` or ``effect_not_resolvable``."""
+    def accept_candidate(self, id: Any, candidate: str, *, approver: Union[Principal, PrincipalDict]) -> JSONObject:
+        """Grants approval ``id`` of a built-in tool and writes its permission ``candidate`` to the
+        permission file: ``{"state", "candidate"}``."""
 
 def serve_mcp(
     host: Host,

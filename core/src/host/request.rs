@@ -29,22 +29,27 @@ pub const ERROR_CLASSES: [[&str; 2]; 3] = [["load", "LoadError"], ["value", "Inv
 /// each name with its arguments in order, `*` before the keyword-only ones,
 /// `name=default` (JSON) for an optional one. An `id` or `run` argument takes
 /// the id, or what a host holds it in (an approval, a run).
-pub const METHODS: [(&str, &[&str]); 9] = [
+pub const METHODS: [(&str, &[&str]); 13] = [
     ("describe_tools", &[]),
     ("grant", &["id", "*", "approver"]),
     ("deny", &["id", "reason=\"\"", "*", "by"]),
     ("approvals", &[]),
     ("explain", &["tool", "args=null", "*", "principal", "tenant=null", "task=null", "run=null"]),
     ("tool_specs", &["format=\"openai\"", "principal=null", "tenant=null"]),
-    ("new_run", &[]),
+    ("new_run", &["source=\"api\"", "principal=null"]),
     ("labels", &["run_id"]),
     ("advance_ms", &["ms"]),
+    // Issue 21: the effect journal and compensation; issue 20: a built-in tool's candidate permission.
+    ("effects", &["state=null"]),
+    ("resolve_effect", &["call_id", "applied", "*", "by"]),
+    ("compensate", &["call_id", "*", "principal", "tenant=null", "task=null", "run=null"]),
+    ("accept_candidate", &["id", "candidate", "*", "approver"]),
 ];
 
 /// The core's tables a binding builds its classes and checks from: the
 /// refusal classes (base first, each with its parent, step, doc and extra
 /// fields), the other error classes, the host methods ([`METHODS`]), the result's fields, the manifest risks
-/// and side effects (for `add tool`), the variable names cel-lite
+/// and side effects (for `add tool`, with those that need an effect contract), the variable names cel-lite
 /// expressions may use, and the bounds of a value (its nesting, an integer's
 /// magnitude) for a host that writes its values' JSON text itself.
 pub fn tables() -> Value {
@@ -53,8 +58,13 @@ pub fn tables() -> Value {
         json!({"name": c.name(), "parent": c.parent().map(RefusalClass::name), "step": c.step(), "doc": c.doc(), "extras": extras})
     };
     let classes: Vec<Value> = RefusalClass::ALL.iter().map(class).collect();
+    // Issue 21: the side effects whose tools need an effect contract (`add tool` drafts `effect: null` for them).
+    use crate::manifest::{needs_contract, side_effect_name, SideEffect};
+    let contract = [SideEffect::None, SideEffect::Read, SideEffect::WriteInternal, SideEffect::WriteExternal, SideEffect::Destructive];
+    let contract: Vec<&str> = contract.into_iter().filter(|s| needs_contract(*s)).map(side_effect_name).collect();
     json!({"refusalClasses": classes, "errorClasses": ERROR_CLASSES, "methods": METHODS, "resultFields": CallResult::FIELDS, "risks": RISKS,
-        "sideEffects": SIDE_EFFECTS, "celNames": cel::VAR_NAMES, "maxDepth": MAX_DEPTH, "maxSafeInteger": MAX_SAFE_INTEGER})
+        "sideEffects": SIDE_EFFECTS, "contractSideEffects": contract, "celNames": cel::VAR_NAMES, "maxDepth": MAX_DEPTH,
+        "maxSafeInteger": MAX_SAFE_INTEGER})
 }
 
 /// A method's named arguments.

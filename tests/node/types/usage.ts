@@ -96,6 +96,10 @@ async function governed(): Promise<void> {
     else if (e instanceof ToolBlocked) void [e.code, e.step, e.result.toModel()]
   }
   const specs = h.toolSpecs('openai', { principal: alice })
-  void [text, again, run.labels.private, specs, inspect('examples/shop/harness.yaml').tools]
+  const unknown = h.effects('unknown')
+  const compensated = h.compensate('call-1', { principal: alice, tenant: 'acme' })
+  const resolved = h.resolveEffect('call-2', true, { by: { id: 'ops' } })
+  const accepted = h.acceptCandidate('approval-1', 'cand-1', { approver: { id: 'bob' } }).state
+  void [text, again, run.labels.private, specs, unknown, compensated, resolved, accepted, inspect('examples/shop/harness.yaml').tools]
 }
 void governed
