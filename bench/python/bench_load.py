@@ -37,7 +37,7 @@ spec:
   description: {description}
   input_schema: {schema}
   side_effect: write_external
-  effect: { kind: external_write, retry_mode: idempotency_key }
+  effect: {{ kind: external_write, retry_mode: idempotency_key }}
   risk: medium
   egress: [svc-{team}.internal]
   scopes: ["{team}:write"]
