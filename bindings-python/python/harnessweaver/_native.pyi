@@ -383,6 +383,7 @@ class Host:
         sequential_ids: bool = False,
         sandbox_worker: Optional[str] = None,
         inspect: bool = False,
+        observe: Optional[Callable[[Dict[str, Any]], Any]] = None,
     ) -> "Host": ...
     def request(self, method: str, args: Mapping[str, Any]) -> Any:
         """Runs the core's host method ``method`` with its named ``args``; the methods
@@ -476,8 +477,6 @@ class Host:
         """The labels of run ``run_id``: ``{"private": bool, "untrusted": bool}``."""
     def advance_ms(self, ms: int) -> None:
         """Moves a test clock forward (``no_test_clock`` otherwise)."""
-    def request(self, method: str, args: Optional[Mapping[str, Any]] = None) -> Any:
-        """The core's host method ``method`` with its named arguments (``effects``, ``resolve_effect``, ``compensate``, ...)."""
 
 def serve_mcp(
     host: Host,
