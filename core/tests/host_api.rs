@@ -137,7 +137,8 @@ fn an_observer_sees_events_beside_the_sink_and_span_describes_them() {
     let event = seen.0.lock().unwrap().pop().unwrap();
     let span = host.request("span", &json!({ "event": event })).unwrap();
     assert_eq!(span["name"], "execute_tool t");
-    let attrs: std::collections::BTreeMap<&str, &Value> = span["attributes"].as_array().unwrap().iter().map(|p| (p[0].as_str().unwrap(), &p[1])).collect();
+    let attrs: std::collections::BTreeMap<&str, &Value> =
+        span["attributes"].as_array().unwrap().iter().map(|p| (p[0].as_str().unwrap(), &p[1])).collect();
     assert_eq!(attrs["gen_ai.tool.description"], "d");
     assert_eq!(attrs["gen_ai.tool.call.id"], event["call_id"]);
     assert!(!span.to_string().contains("s3cr3t-value") && !span.to_string().contains("output-value"));

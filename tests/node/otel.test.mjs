@@ -60,7 +60,7 @@ test('no SDK registered: no span is asked of the core; a later SDK gets spans', 
     const g = hw.load(path, { tools: { refund } })
     const allowed = await g.call('refund', { note: SECRET, amount: 7 }, { principal: ALICE })
     assert.equal(allowed.output.receipt, OUTPUT)
-    await assert.rejects(g.call('refund', { note: SECRET, amount: 5000 }, { principal: ALICE }), (err) => err.code === 'invalid_arguments')
+    await assert.rejects(g.call('refund', { note: SECRET, amount: 5000 }, { principal: ALICE }), (err) => err.code === 'invalid_args')
 
     const spans = exporter.getFinishedSpans()
     const calls = spans.filter((s) => s.name === 'execute_tool refund')
@@ -78,9 +78,9 @@ test('no SDK registered: no span is asked of the core; a later SDK gets spans', 
     })
     assert.notEqual(ok.status.code, otel.SpanStatusCode.ERROR)
     // The refusal: its code as error.type, the span's status an error.
-    assert.equal(no.attributes['error.type'], 'invalid_arguments')
+    assert.equal(no.attributes['error.type'], 'invalid_args')
     assert.equal(no.attributes['gen_ai.guardrail.verdict.type'], 'deny')
-    assert.equal(no.attributes['harnessweaver.code'], 'invalid_arguments')
+    assert.equal(no.attributes['harnessweaver.code'], 'invalid_args')
     assert.equal(no.status.code, otel.SpanStatusCode.ERROR)
     // The phases are children of their call's span.
     const children = spans.filter((s) => s.parentSpanContext).map((s) => `${s.name} ${s.parentSpanContext.spanId}`)

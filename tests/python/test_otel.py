@@ -17,6 +17,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from test_governor import tool, write_harness
 
 import harnessweaver as hw
 
@@ -25,26 +26,15 @@ SECRET = "sk-live-4242-do-not-trace"  # an argument value
 OUTPUT = "refund-receipt-7f3a"  # an output value
 
 
-def write_harness(dir: Path, **spec: Any) -> Path:
-    (dir / "tools").mkdir(parents=True, exist_ok=True)
-    schema = {
-        "type": "object",
-        "properties": {"note": {"type": "string"}, "amount": {"type": "integer", "maximum": 100}},
-        "required": ["note", "amount"],
-    }
-    manifest = {
-        "apiVersion": "harnessweaver/v1",
-        "kind": "Tool",
-        "metadata": {"name": "refund"},
-        "spec": {"transport": "native", "handler": "h:refund", "description": "Refunds an order.", "input_schema": schema},
-    }
-    (dir / "tools" / "refund.json").write_text(json.dumps(manifest), encoding="utf-8")
-    body: Dict[str, Any] = {"mode": "test", "tools": {"manifests": ["tools/*.json"]}}
-    body.update(spec)
-    harness = {"apiVersion": "harnessweaver/v1", "kind": "Harness", "metadata": {"name": "t"}, "spec": body}
-    path = dir / "harness.yaml"
-    path.write_text(json.dumps(harness), encoding="utf-8")
-    return path
+SCHEMA = {
+    "type": "object",
+    "properties": {"note": {"type": "string"}, "amount": {"type": "integer", "maximum": 100}},
+    "required": ["note", "amount"],
+}
+
+
+def harness(dir: Path, **spec: Any) -> Path:
+    return write_harness(dir, [tool("refund", description="Refunds an order.", input_schema=SCHEMA)], **spec)
 
 
 def refund(note: str, amount: int) -> Dict[str, Any]:
@@ -66,7 +56,7 @@ def test_calls_become_execute_tool_spans_without_argument_or_output_values(
     tmp_path: Path, exporter: InMemorySpanExporter
 ) -> None:
     exporter.clear()
-    h = hw.load(write_harness(tmp_path, audit={"sink": "logs/audit.jsonl"}), handlers={"refund": refund})
+    h = hw.load(harness(tmp_path, audit={"sink": "logs/audit.jsonl"}), handlers={"refund": refund})
     allowed = h.call("refund", {"note": SECRET, "amount": 7}, principal=ALICE)
     assert allowed.allowed and allowed.output["receipt"] == OUTPUT
     with pytest.raises(hw.InvalidArguments) as refused:
@@ -89,9 +79,9 @@ def test_calls_become_execute_tool_spans_without_argument_or_output_values(
     assert ok.status.is_ok and "error.type" not in (ok.attributes or {})
     # The refusal: its code as error.type, the span's status an error.
     assert no.attributes is not None
-    assert no.attributes["error.type"] == refused.value.code == "invalid_arguments"
+    assert no.attributes["error.type"] == refused.value.code == "invalid_args"
     assert no.attributes["gen_ai.guardrail.verdict.type"] == "deny"
-    assert no.attributes["harnessweaver.code"] == "invalid_arguments"
+    assert no.attributes["harnessweaver.code"] == "invalid_args"
     assert no.status.status_code == trace.StatusCode.ERROR
     # The phases are children of their call's span.
     children = {(s.name, s.parent.span_id) for s in spans if s.parent is not None}
@@ -111,7 +101,7 @@ def test_calls_become_execute_tool_spans_without_argument_or_output_values(
 def test_the_hosts_audit_callback_still_gets_every_event(tmp_path: Path, exporter: InMemorySpanExporter) -> None:
     exporter.clear()
     events: List[Dict[str, Any]] = []
-    h = hw.load(write_harness(tmp_path, audit={"sink": "callback"}), handlers={"refund": refund}, audit=events.append)
+    h = hw.load(harness(tmp_path, audit={"sink": "callback"}), handlers={"refund": refund}, audit=events.append)
     h.call("refund", {"note": "x", "amount": 1}, principal=ALICE)
     assert [e["tool"] for e in events] == ["refund"]
     assert [s.name for s in exporter.get_finished_spans() if s.name.startswith("execute_tool")] == ["execute_tool refund"]
@@ -141,7 +131,7 @@ print(json.dumps({"before": before, "after": asked, "spans": [s.name for s in ex
 
 
 def test_no_sdk_configured_costs_no_span_and_a_later_sdk_gets_them(tmp_path: Path) -> None:
-    path = write_harness(tmp_path)
+    path = harness(tmp_path)
     out = subprocess.run([sys.executable, "-c", SUBPROCESS, str(path)], capture_output=True, text=True, check=True).stdout
     seen = json.loads(out)
     assert "span" not in seen["before"]  # the API's proxy provider: no span asked of the core
