@@ -53,6 +53,8 @@ test('no SDK registered: no span is asked of the core; a later SDK gets spans', 
   const exporter = new InMemorySpanExporter()
   otel.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
   t.after(() => otel.trace.disable())
+  await h.call('refund', { note: 'x', amount: 2 }, { principal: ALICE })
+  assert.equal(asked.filter((m) => m === 'span').length, 1, 'the SDK registered after load is used from the next call')
 
   await t.test('calls become execute_tool spans without argument or output values', async () => {
     exporter.reset()
