@@ -140,7 +140,7 @@ fn an_observer_sees_events_beside_the_sink_and_span_describes_them() {
     let attrs: std::collections::BTreeMap<&str, &Value> =
         span["attributes"].as_array().unwrap().iter().map(|p| (p[0].as_str().unwrap(), &p[1])).collect();
     assert_eq!(attrs["gen_ai.tool.description"], "d");
-    assert_eq!(attrs["gen_ai.tool.call.id"], event["call_id"]);
+    assert_eq!(attrs["gen_ai.tool.call.id"], &event["call_id"]);
     assert!(!span.to_string().contains("s3cr3t-value") && !span.to_string().contains("output-value"));
     let err = host.request("span", &json!({ "event": {"tool": "t"} })).unwrap_err();
     assert_eq!(err.code(), "invalid_argument");
