@@ -8,6 +8,15 @@
 const native = require('./native.js')
 
 const TABLES = JSON.parse(native.request('tables', '{}'))
+// Issue 24: the host's own OpenTelemetry API, when it is installed (this one
+// check, at load); without it no observer is given and a call pays nothing.
+const otel = (() => {
+  try {
+    return require('@opentelemetry/api')
+  } catch {
+    return null
+  }
+})()
 const TIMED_OUT = Symbol('timed out')
 
 class HarnessweaverError extends Error {
@@ -456,9 +465,38 @@ function loadWith(path, options, t) {
       return kindOf(err)
     }
   })
+  const loaded = {}
   const inner = guard(() => native.loadHost(String(path), declared, textOf(sources), audit || null, onApproval || null, t.clockMs ?? null,
-    t.sequentialIds ?? null, t.sandboxWorker ?? null))
+    t.sequentialIds ?? null, t.sandboxWorker ?? null, otel && observer(loaded)))
+  loaded.host = new WeakRef(inner)
   return new Harness(inner, String(path), handlers, Object.keys(tools).sort())
+}
+
+// Each call's span, as the core describes it (the `span` host method), handed
+// to the host's OpenTelemetry API; with no SDK registered (no delegate behind
+// the API's proxy provider), nothing but that check.
+function observer(loaded) {
+  return (event) => {
+    const provider = otel.trace.getTracerProvider()
+    const tracer = provider.getDelegateTracer ? provider.getDelegateTracer('harnessweaver') : provider.getTracer('harnessweaver')
+    const host = loaded.host && loaded.host.deref()
+    if (tracer && host) emitSpan(tracer, JSON.parse(host.request('span', `{"event":${event}}`)))
+  }
+}
+
+function emitSpan(tracer, span) {
+  // [seconds, nanoseconds] of `us` microseconds after the span's start (µs since the epoch fit a double exactly).
+  const at = (us) => {
+    const t = span.start_ms * 1000 + us
+    return [Math.floor(t / 1e6), (t % 1e6) * 1000]
+  }
+  const parent = tracer.startSpan(span.name, { kind: otel.SpanKind.INTERNAL, attributes: Object.fromEntries(span.attributes), startTime: at(0) })
+  const within = otel.trace.setSpan(otel.context.active(), parent)
+  for (const phase of span.phases) {
+    tracer.startSpan(phase.name, { startTime: at(phase.start_offset_us) }, within).end(at(phase.start_offset_us + phase.duration_us))
+  }
+  if (span.error !== null) parent.setStatus({ code: otel.SpanStatusCode.ERROR, message: span.error })
+  parent.end(at(span.duration_us))
 }
 
 function inspect(path) {

@@ -66,9 +66,10 @@ export declare function inspectHost(path: string): NativeHost
 /**
  * Loads `harness.yaml`, reading it once: `handlers` are `[tool, isAsync]`;
  * `codeTools` is the JSON text of `[manifest, origin]` pairs; `audit` and
- * `onApproval` take JSON text; `clockMs` and `sequentialIds` are for tests.
+ * `onApproval` take JSON text; `clockMs` and `sequentialIds` are for tests;
+ * `observe` also sees every audit event, beside the harness's sink (issue 24).
  */
-export declare function loadHost(path: string, handlers: Array<[string, boolean, string | null]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null): NativeHost
+export declare function loadHost(path: string, handlers: Array<[string, boolean, string | null]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null, observe?: ((event: string) => unknown) | null): NativeHost
 
 /**
  * A core host method that needs no harness (`harnessweaver_core::host::request`):

@@ -106,9 +106,10 @@ impl NativeHost {
 
 /// Loads `harness.yaml`, reading it once: `handlers` are `[tool, isAsync]`;
 /// `codeTools` is the JSON text of `[manifest, origin]` pairs; `audit` and
-/// `onApproval` take JSON text; `clockMs` and `sequentialIds` are for tests.
+/// `onApproval` take JSON text; `clockMs` and `sequentialIds` are for tests;
+/// `observe` also sees every audit event, beside the harness's sink (issue 24).
 #[napi(
-    ts_args_type = "path: string, handlers: Array<[string, boolean, string | null]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null"
+    ts_args_type = "path: string, handlers: Array<[string, boolean, string | null]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null, observe?: ((event: string) => unknown) | null"
 )]
 pub fn load_host(
     env: Env,
@@ -120,6 +121,7 @@ pub fn load_host(
     clock_ms: Option<f64>,
     sequential_ids: Option<bool>,
     sandbox_worker: Option<String>,
+    observe: Option<Function<'_>>,
 ) -> Result<NativeHost> {
     let decls = handlers.into_iter().map(|(tool, is_async, function)| {
         let mode = if is_async { HandlerMode::Async } else { HandlerMode::CallerThread };
@@ -142,6 +144,7 @@ pub fn load_host(
         handlers: decls.collect(),
         code_tools: sources.collect(),
         audit: audit.map(|f| JsFn::new(&env, &f)).transpose()?.map(|a| a as _),
+        observe: observe.map(|f| JsFn::new(&env, &f)).transpose()?.map(|a| a as _),
         on_approval: on_approval.map(|f| JsFn::new(&env, &f)).transpose()?.map(|a| a as _),
         test,
         backends: Some(harnessweaver_runtime::RuntimeBackends::shared(transports)),

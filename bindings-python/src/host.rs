@@ -275,7 +275,7 @@ fn id_of(o: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pymethods]
 impl Host {
     #[new]
-    #[pyo3(signature = (path, handlers, tools, audit, on_approval, resolve, roots, runner, clock_ms = None, sequential_ids = false, sandbox_worker = None, inspect = false))]
+    #[pyo3(signature = (path, handlers, tools, audit, on_approval, resolve, roots, runner, clock_ms = None, sequential_ids = false, sandbox_worker = None, inspect = false, observe = None))]
     #[expect(clippy::too_many_arguments, reason = "load's keyword arguments")]
     fn new(
         py: Python<'_>,
@@ -291,6 +291,7 @@ impl Host {
         sequential_ids: bool,
         sandbox_worker: Option<PathBuf>,
         inspect: bool,
+        observe: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         if inspect {
             let inner = py.detach(|| core::Host::inspect(&path)).map_err(|e| load_err(py, &e))?;
@@ -310,6 +311,7 @@ impl Host {
             resolver: resolver.as_mut().map(|r| r as &mut dyn HandlerResolver),
             code_tools,
             audit: audit.map(|a| Arc::new(PyAudit(a)) as _),
+            observe: observe.map(|a| Arc::new(PyAudit(a)) as _),
             on_approval: on_approval.map(|a| Arc::new(PyApproval(a)) as _),
             test: clock_ms.map(|clock_ms| TestOptions { clock_ms, sequential_ids }),
             backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions { sandbox_worker, ..TransportOptions::default() })),

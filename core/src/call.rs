@@ -394,7 +394,7 @@ pub enum InvokeOutcome {
 }
 
 /// A refusal that a rule or layer in shadow mode would have made.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct WouldRefuse {
     /// The code it would have refused with.
     pub code: RefusalCode,

@@ -114,6 +114,38 @@ fn audit_callback_missing_is_a_located_load_problem() {
     assert_eq!(*events.0.lock().unwrap(), ["t"]);
 }
 
+/// Issue 24: an observer sees every event beside the harness's sink (here
+/// `none`, which alone builds no events), cannot fail a call, and the `span`
+/// method turns an event's JSON form into its span record.
+#[test]
+fn an_observer_sees_events_beside_the_sink_and_span_describes_them() {
+    let d = dir("observe", &[("harness.yaml", harness("  audit:\n    sink: none\n")), ("tools/t.yaml", tool("t", ""))]);
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<Value>>);
+    impl AuditCallback for Seen {
+        fn record(&self, event: &AuditEvent) -> Result<(), String> {
+            self.0.lock().unwrap().push(serde_json::to_value(event).unwrap());
+            Err("TypeError".into())
+        }
+    }
+    let seen = Arc::new(Seen::default());
+    let options = HostOptions { handlers: vec![decl("t", HandlerMode::CallerThread)], observe: Some(seen.clone()), ..HostOptions::default() };
+    let host = Host::load(&d.join("harness.yaml"), options).unwrap();
+    let ticket = begin(&host, "t", json!({"secret": "s3cr3t-value"}));
+    let result = host.finish(ticket, Outcome::Returned(json!("output-value")));
+    assert_eq!(result.decision, Decision::Allowed, "the observer's failure fails no call");
+    let event = seen.0.lock().unwrap().pop().unwrap();
+    let span = host.request("span", &json!({ "event": event })).unwrap();
+    assert_eq!(span["name"], "execute_tool t");
+    let attrs: std::collections::BTreeMap<&str, &Value> =
+        span["attributes"].as_array().unwrap().iter().map(|p| (p[0].as_str().unwrap(), &p[1])).collect();
+    assert_eq!(attrs["gen_ai.tool.description"], "d");
+    assert_eq!(attrs["gen_ai.tool.call.id"], &event["call_id"]);
+    assert!(!span.to_string().contains("s3cr3t-value") && !span.to_string().contains("output-value"));
+    let err = host.request("span", &json!({ "event": {"tool": "t"} })).unwrap_err();
+    assert_eq!(err.code(), "invalid_argument");
+}
+
 struct Resolver {
     roots: Vec<PathBuf>,
     origins: Vec<(String, Option<PathBuf>)>,

@@ -24,7 +24,7 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _native
+from . import _native, _otel
 from ._native import CallResult, Principal, Ticket
 from ._types import PrincipalDict
 
@@ -254,6 +254,7 @@ class Harness(_native.Host):
         **test: Any,
     ) -> "Harness":
         declared = {name: _declare(fn) for name, fn in handlers.items()}
+        observe, observed = _otel.observer()
         self: Harness = super().__new__(  # type: ignore[assignment]
             cls,
             path,
@@ -265,9 +266,11 @@ class Harness(_native.Host):
             _roots(),
             _run,
             inspect=inspect_only,
+            observe=observe,
             **test,
         )
         self.path, self._tools = path, None
+        observed(self)
         return self
 
     @property

@@ -383,6 +383,7 @@ class Host:
         sequential_ids: bool = False,
         sandbox_worker: Optional[str] = None,
         inspect: bool = False,
+        observe: Optional[Callable[[Dict[str, Any]], Any]] = None,
     ) -> "Host": ...
     def request(self, method: str, args: Mapping[str, Any]) -> Any:
         """Runs the core's host method ``method`` with its named ``args``; the methods

@@ -8,7 +8,7 @@
 //! The JSON Lines and SQLite sinks chain their records and sign checkpoints
 //! (`chain`), and `verify` judges a trail read back (`harnessweaver audit verify`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Mutex, PoisonError};
@@ -29,7 +29,7 @@ pub use span::{attr as span_attr, SpanPhase, SpanRecord, SpanValue};
 pub use verify::{verify, Finding, GoodCheckpoint, Item, Report};
 
 /// Time spent per phase, in microseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timings {
     /// Steps 1–7.
     pub decide_us: u64,
@@ -39,8 +39,9 @@ pub struct Timings {
     pub output_us: u64,
 }
 
-/// One call, as the audit trail records it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One call, as the audit trail records it (read back from its JSON form by
+/// the `span` host method, issue 24).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditEvent {
     /// When the call was made (ms since the epoch).
     pub ts_ms: u64,
@@ -74,7 +75,7 @@ pub struct AuditEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
     /// What policy rules in shadow mode would have refused (`would_refuse`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub would_refuse: Vec<WouldRefuse>,
     /// What a built-in tool's call touched, as its approver saw it (issue 20):
     /// the path of a file tool, the argv of `run_command`, the method and host
@@ -152,6 +153,25 @@ pub trait AuditSink: Send + Sync + fmt::Debug {
     /// events and computes no args digest only they would carry.
     fn is_null(&self) -> bool {
         false
+    }
+}
+
+/// A sink, and an observer that also sees every event (issue 24): the
+/// observer's failures are ignored, and events are built even when the sink
+/// drops them.
+#[derive(Debug)]
+pub struct Observed {
+    /// The audit sink.
+    pub sink: std::sync::Arc<dyn AuditSink>,
+    /// Sees each event after the sink.
+    pub observer: std::sync::Arc<dyn AuditSink>,
+}
+
+impl AuditSink for Observed {
+    fn record(&self, event: &AuditEvent) -> Result<(), Error> {
+        let recorded = self.sink.record(event);
+        let _ignored = self.observer.record(event);
+        recorded
     }
 }
 

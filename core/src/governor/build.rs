@@ -24,6 +24,9 @@ pub struct GovernorOptions {
     pub store: Option<Arc<dyn Store>>,
     /// The audit sink (default: what `spec.audit` names).
     pub audit: Option<Arc<dyn AuditSink>>,
+    /// Also sees every event, beside the audit sink; its failures are ignored
+    /// (issue 24: spans for a host's OpenTelemetry API).
+    pub observer: Option<Arc<dyn AuditSink>>,
     /// Deterministic ids (`run-1`, `call-1`, …) for fixtures.
     pub sequential_ids: bool,
     /// Tools registered in code, each with its manifest.
@@ -313,6 +316,10 @@ impl Governor {
             }
         };
         let audit = backends.observe(harness, audit);
+        let audit = match options.observer {
+            Some(observer) => Arc::new(crate::audit::Observed { sink: audit, observer }) as Arc<dyn AuditSink>,
+            None => audit,
+        };
         let journal = match backends.open_journal(harness) {
             Ok(journal) => Some(journal),
             Err(problem) => {

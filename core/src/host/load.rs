@@ -191,6 +191,9 @@ pub struct HostOptions<'r> {
     /// Receives every audit event. `None` with `audit.sink: callback` fails the
     /// load with `audit_callback_missing`.
     pub audit: Option<Arc<dyn AuditCallback>>,
+    /// Also sees every audit event, beside the harness's own sink, and cannot
+    /// fail a call (issue 24: the Python and Node OpenTelemetry shims).
+    pub observe: Option<Arc<dyn AuditCallback>>,
     /// May decide approvals inline.
     pub on_approval: Option<Arc<dyn ApprovalCallback>>,
     /// A manual clock and sequential ids.
@@ -369,6 +372,7 @@ impl Host {
         let governor_options = GovernorOptions {
             clock: clock.clone().map(|c| Arc::new(c) as _),
             audit: options.audit.map(|a| Arc::new(CallbackSink(a)) as _),
+            observer: options.observe.map(|a| Arc::new(CallbackSink(a)) as _),
             sequential_ids: options.test.is_some_and(|t| t.sequential_ids),
             extra_tools: extra.clone(),
             backends: options.backends,

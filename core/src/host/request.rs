@@ -15,6 +15,7 @@ use super::{
     cel, describe_manifest, handler_refusal, invalid, sanitize, value_error, CallContext, Host, ManifestSource, Principal, SpecFormat, RISKS,
     SIDE_EFFECTS,
 };
+use crate::audit::{AuditEvent, SpanRecord};
 use crate::call::CallResult;
 use crate::canonical::{MAX_DEPTH, MAX_SAFE_INTEGER};
 use crate::codes::{ArgumentCode, RefusalClass};
@@ -168,7 +169,8 @@ impl Host {
     /// `run`), `tool_specs` (`format`, default `openai`; `principal`,
     /// `tenant`), `new_run` (`source`, default `api`; `principal`), `labels` (`run_id`), `advance_ms` (`ms`); issue 21:
     /// `effects` (`state`), `resolve_effect` (`call_id`, `applied`, `by`),
-    /// `compensate` (`call_id`, `principal`, `tenant`, `task`, `run`); issue 20: `accept_candidate` (`id`,
+    /// `compensate` (`call_id`, `principal`, `tenant`, `task`, `run`); issue 24: `span` (`event`: an audit
+    /// event's JSON form; its [`SpanRecord`], the tool's description filled in); issue 20: `accept_candidate` (`id`,
     /// `candidate`, `approver`). [`METHODS`] lists those a dynamic language exposes as methods.
     pub fn request(&self, method: &str, args: &Value) -> Result<Value, Error> {
         let a = Args::of(args)?;
@@ -198,6 +200,13 @@ impl Host {
                 let ms = a.0.get("ms").and_then(Value::as_u64);
                 let ms = ms.ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`ms` must be a whole number of milliseconds"))?;
                 self.advance_clock(ms).map(|()| Value::Null)
+            }
+            // Issue 24: the span a call's audit event (`event`, its JSON form) becomes, for a host's OpenTelemetry API.
+            "span" => {
+                let event: AuditEvent = serde_json::from_value(a.value("event"))
+                    .map_err(|e| invalid(ArgumentCode::InvalidArgument.as_str(), format!("`event` must be an audit event: {e}")))?;
+                let description = self.tools().find(|t| t.name() == event.tool).map(|t| t.manifest().description.as_str());
+                to_json(SpanRecord::of(&event, description))
             }
             // Issue 21: the effect journal and compensation.
             "effects" => {
