@@ -75,13 +75,17 @@ for mod in sys.argv[2:]:
 print(json.dumps(out))
 "#;
 
-/// The Python `doctor` uses: `$VIRTUAL_ENV/bin/python`, else `python3`.
+/// The Python `doctor` uses: `HARNESSWEAVER_PYTHON` (set by the Python package's command), else `$VIRTUAL_ENV/bin/python`, else `python3`.
 pub(crate) fn default_python() -> PathBuf {
     python(None)
 }
 
 fn python(explicit: Option<&str>) -> PathBuf {
     if let Some(p) = explicit {
+        return PathBuf::from(p);
+    }
+    // The Python package's own `harnessweaver` names its interpreter, as for doctor's handler imports.
+    if let Some(p) = std::env::var_os(super::python_handlers::PYTHON_VAR) {
         return PathBuf::from(p);
     }
     if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
