@@ -82,6 +82,12 @@ export interface HandlerContext {
   idempotencyKey: string
   /** The tool's name. */
   tool: string
+  /**
+   * The values of the tool's secret handles, `{HANDLE: value}`, only for a tool
+   * whose manifest says `secrets_delivery: native` (see docs/secrets.md).
+   * Never log or return them: an echo in the output is masked as `[SECRET]`.
+   */
+  secrets?: { [handle: string]: string }
 }
 
 /**
@@ -164,7 +170,10 @@ export interface LoadOptions {
   audit?: (event: AuditEvent) => unknown
   /**
    * May answer an approval inline, synchronously: `true` approves, `false`
-   * denies, anything else (or a throw) leaves the call pending.
+   * denies, `{ accept: id }` accepts the candidate with that id from
+   * `request.candidates` (a built-in tool's "always allow": written to the
+   * permission file, and the call runs); anything else (or a throw) leaves
+   * the call pending.
    */
   onApproval?: (request: ApprovalRequest, approval: { [key: string]: JsonValue }) => unknown
 }
@@ -364,6 +373,10 @@ export declare function inspect(path: string): Harness
 export declare const _testing: {
   load(path: string, options?: LoadOptions, testing?: { clockMs: number; sequentialIds?: boolean; sandboxWorker?: string }): Harness
   advanceMs(harness: Harness, ms: number): void
+  /** Steps 1–7 of a call whose allowed ticket is held until `resume`: `{ held }`, or the call's result. */
+  begin(harness: Harness, tool: string, args: { [key: string]: JsonValue } | undefined, options: CallOptions): { held: number } | CallResult
+  /** Runs a call `begin` held, to its result. */
+  resume(harness: Harness, held: number, options?: { raiseOnRefusal?: boolean }): Promise<CallResult>
 }
 
 /**

@@ -260,13 +260,15 @@ async function race(rt, id, pending, ms) {
 }
 
 // What the addon's `call` returned, to its end: the core's result, or a promise of it. A handler's
-// ticket (`[id, tool, argsText, idempotencyKey, remainingMs]`) runs its handler here.
+// ticket (`[id, tool, argsText, idempotencyKey, remainingMs, secretsText]`) runs its handler here.
 function settle(rt, handlers, begun) {
   if (!Array.isArray(begun)) return begun
-  const [id, tool, args, idempotencyKey, ms] = begun
+  const [id, tool, args, idempotencyKey, ms, secrets] = begun
   let out
   try {
-    out = handlers.get(tool)(JSON.parse(args), { idempotencyKey, tool })
+    // `secrets`: the values the core hands a tool declaring `secrets_delivery: native`.
+    const ctx = secrets == null ? { idempotencyKey, tool } : { idempotencyKey, tool, secrets: JSON.parse(secrets) }
+    out = handlers.get(tool)(JSON.parse(args), ctx)
     if (out !== null && (typeof out === 'object' || typeof out === 'function') && typeof out.then === 'function') return race(rt, id, out, ms)
   } catch (err) {
     return rt.finish(id, 'threw', kindOf(err))
@@ -333,7 +335,7 @@ class Harness {
     const text = principalText(given)
     request(native, 'principal', { principal: JSON.parse(text) })
     const run = {
-      id: this._request('new_run'),
+      id: this._request('new_run', { source: 'api', principal: JSON.parse(text) }),
       principal: o.principal,
       tenant: o.tenant ?? null,
       task: o.task ?? null,
@@ -460,7 +462,10 @@ function loadWith(path, options, t) {
   const onApproval = o.onApproval && ((req, approval) => {
     try {
       const answer = o.onApproval(JSON.parse(req), JSON.parse(approval))
-      return typeof answer === 'boolean' ? answer : null
+      // A bool, or any other answer as `[its JSON text]` for the core to read (`{accept: id}`).
+      if (typeof answer === 'boolean') return answer
+      const text = answer != null && typeof answer === 'object' ? encode(answer) : null
+      return typeof text === 'string' ? [text] : null
     } catch (err) {
       return kindOf(err)
     }
@@ -510,6 +515,21 @@ const _testing = {
   },
   advanceMs(harness, ms) {
     harness._request('advance_ms', { ms })
+  },
+  /** Steps 1–7 of a call whose allowed ticket is held: `{ held: id }`, or the result. */
+  begin(harness, tool, args, o) {
+    const rt = harness._rt
+    const p = principalText(principalOf(o))
+    const a = textOf(args === undefined ? {} : args)
+    const r = guard(() => rt.beginHeld(String(tool), a, p, o.tenant ?? null, o.task ?? null, runId(o.run), approvalId(o.approval) ?? null))
+    return typeof r === 'number' ? { held: r } : CallResult._deliver(r, o.raiseOnRefusal)
+  },
+  /** Runs a held call to its result, as `call` would have. */
+  async resume(harness, held, o = {}) {
+    let r = guard(() => harness._rt.resumeHeld(held))
+    if (Array.isArray(r)) r = settle(harness._rt, harness._handlers, r)
+    if (r instanceof Promise) r = await r
+    return CallResult._deliver(r, o.raiseOnRefusal)
   },
   /** Whether `JSON.stringify(v)` is taken as `v`'s text, and the text the walk writes instead. */
   exact: (v) => jsonExact(v, 0),

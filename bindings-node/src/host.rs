@@ -3,7 +3,7 @@
 //! Conversion only: `call` runs steps 1–7 in the core and answers with the
 //! result, a promise of it (a core transport, run on libuv's pool), or the
 //! ticket of a JavaScript handler as `[id, tool, argsText, idempotencyKey,
-//! remainingMs]`, which `index.js` runs and hands back to `finish` (the core
+//! remainingMs, secretsText]`, which `index.js` runs and hands back to `finish` (the core
 //! judges the deadline and runs step 9).
 #![allow(clippy::too_many_arguments, reason = "napi functions take their JavaScript arguments one by one")]
 
@@ -47,8 +47,9 @@ impl JsFn {
         Ok(Arc::new(JsFn { env: env.raw(), f: r, thread: thread::current().id() }))
     }
 
-    /// Calls the function with `texts`: its bool, none, or `Err` with the kind it answered.
-    fn call(&self, texts: &[String]) -> std::result::Result<Option<bool>, String> {
+    /// Calls the function with `texts`: its bool, the JSON of an answer index.js wrapped as
+    /// `[text]`, null for anything else, or `Err` with the kind it answered.
+    fn call(&self, texts: &[String]) -> std::result::Result<Value, String> {
         if thread::current().id() != self.thread {
             return Err("a call off the JavaScript thread".into());
         }
@@ -66,8 +67,17 @@ impl JsFn {
         unsafe { sys::napi_typeof(env, out, &mut ty) };
         match ty {
             sys::ValueType::napi_string => Err(unsafe { String::from_napi_value(env, out) }.unwrap_or_default()),
-            sys::ValueType::napi_boolean => Ok((unsafe { sys::napi_get_value_bool(env, out, &mut b) } == sys::Status::napi_ok).then_some(b)),
-            _ => Ok(None),
+            sys::ValueType::napi_boolean => {
+                Ok((unsafe { sys::napi_get_value_bool(env, out, &mut b) } == sys::Status::napi_ok).then_some(Value::Bool(b)).unwrap_or_default())
+            }
+            sys::ValueType::napi_object => {
+                let mut first = ptr::null_mut();
+                if unsafe { sys::napi_get_element(env, out, 0, &mut first) } != sys::Status::napi_ok {
+                    return Ok(Value::Null);
+                }
+                Ok(unsafe { String::from_napi_value(env, first) }.ok().and_then(|t| value_of_text(&t).ok()).unwrap_or_default())
+            }
+            _ => Ok(Value::Null),
         }
     }
 }
@@ -82,7 +92,7 @@ impl ApprovalCallback for JsFn {
     fn decide(&self, view: &ApprovalView<'_>) -> ApprovalAnswer {
         match self.call(&[view.request().to_string(), view.approval().to_string()]) {
             Err(kind) => ApprovalAnswer::Failed { kind },
-            Ok(answer) => ApprovalAnswer::from_bool(answer),
+            Ok(answer) => ApprovalAnswer::from_value(&answer),
         }
     }
 }
@@ -93,6 +103,8 @@ pub struct NativeHost {
     pub(crate) inner: Arc<Host>,
     /// The tickets of handlers `index.js` is running, by id.
     tickets: RefCell<HashMap<u32, Ticket>>,
+    /// Tickets `beginHeld` holds until `resumeHeld`, by id (tests).
+    held: RefCell<HashMap<u32, Ticket>>,
     last_id: Cell<u32>,
     /// The last principal read, with its text (a caller's calls mostly pass one principal).
     last_principal: RefCell<Option<(String, Principal)>>,
@@ -100,7 +112,13 @@ pub struct NativeHost {
 
 impl NativeHost {
     fn new(inner: Host) -> Self {
-        NativeHost { inner: Arc::new(inner), tickets: RefCell::default(), last_id: Cell::new(0), last_principal: RefCell::default() }
+        NativeHost {
+            inner: Arc::new(inner),
+            tickets: RefCell::default(),
+            held: RefCell::default(),
+            last_id: Cell::new(0),
+            last_principal: RefCell::default(),
+        }
     }
 }
 
@@ -187,6 +205,44 @@ impl NativeHost {
         self.settle(env, self.inner.begin(&tool, value(env, &args)?, &ctx))
     }
 
+    /// Steps 1–7 as `call`, but an allowed call's ticket (whatever its route) is held and
+    /// its id answered, until `resumeHeld` runs it as `call` would have: the fixture
+    /// runner changes the filesystem between the two (a swapped link, issue 20).
+    #[napi(
+        ts_args_type = "tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null",
+        ts_return_type = "unknown"
+    )]
+    pub fn begin_held<'e>(
+        &self,
+        env: &'e Env,
+        tool: String,
+        args: String,
+        principal: String,
+        tenant: Option<String>,
+        task: Option<String>,
+        run_id: Option<String>,
+        approval_id: Option<String>,
+    ) -> Result<Unknown<'e>> {
+        let ctx = CallContext { principal: self.principal(env, principal)?, tenant, task, run_id, approval_id, ..CallContext::default() };
+        match self.inner.begin(&tool, value(env, &args)?, &ctx).map_err(|e| throw(env, &e))? {
+            Begun::Allowed(ticket) => {
+                let id = self.last_id.get().wrapping_add(1);
+                self.last_id.set(id);
+                self.held.borrow_mut().insert(id, ticket);
+                let raw = env.raw();
+                Ok(unsafe { Unknown::from_raw_unchecked(raw, ToNapiValue::to_napi_value(raw, id)?) })
+            }
+            done => self.settle(env, Ok(done)),
+        }
+    }
+
+    /// Runs the call `beginHeld` held, answering as `call` does.
+    #[napi(ts_return_type = "unknown")]
+    pub fn resume_held<'e>(&self, env: &'e Env, id: u32) -> Result<Unknown<'e>> {
+        let ticket = self.held.borrow_mut().remove(&id).ok_or_else(|| Error::from_reason("no call is held with this id"))?;
+        self.settle(env, Ok(Begun::Allowed(ticket)))
+    }
+
     /// A principal from its JSON text: the last one read from the same text, or read now.
     fn principal(&self, env: &Env, text: String) -> Result<Principal> {
         if let Some((_, known)) = self.last_principal.borrow().as_ref().filter(|(t, _)| *t == text) {
@@ -211,7 +267,8 @@ impl NativeHost {
             let id = self.last_id.get().wrapping_add(1);
             self.last_id.set(id);
             let ms = ticket.remaining().as_secs_f64() * 1000.0;
-            let parts = (id, ticket.tool().to_string(), ticket.args().to_string(), ticket.idempotency_key().to_string(), ms);
+            let secrets = ticket.secrets().map(|s| s.to_string());
+            let parts = (id, ticket.tool().to_string(), ticket.args().to_string(), ticket.idempotency_key().to_string(), ms, secrets);
             self.tickets.borrow_mut().insert(id, ticket);
             unsafe { ToNapiValue::to_napi_value(raw, parts)? }
         };

@@ -108,6 +108,9 @@ fn kwargs<'py>(py: Python<'py>, t: &CoreTicket) -> PyResult<Bound<'py, PyDict>> 
     if let TicketRoute::Host { takes_idempotency_key: true, .. } = t.route() {
         d.set_item("idempotency_key", t.idempotency_key())?;
     }
+    if let Some(secrets) = t.secrets() {
+        d.set_item("secrets", to_py(py, &secrets)?)?;
+    }
     Ok(d)
 }
 
@@ -179,7 +182,8 @@ fn event_dict<'py>(py: Python<'py>, event: &AuditEvent) -> PyResult<Bound<'py, P
     Ok(dict)
 }
 
-/// `on_approval(request, approval)`: True approves, False denies, anything else leaves it pending.
+/// `on_approval(request, approval)`: True approves, False denies, `{"accept": "<candidate id>"}` accepts
+/// a candidate (the core reads the answer); anything else leaves it pending.
 struct PyApproval(Py<PyAny>);
 
 impl ApprovalCallback for PyApproval {
@@ -187,7 +191,7 @@ impl ApprovalCallback for PyApproval {
         Python::attach(|py| {
             let answer = to_py(py, &view.request()).and_then(|r| Ok((r, to_py(py, &view.approval())?))).and_then(|args| self.0.call1(py, args));
             match answer {
-                Ok(a) => ApprovalAnswer::from_bool(a.bind(py).cast::<PyBool>().ok().map(|b| b.is_true())),
+                Ok(a) => ApprovalAnswer::from_value(&to_value(a.bind(py), 0).unwrap_or(Value::Null)),
                 Err(e) => ApprovalAnswer::Failed { kind: name_of(py, &e) },
             }
         })

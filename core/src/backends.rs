@@ -32,6 +32,16 @@ pub trait Invoker: Send + Sync {
         None
     }
 
+    /// Runs a `command` secret source (issue 21): `argv` without a shell, in
+    /// `dir`, within `timeout_ms`; its stdout, or why there is none (never
+    /// its output in the reason: it may hold the secret).
+    fn secret_command(&self, argv: &[String], _dir: &std::path::Path, _timeout_ms: u64) -> Result<String, String> {
+        Err(format!(
+            "`{}` was not run: this build cannot run commands (load the harness through harnessweaver-runtime)",
+            argv.first().map_or("", String::as_str)
+        ))
+    }
+
     /// Runs a built-in tool's granted command or fetch (issue 20): the core
     /// decided and re-checked everything; this only reaches the world.
     fn run_builtin(&self, ticket: &Ticket, _grant: &crate::builtins::EffectGrant<'_>) -> InvokeOutcome {

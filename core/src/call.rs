@@ -296,8 +296,10 @@ pub struct Ticket {
     pub args: Value,
     /// The key handlers and services use to recognise a retried call.
     pub idempotency_key: String,
-    /// How long the tool may take, in ms.
+    /// How long the tool may take, in ms (never past the run's deadline).
     pub timeout_ms: u64,
+    /// The deadline of the call's run (`spec.runs` timeout), ms since the epoch.
+    pub(crate) run_deadline_ms: Option<u64>,
     /// How to reach it.
     pub transport: Transport,
     pub(crate) tool_index: usize,

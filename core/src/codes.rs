@@ -244,6 +244,11 @@ codes! {
         EffectApplied => "effect_applied",
         /// The principal's secret scope lacks a secret handle the tool needs.
         SecretNotInScope => "secret_not_in_scope",
+        // Issue 21, second pass (h2021): run timeouts and the `command` secret source.
+        /// A call in a run whose `spec.runs` timeout has passed.
+        RunExpired => "run_expired",
+        /// A secret handle's source gave no value (its command failed, timed out or printed nothing).
+        SecretUnavailable => "secret_unavailable",
     }
 }
 
@@ -256,7 +261,7 @@ impl RefusalCode {
             Self::InvalidArgs | Self::PathEscape => Step::Validate,
             Self::DigestMismatch => Step::Pin,
             Self::ScopeMissing | Self::PolicyDenied | Self::AccessDenied | Self::SecretNotInScope => Step::Policy,
-            Self::BudgetExhausted | Self::RateLimited => Step::Limits,
+            Self::BudgetExhausted | Self::RateLimited | Self::RunExpired => Step::Limits,
             Self::Trifecta | Self::TaintedArgument => Step::Flow,
             Self::ApprovalRequired | Self::ApprovalDenied | Self::ApprovalExpired | Self::ApprovalLimit => Step::Approval,
             Self::Timeout
@@ -269,7 +274,8 @@ impl RefusalCode {
             | Self::StaleWrite
             | Self::EditMismatch
             | Self::EffectUnknown
-            | Self::EffectApplied => Step::Invoke,
+            | Self::EffectApplied
+            | Self::SecretUnavailable => Step::Invoke,
             Self::InvalidOutput => Step::Output,
             Self::StoreUnavailable => return None,
         })

@@ -26,7 +26,7 @@ fn a_secret_value_reaches_the_ticket_only() {
     .unwrap();
     std::fs::write(
         dir.join("tools/pay.yaml"),
-        "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: { name: pay }\nspec:\n  handler: \"x:pay\"\n  description: Pays.\n  secrets: [API_KEY]\n",
+        "apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: { name: pay }\nspec:\n  handler: \"x:pay\"\n  description: Pays.\n  secrets: [API_KEY]\n  secrets_delivery: native\n",
     )
     .unwrap();
     std::env::set_var("HW_TEST_SECRETS_API_KEY", VALUE);
@@ -60,5 +60,34 @@ fn a_secret_value_reaches_the_ticket_only() {
     let audit = serde_json::to_string(&sink.events()).unwrap();
     assert_eq!(sink.events().len(), 2);
     assert!(!audit.contains(VALUE), "{audit}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A native tool that names a handle without `secrets_delivery: native`: its
+/// scope is still checked, and no value is read into its ticket (the value
+/// would enter the host's process); with the opt-in, it is.
+#[test]
+fn a_native_tool_gets_no_value_without_the_opt_in() {
+    let dir = std::env::temp_dir().join(format!("hw-secrets-opt-in-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(
+        dir.join("harness.yaml"),
+        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [\"tools/*.yaml\"]\n  secrets:\n    API_KEY: { env: HW_TEST_SECRETS_OPT_IN_KEY }\n",
+    )
+    .unwrap();
+    let manifest = |name: &str, extra: &str| {
+        format!("apiVersion: harnessweaver/v1\nkind: Tool\nmetadata: {{ name: {name} }}\nspec:\n  handler: \"x:{name}\"\n  description: Pays.\n  secrets: [API_KEY]\n{extra}")
+    };
+    std::fs::write(dir.join("tools/plain.yaml"), manifest("plain", "")).unwrap();
+    std::fs::write(dir.join("tools/opted.yaml"), manifest("opted", "  secrets_delivery: native\n")).unwrap();
+    std::env::set_var("HW_TEST_SECRETS_OPT_IN_KEY", VALUE);
+    let harness = Harness::load(dir.join("harness.yaml")).unwrap();
+    let governor = Governor::from_harness(&harness, GovernorOptions::default()).unwrap();
+    let ctx = CallContext { principal: Principal::new("bob"), ..CallContext::default() };
+    let Begin::Invoke(plain) = governor.begin("plain", serde_json::json!({}), &ctx) else { panic!("plain was refused") };
+    assert!(plain.secrets().is_empty(), "{plain:?}");
+    let Begin::Invoke(opted) = governor.begin("opted", serde_json::json!({}), &ctx) else { panic!("opted was refused") };
+    assert_eq!(opted.secrets().iter().map(|(h, v)| (h.to_string(), v.to_string())).collect::<Vec<_>>(), [("API_KEY".to_string(), VALUE.to_string())]);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -109,7 +109,13 @@ impl Ctx {
         };
         let behaviour = &self.behaviours[ticket.tool()];
         let handler = self.handlers[ticket.tool()].clone();
-        let outcome = if behaviour.get("unserializable").is_some() {
+        let outcome = if behaviour.get("uses_secrets").is_some() {
+            // What the handler received (`secrets_delivery: native`): each value's length, and the values (step 9 masks them).
+            let secrets = ticket.secrets().unwrap_or(Value::Null);
+            let lengths: serde_json::Map<String, Value> =
+                secrets.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), json!(v.as_str().unwrap().len()))).collect();
+            Outcome::Returned(json!({"lengths": lengths, "echo": secrets}))
+        } else if behaviour.get("unserializable").is_some() {
             // A Rust runner stands in for a host object with no JSON form.
             Outcome::not_json(&harnessweaver_core::error::Error::value("unsupported_type", "a host object"))
         } else if mode == HandlerMode::CallerThread {
@@ -138,8 +144,10 @@ fn check_subset(want: &Value, got: &Value, what: &str) {
 }
 
 fn run_scenario(path: &Path) {
-    let case: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
     let dir = std::env::temp_dir().join(format!("hw-gov-{}-{}", std::process::id(), path.file_stem().unwrap().to_string_lossy()));
+    // `{{dir}}`: the scenario's directory, absolute (a `host_reads` root, a path in an expectation).
+    let text = fs::read_to_string(path).unwrap().replace("{{dir}}", dir.to_str().unwrap());
+    let case: Value = serde_json::from_str(&text).unwrap();
     let _ = fs::remove_dir_all(&dir);
     // `servers: {"http": "fixture-http"}`: the shared test server, its base URL for `{{http}}`.
     let http = case.get("servers").and_then(|s| s.get("http")).map(|_| transport_support::HttpServer::start());
@@ -216,8 +224,12 @@ fn run_scenario(path: &Path) {
             continue;
         }
         if let Some(name) = step.get("run").filter(|_| step.get("call").is_none()) {
-            let _ = principal(&step["principal"]);
-            runs.insert(name.as_str().unwrap().to_string(), cx.host.new_run().unwrap());
+            // `h.run(principal=…)`: an `api` run for the principal; `expect.error` when it is not admitted.
+            match (cx.host.start_run("api", Some(&principal(&step["principal"]))), step.get("expect")) {
+                (Ok(id), None) => drop(runs.insert(name.as_str().unwrap().to_string(), id)),
+                (Ok(id), Some(want)) => panic!("{what}: run `{id}` started; expected {want}"),
+                (Err(e), want) => assert_eq!(want.and_then(|w| w.get("error")).and_then(Value::as_str), Some(e.code()), "{what}: {e}"),
+            }
             continue;
         }
         let approval_ref = |r: &Value| -> String {
@@ -235,7 +247,15 @@ fn run_scenario(path: &Path) {
                 approval_id: step.get("approval").map(approval_ref),
                 ..CallContext::default()
             };
-            Ok(cx.invoke(cx.host.begin(tool, step["args"].clone(), &ctx).unwrap()))
+            let begun = cx.host.begin(tool, step["args"].clone(), &ctx).unwrap();
+            // `after_begin`: filesystem changes and clock moves between steps 1–7 and the invocation.
+            for op in step.get("after_begin").and_then(Value::as_array).into_iter().flatten() {
+                match op.get("advance_ms").and_then(Value::as_u64) {
+                    Some(ms) => cx.host.advance_clock(ms).unwrap(),
+                    None => fs_ops(&dir, std::slice::from_ref(op)),
+                }
+            }
+            Ok(cx.invoke(begun))
         } else if let Some(tool) = step.get("explain").and_then(Value::as_str) {
             let ctx = CallContext {
                 principal: principal(&step["principal"]),

@@ -73,6 +73,11 @@ function handlerFor(b) {
     if ('unserializable' in b) return () => 'a function has no JSON form'
     if ('echo' in b) return { args }
     if ('returns_key' in b) return { idempotency_key: ctx.idempotencyKey }
+    // What the handler received (`secrets_delivery: native`); step 9 masks the values.
+    if ('uses_secrets' in b) {
+      const s = ctx.secrets ?? null
+      return { lengths: Object.fromEntries(Object.entries(s ?? {}).map(([k, v]) => [k, v.length])), echo: s }
+    }
     if ('returns_repeat' in b) return b.returns_repeat.text.repeat(b.returns_repeat.times)
     return b.returns ?? null
   }
@@ -119,8 +124,9 @@ function checkSubset(want, got, what) {
 
 async function runScenario(path) {
   const name = basename(path, '.json')
-  const c = read(path)
   const dir = mkdtempSync(join(tmpdir(), `hw-gov-node-${name}-`))
+  // `{{dir}}`: the scenario's directory, absolute (a `host_reads` root, a path in an expectation).
+  const c = JSON.parse(JSON.stringify(read(path)).replaceAll('{{dir}}', dir))
   const http = c.servers && c.servers.http ? await startHttpServer() : null
   // `env`: variables the harness reads (`headers_env`), set before the load.
   Object.assign(process.env, c.env || {})
@@ -171,7 +177,17 @@ async function runScenario(path) {
         continue
       }
       if ('run' in step && !('call' in step)) {
-        runs.set(step.run, h.run({ principal: principals[step.principal] }).id)
+        // An `api` run for the principal; `expect.error` when it is not admitted.
+        let started
+        try {
+          started = h.run({ principal: principals[step.principal] })
+        } catch (e) {
+          if (!(e instanceof hw.HarnessweaverError)) throw e
+          assert.equal(e.code, step.expect?.error, `${what}: ${e.message}`)
+          continue
+        }
+        assert.ok(!('expect' in step), `${what}: the run started; expected ${JSON.stringify(step.expect)}`)
+        runs.set(step.run, started.id)
         continue
       }
       const expect = step.expect
@@ -187,7 +203,26 @@ async function runScenario(path) {
           return null
         }
       }
-      if ('call' in step) {
+      if ('call' in step && 'after_begin' in step) {
+        // Filesystem changes and clock moves between steps 1–7 and the invocation.
+        const o = {
+          principal: principals[step.principal],
+          tenant: step.tenant,
+          task: step.task,
+          run: 'run' in step ? runs.get(step.run) : undefined,
+          raiseOnRefusal: false,
+        }
+        const begun = hw._testing.begin(h, step.call, step.args, o)
+        if (begun.held === undefined) {
+          result = begun
+        } else {
+          for (const op of step.after_begin) {
+            if ('advance_ms' in op) hw._testing.advanceMs(h, op.advance_ms)
+            else fsOps(dir, [op])
+          }
+          result = await hw._testing.resume(h, begun.held, o)
+        }
+      } else if ('call' in step) {
         result = await h.call(step.call, step.args, {
           principal: principals[step.principal],
           tenant: step.tenant,

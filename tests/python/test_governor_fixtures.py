@@ -27,7 +27,10 @@ EXPECTED_FAILURES: Dict[str, str] = {}
 
 
 def handler_for(behaviour: Dict[str, Any]) -> Callable[..., Any]:
-    def handler(idempotency_key: str = "", **args: Any) -> Any:
+    def handler(idempotency_key: str = "", secrets: Optional[Dict[str, str]] = None, **args: Any) -> Any:
+        if "uses_secrets" in behaviour:
+            # What the handler received (`secrets_delivery: native`); step 9 masks the values.
+            return {"lengths": {k: len(v) for k, v in (secrets or {}).items()}, "echo": secrets}
         if "sleeps_ms" in behaviour or "sleep_ms" in behaviour:
             time.sleep(behaviour.get("sleeps_ms", behaviour.get("sleep_ms", 0)) / 1000.0)
         if "raises" in behaviour:
@@ -107,6 +110,8 @@ def run_scenario(path: Path, tmp: Path) -> None:
 
 
 def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpServer]) -> None:
+    # `{{dir}}`: the scenario's directory, absolute (a `host_reads` root, a path in an expectation).
+    case = json.loads(json.dumps(case).replace("{{dir}}", str(tmp)))
     # `env`: variables the harness reads (`headers_env`), set before the load.
     os.environ.update(case.get("env", {}))
     for rel, text in case["files"].items():
@@ -161,13 +166,21 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
             check_file(tmp / step["file"], step["expect"], what)
             continue
         if "run" in step and "call" not in step:
-            runs[step["run"]] = h.run(principal=principals[step["principal"]]).id
+            # An `api` run for the principal; `expect.error` when it is not admitted.
+            try:
+                runs[step["run"]] = h.run(principal=principals[step["principal"]]).id
+            except hw.HarnessweaverError as err:
+                assert step.get("expect", {}).get("error") == err.code, f"{what}: {err}"
+                continue
+            assert "expect" not in step, f"{what}: the run started; expected {step['expect']}"
             continue
         expect = step["expect"]
         result: Optional[hw.CallResult] = None
         error: Optional[str] = None
         other: Optional[Dict[str, Any]] = None
-        if "call" in step:
+        if "call" in step and "after_begin" in step:
+            result = call_after_begin(h, tmp, step, principals[step["principal"]], runs.get(step.get("run", "")))
+        elif "call" in step:
             result = h.call(
                 step["call"],
                 step["args"],
@@ -245,6 +258,24 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
         assert len(events) == len(case["audit"]), f"{path.name}: audit event count {len(events)}"
         for want, event in zip(case["audit"], events):
             check_subset(want, event, f"{path.name} audit")
+
+
+def call_after_begin(h: Any, tmp: Path, step: Dict[str, Any], principal: Dict[str, Any], run: Optional[str]) -> Any:
+    """A call with `after_begin`: filesystem changes and clock moves between steps 1-7 and the invocation."""
+    begun = h.begin(step["call"], step["args"], principal=principal, tenant=step.get("tenant"), task=step.get("task"), run=run)
+    if isinstance(begun, hw.CallResult):
+        return begun
+    for op in step["after_begin"]:
+        if "advance_ms" in op:
+            h.advance_ms(op["advance_ms"])
+        else:
+            fs_ops(tmp, [op])
+    if begun.route == "transport":
+        return h.finish_transport(begun)
+    try:
+        return h.finish_returned(begun, h.handler(begun)(**begun.kwargs()))
+    except Exception as err:  # noqa: BLE001 - a fixture handler's failure is its outcome
+        return h.finish_failed(begun, type(err).__name__)
 
 
 def fs_ops(base: Path, ops: List[Dict[str, Any]]) -> None:

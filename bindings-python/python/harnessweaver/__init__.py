@@ -108,7 +108,7 @@ def load(
     path: Union[str, "os.PathLike[str]"],
     handlers: Optional[Mapping[str, Callable[..., Any]]] = None,
     audit: Optional[Callable[[Dict[str, Any]], Any]] = None,
-    on_approval: Optional[Callable[[Dict[str, Any], Dict[str, Any]], Optional[bool]]] = None,
+    on_approval: Optional[Callable[[Dict[str, Any], Dict[str, Any]], Union[bool, Dict[str, str], None]]] = None,
     *,
     tools: Sequence[Any] = (),
     **test: Any,

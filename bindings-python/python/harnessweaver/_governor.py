@@ -287,14 +287,11 @@ class Harness(_native.Host):
         return next((t for t in self.tools if t.name == name), None)
 
     def run(self, *, principal: Union[Principal, PrincipalDict], tenant: Optional[str] = None, task: Optional[str] = None) -> Run:
-        """Starts a run: its calls share labels, budgets and the run id."""
-        return Run(
-            self,
-            self.new_run(),
-            principal if isinstance(principal, Principal) else Principal.from_mapping(principal),
-            tenant,
-            task,
-        )
+        """Starts a run from the ``api`` source for ``principal`` (admitted by
+        ``spec.runs``: ``run_not_admitted`` otherwise): its calls share labels,
+        budgets and the run id."""
+        who = principal if isinstance(principal, Principal) else Principal.from_mapping(principal)
+        return Run(self, self.new_run("api", who), who, tenant, task)
 
     async def acall(
         self,

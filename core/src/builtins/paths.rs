@@ -124,7 +124,8 @@ pub fn resolve(workspace: &Path, host_roots: &[PathBuf], given: &str) -> Result<
         rel.push(part);
     }
     let shown = if path.is_absolute() {
-        root.join(&rel).display().to_string()
+        // The root itself is shown as it is, not with a trailing `/`.
+        if rel.as_os_str().is_empty() { root.display().to_string() } else { root.join(&rel).display().to_string() }
     } else {
         rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
     };

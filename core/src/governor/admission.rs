@@ -24,7 +24,25 @@ impl Governor {
     /// A new run from `source` (`api`, `gateway` or a named trigger) for
     /// `principal`, or `run_not_admitted`. Without a principal the per-day
     /// count cannot be kept, so a source with `max_runs_per_day` needs one.
+    /// A source with a `timeout` starts the run's clock.
     pub fn admit_run(&self, source: &str, principal: Option<&Principal>) -> Result<String, Error> {
+        self.admission(source, principal)?;
+        let run_id = self.new_run_id();
+        self.start_run_clock(&run_id, self.run_timeout_ms(source));
+        Ok(run_id)
+    }
+
+    /// Admits a run whose id the caller chose (the gateway derives a
+    /// caller's run id from the principal): the same checks and clock as
+    /// [`Governor::admit_run`].
+    pub fn admit_run_id(&self, source: &str, principal: Option<&Principal>, run_id: &str) -> Result<(), Error> {
+        self.admission(source, principal)?;
+        self.start_run_clock(run_id, self.run_timeout_ms(source));
+        Ok(())
+    }
+
+    /// The checks of admission: the source listed and enabled, the principal's day count.
+    fn admission(&self, source: &str, principal: Option<&Principal>) -> Result<(), Error> {
         if let Some(why) = crate::harness::run_refusal(self.run_admission.as_ref(), source) {
             return Err(not_admitted(why));
         }
@@ -45,7 +63,7 @@ impl Governor {
                 Err(e) => return Err(Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message }),
             }
         }
-        Ok(self.new_run_id())
+        Ok(())
     }
 
     /// The timeout of runs from `source`, in ms, when `spec.runs` sets one.

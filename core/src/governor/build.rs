@@ -130,6 +130,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
             _ => None,
         },
         secrets: m.secrets.clone(),
+        native_secrets: m.native_secrets,
     }
 }
 

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use super::steps::Deciding;
-use super::{Governor, Refusal, Stop, ToolRuntime};
+use super::{Governor, InlineDecision, Refusal, Stop, ToolRuntime};
 use crate::builtins::{Candidate, Verdict};
-use crate::call::{InvokeOutcome, Principal, RefusalCode, Step, Ticket, Transport};
+use crate::call::{ApprovalRequest, InvokeOutcome, Principal, RefusalCode, Step, Ticket, Transport};
 use crate::codes::ArgumentCode;
 use crate::error::Error;
 use crate::store::PendingApproval;
@@ -63,6 +63,26 @@ impl Governor {
         match (&self.builtins, &ticket.prepared) {
             (Some(builtins), Some(prepared)) => builtins.invoke(prepared, ticket, &*self.transports),
             _ => InvokeOutcome::Failed { kind: "the built-in call was not prepared".into() },
+        }
+    }
+
+    /// An inline approval callback accepted candidate `candidate` of the
+    /// approval it was shown: when the request offers it, its rule is written
+    /// to the permission file (accepted by `callback`) and the call is
+    /// approved; otherwise (or when the file cannot be written) the call
+    /// stays pending, and the reason is logged once.
+    pub(super) fn accept_inline(&self, request: &ApprovalRequest, pending: &PendingApproval, candidate: &str) -> InlineDecision {
+        let Some(chosen) = request.candidates.iter().find(|c| c.id == candidate) else {
+            eprintln!("harnessweaver: the approval callback accepted `{candidate}`, which approval `{}` does not offer; it stays pending", pending.id);
+            return InlineDecision::Undecided;
+        };
+        match self.builtins.as_ref().map(|b| b.accept(chosen, "callback", &pending.id)) {
+            Some(Ok(())) => InlineDecision::Approve,
+            Some(Err(e)) => {
+                eprintln!("harnessweaver: candidate `{candidate}` of approval `{}` could not be accepted ({e}); it stays pending", pending.id);
+                InlineDecision::Undecided
+            }
+            None => InlineDecision::Undecided,
         }
     }
 

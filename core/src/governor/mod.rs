@@ -16,6 +16,7 @@ mod explain;
 mod flow;
 mod output;
 mod provenance;
+mod run_timeout;
 mod runs;
 mod secrets;
 mod steps;
@@ -155,6 +156,8 @@ pub struct ToolRuntime {
     pub effect: Option<ToolEffect>,
     /// The secret handles the handler receives (issue 21).
     pub secrets: Vec<String>,
+    /// `secrets_delivery: native`: a native handler receives their values.
+    pub native_secrets: bool,
 }
 
 /// Harness-wide settings the steps read.
@@ -212,9 +215,22 @@ pub enum Begin {
     Done(CallResult),
 }
 
-/// A host function answering approvals inline: `Some(true)` approves,
-/// `Some(false)` denies, `None` leaves the call pending.
-pub type ApprovalCallback = Arc<dyn Fn(&ApprovalRequest, &PendingApproval) -> Option<bool> + Send + Sync>;
+/// A host function answering approvals inline.
+pub type ApprovalCallback = Arc<dyn Fn(&ApprovalRequest, &PendingApproval) -> InlineDecision + Send + Sync>;
+
+/// What an inline approval callback decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InlineDecision {
+    /// The call runs.
+    Approve,
+    /// The call is refused `approval_denied`.
+    Deny,
+    /// The call stays pending.
+    Undecided,
+    /// Accept the candidate with this id (one the request offers): its rule
+    /// is written to the permission file and the call runs (issue 20).
+    Accept(String),
+}
 
 /// A Rust handler: the args and the idempotency key in, a value or a failure kind out.
 pub type Handler = Arc<dyn Fn(&Value, &str) -> Result<Value, String> + Send + Sync>;
@@ -254,6 +270,8 @@ pub struct Governor {
     secret_dir: std::path::PathBuf,
     /// `spec.runs` (issue 21): none admits every run.
     run_admission: Option<crate::harness::RunsSettings>,
+    /// The deadlines of runs admitted with a `timeout` (issue 21).
+    run_deadlines: run_timeout::RunDeadlines,
 }
 
 impl fmt::Debug for Governor {
@@ -381,6 +399,7 @@ impl Governor {
             secrets: crate::harness::SecretsSettings::default(),
             secret_dir: std::path::PathBuf::new(),
             run_admission: None,
+            run_deadlines: run_timeout::RunDeadlines::default(),
         }
     }
 
@@ -527,18 +546,25 @@ impl Governor {
         let derived = || rt.effect.as_ref().and_then(|_| effects::derived_key(&rt.name, &args, ctx));
         let idempotency_key =
             ctx.idempotency_key.clone().or_else(derived).unwrap_or_else(|| concat("idem-", found.approval_id.as_deref().unwrap_or(&found.call_id)));
+        // Read before the intent: a secret that cannot be read leaves no journal entry.
+        let secrets = match self.read_secrets(rt) {
+            Ok(secrets) => secrets,
+            Err(refusal) => return Begin::Done(self.end_refused(refusal, tool, ctx, found)),
+        };
         if let Some(effect) = &rt.effect {
             if let Err(refusal) = self.effect_intent(effect, &rt.name, &args, ctx, &found.call_id, &idempotency_key) {
                 return Begin::Done(self.end_refused(refusal, tool, ctx, found));
             }
         }
+        let (timeout_ms, run_deadline_ms) = self.call_timeout(ctx.run_id.as_deref(), rt.timeout_ms, found.ts_ms);
         Begin::Invoke(Ticket {
             call_id: found.call_id,
             run_id: found.run_id,
             tool: rt.name.clone(),
             args,
             idempotency_key,
-            timeout_ms: rt.timeout_ms,
+            timeout_ms,
+            run_deadline_ms,
             transport: rt.transport.clone(),
             tool_index: index,
             // Only the audit event reads these two.
@@ -556,11 +582,7 @@ impl Governor {
             prepared: found.prepared,
             effect: rt.effect.is_some(),
             compensates: ctx.compensates.clone(),
-            secrets: if rt.secrets.is_empty() {
-                crate::call::SecretValues::default()
-            } else {
-                crate::call::SecretValues(self.secret_values(&rt.name).into())
-            },
+            secrets,
         })
     }
 
@@ -624,6 +646,12 @@ impl Governor {
         let Some(rt) = self.tools.get(ticket.tool_index) else {
             return self.finish_refused(ticket, Refusal::new(RefusalCode::UnknownTool, Step::Resolve, "the tool is gone"), invoke_us, 0);
         };
+        if self.past_run_deadline(ticket.run_deadline_ms) {
+            // Cut like a call past its own timeout: the outcome is withheld.
+            self.effect_outcome(&ticket, &InvokeOutcome::TimedOut);
+            let message = format!("the run's timeout passed while `{}` ran; its outcome was withheld", ticket.tool);
+            return self.finish_refused(ticket, Refusal::new(RefusalCode::Timeout, Step::Invoke, message), invoke_us, 0);
+        }
         self.effect_outcome(&ticket, &outcome);
         let returned = match invoke_verdict(&ticket, outcome) {
             Ok(returned) => returned,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::steps::Deciding;
 use super::{Governor, Refusal, Stop, ToolRuntime};
-use crate::call::{RefusalCode, Step};
+use crate::call::{RefusalCode, SecretValues, Step, Transport};
 use crate::harness::SecretSource;
 
 impl Governor {
@@ -34,23 +34,47 @@ impl Governor {
     }
 
     /// The values of the tool's secret handles, by handle, read now from
-    /// their sources (a missing source gives no entry: the tool sees the
-    /// handle absent, never another value).
-    pub fn secret_values(&self, tool: &str) -> Vec<(String, Arc<str>)> {
-        let Some(rt) = self.tool(tool) else { return Vec::new() };
-        rt.secrets
-            .iter()
-            .filter_map(|h| {
-                let value = match self.secrets.sources.get(h)? {
-                    SecretSource::Env(var) => std::env::var(var).ok()?,
-                    SecretSource::File(path) => {
-                        let full = self.secret_dir.join(path);
-                        let text = std::fs::read_to_string(full).ok()?;
-                        text.strip_suffix('\n').map(str::to_string).unwrap_or(text)
+    /// their sources, for its transport; none for a native tool that did not
+    /// opt in (`secrets_delivery: native`). An `env` or `file` source that
+    /// gives nothing leaves the handle absent (the tool never sees another
+    /// value); a `command` that fails refuses the call (`secret_unavailable`),
+    /// naming the handle and how to fix it, never a value.
+    pub(super) fn read_secrets(&self, rt: &ToolRuntime) -> Result<SecretValues, Refusal> {
+        if rt.secrets.is_empty() || (matches!(rt.transport, Transport::Native { .. }) && !rt.native_secrets) {
+            return Ok(SecretValues::default());
+        }
+        let mut values: Vec<(String, Arc<str>)> = Vec::with_capacity(rt.secrets.len());
+        for h in &rt.secrets {
+            let value = match self.secrets.sources.get(h) {
+                None => None,
+                Some(SecretSource::Env(var)) => std::env::var(var).ok(),
+                Some(SecretSource::File(path)) => std::fs::read_to_string(self.secret_dir.join(path))
+                    .ok()
+                    .map(|text| text.strip_suffix('\n').map(str::to_string).unwrap_or(text)),
+                Some(SecretSource::Command { argv, timeout_ms }) => {
+                    let text = self.transports.secret_command(argv, &self.secret_dir, *timeout_ms).map_err(|why| unavailable(&rt.name, h, &why))?;
+                    let value = text.trim();
+                    if value.is_empty() {
+                        return Err(unavailable(&rt.name, h, "its command printed nothing"));
                     }
-                };
-                (!value.is_empty()).then(|| (h.clone(), Arc::from(value)))
-            })
-            .collect()
+                    Some(value.to_string())
+                }
+            };
+            if let Some(value) = value.filter(|v| !v.is_empty()) {
+                values.push((h.clone(), Arc::from(value)));
+            }
+        }
+        Ok(SecretValues(values.into()))
     }
+}
+
+/// `secret_unavailable` for handle `h` of `tool`: what went wrong and where to fix it.
+fn unavailable(tool: &str, h: &str, why: &str) -> Refusal {
+    let mut r = Refusal::new(
+        RefusalCode::SecretUnavailable,
+        Step::Invoke,
+        format!("`{tool}` was not run: secret `{h}` could not be read ({why}); fix `spec.secrets.{h}.command` in harness.yaml or the secret manager it asks"),
+    );
+    r.reasons.push(format!("secret {h}"));
+    r
 }

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::trace::Trace;
-use super::{condition, expired, store_down, ArgsDigest, CallVars, Consume, Governor, Refusal, Stop, ToolPlan, ToolRuntime};
+use super::{condition, expired, store_down, ArgsDigest, CallVars, Consume, Governor, InlineDecision, Refusal, Stop, ToolPlan, ToolRuntime};
 use crate::call::{ApprovalRequest, CallContext, RefusalCode, Step, Transport};
 use crate::harness::{Effect, TrifectaMode};
 use crate::store::{Acquire, ApprovalState, Bounded, Budget, Labels, PendingApproval, Rate, RateKey};
@@ -314,6 +314,7 @@ impl Governor {
 
     /// Step 5: the run budgets, then the rate limits (explain counts nothing).
     fn limits(&self, rt: &ToolRuntime, plan: &ToolPlan, call: &mut Deciding<'_>) -> Result<(), Stop> {
+        self.run_in_time(call)?;
         let tool = call.tool;
         let max_tool = self.settings.per_tool.get(tool).copied();
         if call.trace.dry {
@@ -534,8 +535,12 @@ impl Governor {
         let Some(callback) = &self.approval_callback else {
             return Err(Stop::Pending(Box::new(request)));
         };
-        match callback(&request, &pending) {
-            Some(true) => {
+        let decision = match callback(&request, &pending) {
+            InlineDecision::Accept(candidate) => self.accept_inline(&request, &pending, &candidate),
+            other => other,
+        };
+        match decision {
+            InlineDecision::Approve | InlineDecision::Accept(_) => {
                 let ok = self.store.transition(&pending.id, ApprovalState::Pending, ApprovalState::Used, Some("callback"), None);
                 if matches!(ok, Ok(true)) {
                     call.approval_used = Some(pending.id);
@@ -543,13 +548,13 @@ impl Governor {
                 }
                 Err(Stop::Pending(Box::new(request)))
             }
-            Some(false) => {
+            InlineDecision::Deny => {
                 let _ = self.store.transition(&pending.id, ApprovalState::Pending, ApprovalState::Denied, Some("callback"), None);
                 let mut r = Refusal::new(RefusalCode::ApprovalDenied, Step::Approval, format!("a reviewer denied this call of `{}`", call.tool));
                 r.reasons = request.reasons;
                 Err(Stop::Refused(r))
             }
-            None => Err(Stop::Pending(Box::new(request))),
+            InlineDecision::Undecided => Err(Stop::Pending(Box::new(request))),
         }
     }
 

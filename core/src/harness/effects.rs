@@ -44,7 +44,20 @@ pub enum SecretSource {
     Env(String),
     /// `{file: PATH}`: a file's content (trailing newline removed), relative to harness.yaml.
     File(String),
+    /// `{command: [PROGRAM, ARG…], timeout: 10s}`: what the command prints on
+    /// stdout, trimmed; run at each call without a shell, in the harness's
+    /// directory, within `timeout`.
+    Command {
+        /// The program (a bare name on the fixed search path, or a path
+        /// relative to harness.yaml) and its arguments.
+        argv: Vec<String>,
+        /// How long it may run (default [`DEFAULT_SECRET_COMMAND_TIMEOUT_MS`]).
+        timeout_ms: u64,
+    },
 }
+
+/// How long a `command` secret source may run unless `timeout` says otherwise.
+pub const DEFAULT_SECRET_COMMAND_TIMEOUT_MS: u64 = 10_000;
 
 /// `spec.secrets` and `spec.secret_scopes`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -99,6 +112,21 @@ pub(super) fn parse_effects(node: Option<&Node>, cx: &mut Checker) -> EffectsSet
     out
 }
 
+/// A `command` source: a non-empty list of strings, run without a shell.
+fn secret_command(node: &Node, path: &str, cx: &mut Checker) -> Option<Vec<String>> {
+    let argv = cx.strings(node, path)?;
+    if argv.first().is_none_or(String::is_empty) || argv.iter().any(|a| a.contains('\0')) {
+        cx.report(
+            "invalid_value",
+            node.pos,
+            path,
+            format!("`{path}` must be the command as a list, `[PROGRAM, ARG…]`, with a program and no NUL; it runs without a shell"),
+        );
+        return None;
+    }
+    Some(argv)
+}
+
 /// Parses `spec.secrets` and `spec.secret_scopes`; a scope naming an unmapped handle is a problem.
 pub(super) fn parse_secrets(sources: Option<&Node>, scopes: Option<&Node>, cx: &mut Checker) -> SecretsSettings {
     let mut out = SecretsSettings::default();
@@ -112,17 +140,35 @@ pub(super) fn parse_secrets(sources: Option<&Node>, scopes: Option<&Node>, cx: &
                     continue;
                 }
                 let Some(mut src) = cx.map(v, &path) else { continue };
-                let env = src.get("env").and_then(|n| cx.string(n, &format!("{path}.env")));
-                let file = src.get("file").and_then(|n| cx.string(n, &format!("{path}.file")));
+                let (env, file, command) = (src.get("env"), src.get("file"), src.get("command"));
+                // A source given but malformed is reported once, where it is.
+                let given = [env, file, command].iter().filter(|n| n.is_some()).count();
+                let env = env.and_then(|n| cx.string(n, &format!("{path}.env")));
+                let file = file.and_then(|n| cx.string(n, &format!("{path}.file")));
+                let command = command.and_then(|n| secret_command(n, &format!("{path}.command"), cx));
+                let timeout = src.get("timeout").map(|n| (n, super::runs::duration(cx, n, &format!("{path}.timeout"))));
                 src.finish(cx);
-                match (env, file) {
-                    (Some(var), None) => {
+                if let (Some((n, _)), None) = (&timeout, &command) {
+                    cx.report("invalid_value", n.pos, &format!("{path}.timeout"), format!("`{path}.timeout` is for a `command` source"));
+                }
+                match (env, file, command) {
+                    (Some(var), None, None) => {
                         out.sources.insert(name, SecretSource::Env(var));
                     }
-                    (None, Some(f)) => {
+                    (None, Some(f), None) => {
                         out.sources.insert(name, SecretSource::File(f));
                     }
-                    _ => cx.report("invalid_value", v.pos, &path, format!("`{path}` needs exactly one source: `env: VAR` or `file: PATH`")),
+                    (None, None, Some(argv)) => {
+                        let timeout_ms = timeout.and_then(|(_, ms)| ms).unwrap_or(DEFAULT_SECRET_COMMAND_TIMEOUT_MS);
+                        out.sources.insert(name, SecretSource::Command { argv, timeout_ms });
+                    }
+                    _ if given == 1 => {}
+                    _ => cx.report(
+                        "invalid_value",
+                        v.pos,
+                        &path,
+                        format!("`{path}` needs exactly one source: `env: VAR`, `file: PATH` or `command: [PROGRAM, ARG…]`"),
+                    ),
                 }
             }
         }

@@ -57,7 +57,7 @@ pub(super) fn parse_runs(node: &Node, cx: &mut Checker, base: &str) -> (RunsSett
     (out, at)
 }
 
-fn duration(cx: &mut Checker, n: &Node, path: &str) -> Option<u64> {
+pub(super) fn duration(cx: &mut Checker, n: &Node, path: &str) -> Option<u64> {
     let NodeValue::Str(text) = &n.value else {
         cx.report("wrong_type", n.pos, path, format!("`{path}` must be a duration like `30m`, not {}", n.kind()));
         return None;

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::audit::{AuditEvent, AuditSink};
 use crate::error::Error;
-use crate::governor::ApprovalRequest;
+use crate::governor::{ApprovalRequest, InlineDecision};
 use crate::store::PendingApproval;
 
 /// A host function receiving every audit event.
@@ -59,6 +59,13 @@ pub enum ApprovalAnswer {
     Deny,
     /// No decision (`None`, `null`, anything that is not a boolean): the call stays pending.
     Undecided,
+    /// `{"accept": "<candidate id>"}`: accept that candidate of the request
+    /// (a built-in tool's "always allow"): its rule is written to the
+    /// permission file and the call runs (issue 20).
+    Accept {
+        /// The candidate's id (`c1`, …) in the request's `candidates`.
+        candidate: String,
+    },
     /// The callback raised or threw `kind`: the call stays pending; logged once.
     Failed {
         /// The exception class or error name.
@@ -75,18 +82,34 @@ impl ApprovalAnswer {
             None => Self::Undecided,
         }
     }
+
+    /// A callback's answer as JSON: `true` approves, `false` denies,
+    /// `{"accept": "<candidate id>"}` accepts a candidate, anything else
+    /// leaves the call pending. Every binding reads its callback's return
+    /// value through this, so they agree.
+    pub fn from_value(answer: &Value) -> Self {
+        match answer {
+            Value::Bool(b) => Self::from_bool(Some(*b)),
+            Value::Object(map) if map.len() == 1 => match map.get("accept") {
+                Some(Value::String(candidate)) => Self::Accept { candidate: candidate.clone() },
+                _ => Self::Undecided,
+            },
+            _ => Self::Undecided,
+        }
+    }
 }
 
 /// The governor's approval callback around a host's.
 pub(crate) fn approval_hook(callback: Arc<dyn ApprovalCallback>) -> crate::governor::ApprovalCallback {
-    Arc::new(move |request: &ApprovalRequest, pending: &PendingApproval| -> Option<bool> {
+    Arc::new(move |request: &ApprovalRequest, pending: &PendingApproval| -> InlineDecision {
         match callback.decide(&ApprovalView { request, pending }) {
-            ApprovalAnswer::Approve => Some(true),
-            ApprovalAnswer::Deny => Some(false),
-            ApprovalAnswer::Undecided => None,
+            ApprovalAnswer::Approve => InlineDecision::Approve,
+            ApprovalAnswer::Deny => InlineDecision::Deny,
+            ApprovalAnswer::Undecided => InlineDecision::Undecided,
+            ApprovalAnswer::Accept { candidate } => InlineDecision::Accept(candidate),
             ApprovalAnswer::Failed { kind } => {
                 eprintln!("harnessweaver: the approval callback raised {kind}; `{}` stays pending", request.id);
-                None
+                InlineDecision::Undecided
             }
         }
     })

@@ -138,6 +138,8 @@ pub struct Ticket {
     inner: crate::governor::Ticket,
     deadline: Instant,
     route: TicketRoute,
+    /// A host handler that receives its secret values (`secrets_delivery: native`).
+    native_secrets: bool,
 }
 
 impl Ticket {
@@ -168,6 +170,14 @@ impl Ticket {
     /// Where the tool runs.
     pub fn route(&self) -> TicketRoute {
         self.route
+    }
+    /// The secret values a host handler receives, `{HANDLE: value}` (issue
+    /// 21): only for a tool whose manifest opts in with `secrets_delivery:
+    /// native` (a handle whose source gave nothing is absent); `None` for
+    /// every other ticket. A binding hands it to the handler as is (Python:
+    /// the `secrets` keyword; Node: `ctx.secrets`); step 9 masks every echo.
+    pub fn secrets(&self) -> Option<Value> {
+        self.native_secrets.then(|| Value::Object(self.inner.secrets().iter().map(|(h, v)| (h.to_string(), Value::from(v))).collect()))
     }
 }
 
@@ -304,7 +314,9 @@ impl Host {
             _ => TicketRoute::Transport,
         };
         let deadline = Instant::now() + Duration::from_millis(inner.timeout_ms);
-        Ticket { inner, deadline, route }
+        let native_secrets =
+            matches!(route, TicketRoute::Host { .. }) && self.governor().and_then(|g| g.tool(&inner.tool)).is_some_and(|t| t.native_secrets);
+        Ticket { inner, deadline, route, native_secrets }
     }
 
     /// Steps 1–7.
@@ -320,6 +332,10 @@ impl Host {
         let late = Instant::now() > ticket.deadline;
         let outcome = match outcome {
             _ if late => InvokeOutcome::TimedOut,
+            // The values the handler received: step 9 masks every echo of them.
+            Outcome::Returned(value) if ticket.native_secrets && !ticket.inner.secrets().is_empty() => {
+                InvokeOutcome::ReturnedWithSecrets { value, secrets: ticket.inner.secrets().values() }
+            }
             Outcome::Returned(v) => InvokeOutcome::Returned(v),
             Outcome::NotJson { reason } => InvokeOutcome::NotJson { reason },
             Outcome::Failed { kind } => InvokeOutcome::Failed { kind },

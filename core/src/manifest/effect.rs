@@ -180,6 +180,23 @@ pub(crate) fn parse_effect(node: Option<&Node>, cx: &mut Checker) -> EffectField
     }
 }
 
+/// Parses `spec.secrets_delivery`: `native` (a native handler receives the
+/// values, an explicit opt-in: they enter the host's process) or `transport`
+/// (the default: the transport's channel, none for a native tool).
+pub(crate) fn parse_secrets_delivery(node: Option<&Node>, transport: super::Transport, cx: &mut Checker) -> bool {
+    let Some(node) = node else { return false };
+    let native = cx.choice(node, "spec.secrets_delivery", &[("native", true), ("transport", false)]).unwrap_or(false);
+    if native && transport != super::Transport::Native {
+        cx.report(
+            "invalid_value",
+            node.pos,
+            "spec.secrets_delivery",
+            "`spec.secrets_delivery: native` is for native tools; other transports hand secrets over through their own channel".into(),
+        );
+    }
+    native
+}
+
 /// Parses `spec.secrets`: a list of handle names (never values).
 pub(crate) fn parse_secrets(node: Option<&Node>, cx: &mut Checker) -> Vec<String> {
     let Some(node) = node else { return Vec::new() };

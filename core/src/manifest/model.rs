@@ -469,6 +469,9 @@ pub struct Manifest {
     pub effect: super::effect::EffectField,
     /// `spec.secrets` (issue 21): the secret handles the handler receives.
     pub secrets: Vec<String>,
+    /// `spec.secrets_delivery: native` (issue 21): a native handler receives
+    /// the values of `secrets` (its `secrets` keyword; `ctx.secrets` in Node).
+    pub native_secrets: bool,
 }
 
 /// `native`, `http`, `code`, `mcp` or `process`.

@@ -265,6 +265,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let payload_constraints = spec.get("payload_constraints").and_then(|n| parse_payload_constraints(n, cx));
     let effect = super::effect::parse_effect(spec.get_raw("effect"), cx);
     let secrets = super::effect::parse_secrets(spec.get("secrets"), cx);
+    let native_secrets = super::effect::parse_secrets_delivery(spec.get("secrets_delivery"), transport, cx);
     spec.finish(cx);
 
     if cx.problems.len() > before {
@@ -302,6 +303,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         process,
         effect,
         secrets,
+        native_secrets,
     };
     Some(ParsedManifest { manifest, schema_pos, validator, approval_when })
 }

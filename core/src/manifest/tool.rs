@@ -119,6 +119,9 @@ impl Tool {
         if !m.secrets.is_empty() {
             o.insert("secrets".into(), json!(m.secrets));
         }
+        if m.native_secrets {
+            o.insert("secrets_delivery".into(), json!("native"));
+        }
         o.insert(
             "limits".into(),
             json!({
@@ -302,6 +305,9 @@ impl Tool {
         if !m.secrets.is_empty() {
             out.push_str(",\"secrets\":");
             canonical::write_strs(out, &m.secrets, depth)?;
+        }
+        if m.native_secrets {
+            out.push_str(",\"secrets_delivery\":\"native\"");
         }
         out.push_str(",\"server\":");
         canonical::write_opt_str(out, m.server.as_deref());

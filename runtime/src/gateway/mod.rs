@@ -15,6 +15,7 @@
 //! also name the approval in the request's `_meta` (`harnessweaver/approval_id`).
 //! See docs/gateway.md.
 
+pub mod admission;
 pub mod auth;
 /// `spec.gateway`, parsed with the rest of harness.yaml by the core.
 pub use harnessweaver_core::gateway_spec as config;
@@ -117,18 +118,16 @@ impl Gateway {
     /// the principal, the tenant and a generation, not drawn at random), until
     /// `spec.state_options.run_ttl` passes without a call here; then a fresh
     /// run (the store has dropped the old one's labels and budgets by then).
-    pub fn principal_run(&self, who: &Identity) -> String {
+    /// A fresh run is admitted first ([`Gateway::admit`], `spec.runs`).
+    pub fn principal_run(&self, who: &Identity) -> Result<String, harnessweaver_core::Error> {
         let now = self.runtime().governor().clock().now_ms();
         let ttl = self.runtime().harness().spec().state_options.run_ttl_ms;
         let key = (who.principal.id.clone(), who.tenant.clone());
-        let generation = {
-            let mut runs = self.runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let run = runs.entry(key).or_insert(PrincipalRun { generation: 0, last_ms: now });
-            if now.saturating_sub(run.last_ms) > ttl {
-                run.generation += 1;
-            }
-            run.last_ms = now;
-            run.generation
+        let mut runs = self.runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (generation, fresh) = match runs.get(&key) {
+            None => (0, true),
+            Some(run) if now.saturating_sub(run.last_ms) > ttl => (run.generation + 1, true),
+            Some(run) => (run.generation, false),
         };
         // Length-prefixed fields: no two (principal, tenant) pairs collide.
         let tenant = who.tenant.as_deref();
@@ -140,7 +139,12 @@ impl Gateway {
         );
         let digest = sha256_tagged(material.as_bytes());
         let hex = digest.strip_prefix("sha256:").unwrap_or(&digest);
-        format!("run_gw_{}", hex.get(..32).unwrap_or(hex))
+        let run_id = format!("run_gw_{}", hex.get(..32).unwrap_or(hex));
+        if fresh {
+            self.admit(who, &run_id)?;
+        }
+        runs.insert(key, PrincipalRun { generation, last_ms: now });
+        Ok(run_id)
     }
 
     /// The runtime.

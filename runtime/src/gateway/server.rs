@@ -61,13 +61,19 @@ impl Session {
             .ok_or_else(|| ErrorData::invalid_request("no authenticated caller", None))
     }
 
-    fn run_for(&self, who: &Identity) -> String {
+    /// The caller's run; a new one is admitted first (`spec.runs`, issue 21).
+    fn run_for(&self, who: &Identity) -> Result<String, CoreError> {
         if self.gateway.run_scope() == super::GatewayRun::Principal {
             return self.gateway.principal_run(who);
         }
         let key = (who.principal.id.clone(), who.tenant.clone());
         let mut runs = self.runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        runs.entry(key).or_insert_with(|| self.gateway.runtime().governor().new_run_id()).clone()
+        if let Some(run) = runs.get(&key) {
+            return Ok(run.clone());
+        }
+        let run = self.gateway.runtime().governor().new_run_id();
+        self.gateway.admit(who, &run)?;
+        Ok(runs.entry(key).or_insert(run).clone())
     }
 }
 
@@ -94,7 +100,10 @@ impl ServerHandler for Session {
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let who = self.identity(&context)?;
-        let run_id = self.run_for(&who);
+        let run_id = match self.run_for(&who) {
+            Ok(run_id) => run_id,
+            Err(e) => return Ok(serde_json::from_value::<CallToolResult>(super::admission::not_admitted(&request.name, &e).to_mcp()).map_err(internal)?.into()),
+        };
         // `_meta` of the request: rmcp hands it over in the context (and
         // may leave a copy in the params).
         let approval_id = [serde_json::to_value(&context.meta).ok(), request.meta.as_ref().and_then(|m| serde_json::to_value(m).ok())]

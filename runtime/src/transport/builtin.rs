@@ -114,16 +114,16 @@ fn command(argv: &[String], cwd: &Path, workspace: &Path, timeout: Duration, cap
     }
 }
 
-struct Captured {
-    status: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    truncated: bool,
+pub(super) struct Captured {
+    pub(super) status: Option<i32>,
+    pub(super) stdout: Vec<u8>,
+    pub(super) stderr: Vec<u8>,
+    pub(super) truncated: bool,
 }
 
 /// Runs `cmd` in a process group of its own, keeping at most `cap` bytes of
 /// each stream; `None` when it overran `timeout` (the group is killed either way).
-fn run_captured(mut cmd: Command, timeout: Duration, cap: u64) -> Result<Option<Captured>, String> {
+pub(super) fn run_captured(mut cmd: Command, timeout: Duration, cap: u64) -> Result<Option<Captured>, String> {
     use std::os::unix::process::CommandExt;
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let mut child = cmd.spawn().map_err(|e| format!("the command could not be started ({})", e.kind()))?;

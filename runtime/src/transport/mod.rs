@@ -48,6 +48,7 @@ pub mod http;
 mod locate;
 pub mod mcp;
 pub mod process;
+mod secret_command;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -276,6 +277,10 @@ impl harnessweaver_core::backends::Invoker for Transports {
 
     fn live_pin_mismatch(&self, tool: &str) -> Option<String> {
         Transports::live_pin_mismatch(self, tool)
+    }
+
+    fn secret_command(&self, argv: &[String], dir: &std::path::Path, timeout_ms: u64) -> Result<String, String> {
+        secret_command::run(argv, dir, timeout_ms)
     }
 
     fn run_builtin(&self, ticket: &Ticket, grant: &harnessweaver_core::builtins::EffectGrant<'_>) -> InvokeOutcome {
