@@ -325,6 +325,9 @@ pub struct Ticket {
     pub(crate) compensates: Option<String>,
     /// The values of the tool's secret handles, for its transport only.
     pub(crate) secrets: SecretValues,
+    /// The operation the transport asks of the handler: `invoke`, or the
+    /// tool's `reconcile_operation` when a retry asks whether a write happened.
+    pub(crate) operation: Option<String>,
 }
 
 /// The values of a call's secret handles (issue 21): handed to the tool
@@ -359,6 +362,12 @@ impl Ticket {
     /// The values of the tool's secret handles (issue 21), for its transport.
     pub fn secrets(&self) -> &SecretValues {
         &self.secrets
+    }
+
+    /// The operation asked of the handler (the process protocol's `operation`): `invoke`,
+    /// or the tool's `reconcile_operation` (issue 21).
+    pub fn operation(&self) -> &str {
+        self.operation.as_deref().unwrap_or("invoke")
     }
 }
 

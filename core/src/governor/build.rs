@@ -125,7 +125,12 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         tool_value: tool_value(m),
         effect: match &m.effect {
             manifest::EffectField::Contract(c) if c.kind == manifest::EffectKind::ExternalWrite => {
-                Some(super::ToolEffect { retry_mode: c.retry_mode, compensation: c.compensation.clone(), reconcile: c.reconcile.clone() })
+                Some(super::ToolEffect {
+                    retry_mode: c.retry_mode,
+                    compensation: c.compensation.clone(),
+                    reconcile: c.reconcile.clone(),
+                    reconcile_operation: c.reconcile_operation.clone(),
+                })
             }
             _ => None,
         },
@@ -159,6 +164,15 @@ fn check_effects(harness: &Harness, all: &[&Tool], problems: &mut Vec<Problem>) 
             ));
         }
         let manifest::EffectField::Contract(c) = &m.effect else { continue };
+        if c.reconcile_operation.is_some() && m.transport != manifest::Transport::Process {
+            let path = "spec.effect.reconcile_operation";
+            problems.push(located(
+                tool,
+                "invalid_value",
+                path,
+                format!("`{path}` of `{}` asks the tool's own handler; only a process tool has operations (name a reconcile tool with `reconcile`)", m.name),
+            ));
+        }
         for (path, name, needs_core) in [("spec.effect.compensation", &c.compensation, false), ("spec.effect.reconcile", &c.reconcile, true)] {
             let Some(name) = name else { continue };
             match all.iter().find(|t| t.name() == name.as_str()) {

@@ -22,6 +22,8 @@ pub struct ToolEffect {
     pub compensation: Option<String>,
     /// `reconcile`: the tool asked whether an unknown write happened.
     pub reconcile: Option<String>,
+    /// `reconcile_operation`: the tool's own process handler is asked instead.
+    pub reconcile_operation: Option<String>,
 }
 
 /// The idempotency key of an external write called without one: derived
@@ -115,8 +117,11 @@ impl Governor {
     /// whether `blocked` happened: `{"applied": bool}`. `None` when it
     /// cannot answer (refused, failed, native, or no boolean).
     fn reconcile(&self, effect: &ToolEffect, blocked: &EffectEntry, args: &Value, ctx: &CallContext) -> Option<bool> {
-        let tool = effect.reconcile.as_deref()?;
         let question = json!({"call_id": blocked.call_id, "idempotency_key": blocked.idempotency_key, "tool": blocked.tool, "args": args});
+        if let Some(operation) = &effect.reconcile_operation {
+            return self.reconcile_operation(&blocked.tool, operation, question, ctx);
+        }
+        let tool = effect.reconcile.as_deref()?;
         let ask = CallContext { idempotency_key: None, compensates: None, approval_id: None, ..ctx.clone() };
         let ticket = match self.begin(tool, question, &ask) {
             Begin::Invoke(t) => t,

@@ -16,6 +16,7 @@ mod explain;
 mod flow;
 mod output;
 mod provenance;
+mod reconcile_op;
 mod run_timeout;
 mod runs;
 mod secrets;
@@ -583,6 +584,7 @@ impl Governor {
             effect: rt.effect.is_some(),
             compensates: ctx.compensates.clone(),
             secrets,
+            operation: None,
         })
     }
 

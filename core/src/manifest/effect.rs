@@ -54,6 +54,10 @@ pub struct EffectContract {
     /// `reconcile`: the tool asked whether an unknown write happened
     /// (`retry_mode: reconcile`); it answers `{"applied": true|false}`.
     pub reconcile: Option<String>,
+    /// `reconcile_operation`: instead of another tool, the tool's own
+    /// process handler is asked, with this `operation` in the request
+    /// (`retry_mode: reconcile`; process tools only).
+    pub reconcile_operation: Option<String>,
 }
 
 impl EffectContract {
@@ -63,7 +67,11 @@ impl EffectContract {
             EffectKind::None => "none",
             EffectKind::ExternalWrite => "external_write",
         };
-        serde_json::json!({"kind": kind, "retry_mode": self.retry_mode.as_str(), "compensation": self.compensation, "reconcile": self.reconcile})
+        let mut v = serde_json::json!({"kind": kind, "retry_mode": self.retry_mode.as_str(), "compensation": self.compensation, "reconcile": self.reconcile});
+        if let (Some(op), Some(map)) = (&self.reconcile_operation, v.as_object_mut()) {
+            map.insert("reconcile_operation".into(), serde_json::Value::String(op.clone()));
+        }
+        v
     }
 }
 
@@ -123,11 +131,25 @@ pub(crate) fn parse_effect(node: Option<&Node>, cx: &mut Checker) -> EffectField
     };
     let compensation = name(cx, "compensation");
     let reconcile = name(cx, "reconcile");
+    let operation_node = m.get("reconcile_operation");
+    let reconcile_operation = operation_node.and_then(|n| {
+        let op = cx.string(n, "spec.effect.reconcile_operation")?;
+        if op == "invoke" || op.is_empty() || !op.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            cx.report(
+                "invalid_value",
+                n.pos,
+                "spec.effect.reconcile_operation",
+                format!("`spec.effect.reconcile_operation` is `{op}`; name the operation (letters, digits, `_`), not `invoke`"),
+            );
+            return None;
+        }
+        Some(op)
+    });
     let key_pos = |m: &crate::check::MapReader<'_>, key: &str| m.key_node(key).map_or(node.pos, |k| k.pos);
     let mut sound = kind.is_some();
     match kind {
         Some(EffectKind::None) => {
-            for key in ["retry_mode", "compensation", "reconcile"] {
+            for key in ["retry_mode", "compensation", "reconcile", "reconcile_operation"] {
                 if m.key_node(key).is_some() {
                     cx.report(
                         "forbidden_field",
@@ -150,22 +172,32 @@ pub(crate) fn parse_effect(node: Option<&Node>, cx: &mut Checker) -> EffectField
         }
         _ => {}
     }
-    match (retry_mode, &reconcile) {
+    let asks = if reconcile.is_some() || operation_node.is_some() { Some(if reconcile.is_some() { "reconcile" } else { "reconcile_operation" }) } else { None };
+    match (retry_mode, asks) {
         (Some(RetryMode::Reconcile), None) => {
             cx.report(
                 "missing_field",
                 node.pos,
                 "spec.effect.reconcile",
-                "`retry_mode: reconcile` needs `spec.effect.reconcile`, the tool that answers whether a write happened".to_string(),
+                "`retry_mode: reconcile` needs `spec.effect.reconcile`, the tool that answers whether a write happened (or `reconcile_operation`, an operation of this process tool)".to_string(),
             );
             sound = false;
         }
-        (Some(RetryMode::None | RetryMode::IdempotencyKey), Some(_)) => {
+        (Some(RetryMode::Reconcile), Some(_)) if reconcile.is_some() && operation_node.is_some() => {
+            cx.report(
+                "invalid_value",
+                key_pos(&m, "reconcile_operation"),
+                "spec.effect.reconcile_operation",
+                "give one of `spec.effect.reconcile` (a tool) and `spec.effect.reconcile_operation` (an operation of this tool)".to_string(),
+            );
+            sound = false;
+        }
+        (Some(RetryMode::None | RetryMode::IdempotencyKey), Some(key)) => {
             cx.report(
                 "forbidden_field",
-                key_pos(&m, "reconcile"),
-                "spec.effect.reconcile",
-                "`spec.effect.reconcile` is only for `retry_mode: reconcile`".to_string(),
+                key_pos(&m, key),
+                &format!("spec.effect.{key}"),
+                format!("`spec.effect.{key}` is only for `retry_mode: reconcile`"),
             );
             sound = false;
         }
@@ -174,7 +206,7 @@ pub(crate) fn parse_effect(node: Option<&Node>, cx: &mut Checker) -> EffectField
     m.finish(cx);
     match (sound, kind) {
         (true, Some(kind)) => {
-            EffectField::Contract(EffectContract { kind, retry_mode: retry_mode.unwrap_or(RetryMode::None), compensation, reconcile })
+            EffectField::Contract(EffectContract { kind, retry_mode: retry_mode.unwrap_or(RetryMode::None), compensation, reconcile, reconcile_operation })
         }
         _ => EffectField::Absent,
     }

@@ -85,7 +85,7 @@ impl ProcessRunner {
         };
         let request = json!({
             "protocol": PROTOCOL,
-            "operation": "invoke",
+            "operation": ticket.operation(),
             "tool": ticket.tool,
             "args": ticket.args,
             "idempotency_key": ticket.idempotency_key,
