@@ -30,6 +30,14 @@ export declare class NativeHost {
   /** Steps 1–7 of a call (values as JSON text): see the module's note for what it answers. */
   call(tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): unknown
   /**
+   * Steps 1–7 as `call`, but an allowed call's ticket (whatever its route) is held and
+   * its id answered, until `resumeHeld` runs it as `call` would have: the fixture
+   * runner changes the filesystem between the two (a swapped link, issue 20).
+   */
+  beginHeld(tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): unknown
+  /** Runs the call `beginHeld` held, answering as `call` does. */
+  resumeHeld(id: number): unknown
+  /**
    * Ends ticket `id`: its handler `returned` (`text`: the value's JSON text), gave a
    * value with no JSON form (`invalid`; `text`: `[kind, detail, path]`), `threw`
    * (`text`: what it threw, by name) or hit the deadline (`timeout`).

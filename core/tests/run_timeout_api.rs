@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use harnessweaver_core::ManualClock;
 use harnessweaver_core::governor::{Begin, Governor, GovernorOptions};
 use harnessweaver_core::harness::Harness;
+use harnessweaver_core::ManualClock;
 use harnessweaver_core::{CallContext, Principal};
 
 #[test]

@@ -26,7 +26,9 @@ test('the callback accepts a candidate and the next write is not asked', async (
   const h = hw.load(join(dir, 'harness.yaml'), {
     onApproval: (request) => {
       asked.push(request)
-      return { accept: request.candidates.find((c) => JSON.stringify(c.paths) === '["src/**"]').id }
+      // "always allow writes under src/" when offered, else the file itself.
+      const chosen = request.candidates.find((c) => JSON.stringify(c.paths) === '["src/**"]') ?? request.candidates[0]
+      return { accept: chosen.id }
     },
   })
   const first = await h.call('write_file', { path: 'src/a.py', content: 'a' }, { principal: ALICE, raiseOnRefusal: false })

@@ -28,8 +28,9 @@ def test_the_callback_accepts_a_candidate_and_the_next_write_is_not_asked(tmp_pa
 
     def on_approval(request: Dict[str, Any], approval: Dict[str, Any]) -> Any:
         asked.append(request)
-        under = next(c for c in request["candidates"] if c["paths"] == ["src/**"])
-        return {"accept": under["id"]}
+        # "always allow writes under src/" when offered, else the file itself.
+        chosen = next((c for c in request["candidates"] if c["paths"] == ["src/**"]), request["candidates"][0])
+        return {"accept": chosen["id"]}
 
     h = hw.load(harness(tmp_path), on_approval=on_approval)
     first = h.call("write_file", {"path": "src/a.py", "content": "a"}, principal=ALICE, raise_on_refusal=False)

@@ -125,7 +125,11 @@ pub fn resolve(workspace: &Path, host_roots: &[PathBuf], given: &str) -> Result<
     }
     let shown = if path.is_absolute() {
         // The root itself is shown as it is, not with a trailing `/`.
-        if rel.as_os_str().is_empty() { root.display().to_string() } else { root.join(&rel).display().to_string() }
+        if rel.as_os_str().is_empty() {
+            root.display().to_string()
+        } else {
+            root.join(&rel).display().to_string()
+        }
     } else {
         rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
     };

@@ -124,14 +124,12 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         transport,
         tool_value: tool_value(m),
         effect: match &m.effect {
-            manifest::EffectField::Contract(c) if c.kind == manifest::EffectKind::ExternalWrite => {
-                Some(super::ToolEffect {
-                    retry_mode: c.retry_mode,
-                    compensation: c.compensation.clone(),
-                    reconcile: c.reconcile.clone(),
-                    reconcile_operation: c.reconcile_operation.clone(),
-                })
-            }
+            manifest::EffectField::Contract(c) if c.kind == manifest::EffectKind::ExternalWrite => Some(super::ToolEffect {
+                retry_mode: c.retry_mode,
+                compensation: c.compensation.clone(),
+                reconcile: c.reconcile.clone(),
+                reconcile_operation: c.reconcile_operation.clone(),
+            }),
             _ => None,
         },
         secrets: m.secrets.clone(),
@@ -170,7 +168,10 @@ fn check_effects(harness: &Harness, all: &[&Tool], problems: &mut Vec<Problem>) 
                 tool,
                 "invalid_value",
                 path,
-                format!("`{path}` of `{}` asks the tool's own handler; only a process tool has operations (name a reconcile tool with `reconcile`)", m.name),
+                format!(
+                    "`{path}` of `{}` asks the tool's own handler; only a process tool has operations (name a reconcile tool with `reconcile`)",
+                    m.name
+                ),
             ));
         }
         for (path, name, needs_core) in [("spec.effect.compensation", &c.compensation, false), ("spec.effect.reconcile", &c.reconcile, true)] {

@@ -73,7 +73,10 @@ impl Governor {
     /// stays pending, and the reason is logged once.
     pub(super) fn accept_inline(&self, request: &ApprovalRequest, pending: &PendingApproval, candidate: &str) -> InlineDecision {
         let Some(chosen) = request.candidates.iter().find(|c| c.id == candidate) else {
-            eprintln!("harnessweaver: the approval callback accepted `{candidate}`, which approval `{}` does not offer; it stays pending", pending.id);
+            eprintln!(
+                "harnessweaver: the approval callback accepted `{candidate}`, which approval `{}` does not offer; it stays pending",
+                pending.id
+            );
             return InlineDecision::Undecided;
         };
         match self.builtins.as_ref().map(|b| b.accept(chosen, "callback", &pending.id)) {

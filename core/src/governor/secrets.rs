@@ -48,9 +48,9 @@ impl Governor {
             let value = match self.secrets.sources.get(h) {
                 None => None,
                 Some(SecretSource::Env(var)) => std::env::var(var).ok(),
-                Some(SecretSource::File(path)) => std::fs::read_to_string(self.secret_dir.join(path))
-                    .ok()
-                    .map(|text| text.strip_suffix('\n').map(str::to_string).unwrap_or(text)),
+                Some(SecretSource::File(path)) => {
+                    std::fs::read_to_string(self.secret_dir.join(path)).ok().map(|text| text.strip_suffix('\n').map(str::to_string).unwrap_or(text))
+                }
                 Some(SecretSource::Command { argv, timeout_ms }) => {
                     let text = self.transports.secret_command(argv, &self.secret_dir, *timeout_ms).map_err(|why| unavailable(&rt.name, h, &why))?;
                     let value = text.trim();

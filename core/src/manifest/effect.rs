@@ -67,7 +67,8 @@ impl EffectContract {
             EffectKind::None => "none",
             EffectKind::ExternalWrite => "external_write",
         };
-        let mut v = serde_json::json!({"kind": kind, "retry_mode": self.retry_mode.as_str(), "compensation": self.compensation, "reconcile": self.reconcile});
+        let mut v =
+            serde_json::json!({"kind": kind, "retry_mode": self.retry_mode.as_str(), "compensation": self.compensation, "reconcile": self.reconcile});
         if let (Some(op), Some(map)) = (&self.reconcile_operation, v.as_object_mut()) {
             map.insert("reconcile_operation".into(), serde_json::Value::String(op.clone()));
         }
@@ -172,7 +173,11 @@ pub(crate) fn parse_effect(node: Option<&Node>, cx: &mut Checker) -> EffectField
         }
         _ => {}
     }
-    let asks = if reconcile.is_some() || operation_node.is_some() { Some(if reconcile.is_some() { "reconcile" } else { "reconcile_operation" }) } else { None };
+    let asks = if reconcile.is_some() || operation_node.is_some() {
+        Some(if reconcile.is_some() { "reconcile" } else { "reconcile_operation" })
+    } else {
+        None
+    };
     match (retry_mode, asks) {
         (Some(RetryMode::Reconcile), None) => {
             cx.report(
@@ -205,9 +210,13 @@ pub(crate) fn parse_effect(node: Option<&Node>, cx: &mut Checker) -> EffectField
     }
     m.finish(cx);
     match (sound, kind) {
-        (true, Some(kind)) => {
-            EffectField::Contract(EffectContract { kind, retry_mode: retry_mode.unwrap_or(RetryMode::None), compensation, reconcile, reconcile_operation })
-        }
+        (true, Some(kind)) => EffectField::Contract(EffectContract {
+            kind,
+            retry_mode: retry_mode.unwrap_or(RetryMode::None),
+            compensation,
+            reconcile,
+            reconcile_operation,
+        }),
         _ => EffectField::Absent,
     }
 }

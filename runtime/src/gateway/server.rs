@@ -102,7 +102,11 @@ impl ServerHandler for Session {
         let who = self.identity(&context)?;
         let run_id = match self.run_for(&who) {
             Ok(run_id) => run_id,
-            Err(e) => return Ok(serde_json::from_value::<CallToolResult>(super::admission::not_admitted(&request.name, &e).to_mcp()).map_err(internal)?.into()),
+            Err(e) => {
+                return Ok(serde_json::from_value::<CallToolResult>(super::admission::not_admitted(&request.name, &e).to_mcp())
+                    .map_err(internal)?
+                    .into())
+            }
         };
         // `_meta` of the request: rmcp hands it over in the context (and
         // may leave a copy in the params).
