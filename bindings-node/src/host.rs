@@ -68,7 +68,8 @@ impl JsFn {
         match ty {
             sys::ValueType::napi_string => Err(unsafe { String::from_napi_value(env, out) }.unwrap_or_default()),
             sys::ValueType::napi_boolean => {
-                Ok((unsafe { sys::napi_get_value_bool(env, out, &mut b) } == sys::Status::napi_ok).then_some(Value::Bool(b)).unwrap_or_default())
+                let read = unsafe { sys::napi_get_value_bool(env, out, &mut b) } == sys::Status::napi_ok;
+                Ok(if read { Value::Bool(b) } else { Value::Null })
             }
             sys::ValueType::napi_object => {
                 let mut first = ptr::null_mut();

@@ -710,7 +710,7 @@ mod tests {
         assert_eq!(RefusalCode::StoreUnavailable.step(), None);
         assert_eq!(RefusalCode::Trifecta.step(), Some(Step::Flow));
         let at_limits: Vec<&str> = RefusalCode::at(Step::Limits).map(RefusalCode::as_str).collect();
-        assert_eq!(at_limits, ["budget_exhausted", "rate_limited", "store_unavailable"]);
+        assert_eq!(at_limits, ["budget_exhausted", "rate_limited", "store_unavailable", "run_expired"]);
         let at_pin: Vec<&str> = RefusalCode::at(Step::Pin).map(RefusalCode::as_str).collect();
         assert_eq!(at_pin, ["digest_mismatch"]);
         for (i, s) in Step::ALL.iter().enumerate() {
