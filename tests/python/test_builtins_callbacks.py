@@ -54,4 +54,6 @@ def test_a_candidate_the_approval_does_not_offer_accepts_nothing(tmp_path: Path)
     assert not (tmp_path / "permissions.yaml").exists()
     # Anything but a bool or one `{"accept": id}` decides nothing either.
     h2 = hw.load(harness(tmp_path / "again"), on_approval=lambda request, approval: {"accept": "c1", "also": True})
-    assert h2.call("write_file", {"path": "src/a.py", "content": "a"}, principal=ALICE, raise_on_refusal=False).decision == "pending"
+    assert (
+        h2.call("write_file", {"path": "src/a.py", "content": "a"}, principal=ALICE, raise_on_refusal=False).decision == "pending"
+    )
