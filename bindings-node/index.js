@@ -521,7 +521,7 @@ const _testing = {
     const rt = harness._rt
     const p = principalText(principalOf(o))
     const a = textOf(args === undefined ? {} : args)
-    const r = guard(() => rt.beginHeld(String(tool), a, p, o.tenant ?? null, o.task ?? null, runId(o.run), approvalId(o.approval) ?? null))
+    const r = guard(() => rt.call(String(tool), a, p, o.tenant ?? null, o.task ?? null, runId(o.run), approvalId(o.approval) ?? null, true))
     return typeof r === 'number' ? { held: r } : CallResult._deliver(r, o.raiseOnRefusal)
   },
   /** Runs a held call to its result, as `call` would have. */

@@ -27,15 +27,14 @@ export declare class NativeGateway {
 export declare class NativeHost {
   /** The core's host method `method` with its named arguments (`Host::request`); JSON text in and out. */
   request(method: string, args: string): string
-  /** Steps 1–7 of a call (values as JSON text): see the module's note for what it answers. */
-  call(tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): unknown
   /**
-   * Steps 1–7 as `call`, but an allowed call's ticket (whatever its route) is held and
-   * its id answered, until `resumeHeld` runs it as `call` would have: the fixture
-   * runner changes the filesystem between the two (a swapped link, issue 20).
+   * Steps 1–7 of a call (values as JSON text): see the module's note for what it answers.
+   * With `hold`, an allowed call's ticket (whatever its route) is held and its id
+   * answered, until `resumeHeld` runs it as `call` would have: the fixture runner
+   * changes the filesystem between the two (a swapped link, issue 20).
    */
-  beginHeld(tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null): unknown
-  /** Runs the call `beginHeld` held, answering as `call` does. */
+  call(tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null, hold?: boolean | null): unknown
+  /** Runs the call `call` held (`hold`), answering as `call` does. */
   resumeHeld(id: number): unknown
   /**
    * Ends ticket `id`: its handler `returned` (`text`: the value's JSON text), gave a

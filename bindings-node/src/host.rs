@@ -104,7 +104,7 @@ pub struct NativeHost {
     pub(crate) inner: Arc<Host>,
     /// The tickets of handlers `index.js` is running, by id.
     tickets: RefCell<HashMap<u32, Ticket>>,
-    /// Tickets `beginHeld` holds until `resumeHeld`, by id (tests).
+    /// Tickets `call` holds (`hold`) until `resumeHeld`, by id (tests).
     held: RefCell<HashMap<u32, Ticket>>,
     last_id: Cell<u32>,
     /// The last principal read, with its text (a caller's calls mostly pass one principal).
@@ -187,8 +187,11 @@ impl NativeHost {
     }
 
     /// Steps 1–7 of a call (values as JSON text): see the module's note for what it answers.
+    /// With `hold`, an allowed call's ticket (whatever its route) is held and its id
+    /// answered, until `resumeHeld` runs it as `call` would have: the fixture runner
+    /// changes the filesystem between the two (a swapped link, issue 20).
     #[napi(
-        ts_args_type = "tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null",
+        ts_args_type = "tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null, hold?: boolean | null",
         ts_return_type = "unknown"
     )]
     pub fn call<'e>(
@@ -201,43 +204,22 @@ impl NativeHost {
         task: Option<String>,
         run_id: Option<String>,
         approval_id: Option<String>,
+        hold: Option<bool>,
     ) -> Result<Unknown<'e>> {
         let ctx = CallContext { principal: self.principal(env, principal)?, tenant, task, run_id, approval_id, ..CallContext::default() };
-        self.settle(env, self.inner.begin(&tool, value(env, &args)?, &ctx))
-    }
-
-    /// Steps 1–7 as `call`, but an allowed call's ticket (whatever its route) is held and
-    /// its id answered, until `resumeHeld` runs it as `call` would have: the fixture
-    /// runner changes the filesystem between the two (a swapped link, issue 20).
-    #[napi(
-        ts_args_type = "tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null",
-        ts_return_type = "unknown"
-    )]
-    pub fn begin_held<'e>(
-        &self,
-        env: &'e Env,
-        tool: String,
-        args: String,
-        principal: String,
-        tenant: Option<String>,
-        task: Option<String>,
-        run_id: Option<String>,
-        approval_id: Option<String>,
-    ) -> Result<Unknown<'e>> {
-        let ctx = CallContext { principal: self.principal(env, principal)?, tenant, task, run_id, approval_id, ..CallContext::default() };
-        match self.inner.begin(&tool, value(env, &args)?, &ctx).map_err(|e| throw(env, &e))? {
-            Begun::Allowed(ticket) => {
+        match self.inner.begin(&tool, value(env, &args)?, &ctx) {
+            Ok(Begun::Allowed(ticket)) if hold == Some(true) => {
                 let id = self.last_id.get().wrapping_add(1);
                 self.last_id.set(id);
                 self.held.borrow_mut().insert(id, ticket);
                 let raw = env.raw();
                 Ok(unsafe { Unknown::from_raw_unchecked(raw, ToNapiValue::to_napi_value(raw, id)?) })
             }
-            done => self.settle(env, Ok(done)),
+            begun => self.settle(env, begun),
         }
     }
 
-    /// Runs the call `beginHeld` held, answering as `call` does.
+    /// Runs the call `call` held (`hold`), answering as `call` does.
     #[napi(ts_return_type = "unknown")]
     pub fn resume_held<'e>(&self, env: &'e Env, id: u32) -> Result<Unknown<'e>> {
         let ticket = self.held.borrow_mut().remove(&id).ok_or_else(|| Error::from_reason("no call is held with this id"))?;
