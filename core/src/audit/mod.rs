@@ -11,7 +11,8 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::call::{Decision, RefusalCode, Step, WouldRefuse};
 use crate::error::Error;
@@ -154,24 +155,92 @@ pub trait AuditSink: Send + Sync + fmt::Debug {
     fn is_null(&self) -> bool {
         false
     }
+
+    /// An approver decided a pending approval (issue 24: the approval-wait
+    /// metric). Not an audit event: the trail records calls; a sink that
+    /// feeds metrics or an observer takes it, the others ignore it.
+    fn approval_decided(&self, _decided: &ApprovalDecided) {}
 }
 
-/// A sink, and an observer that also sees every event (issue 24): the
-/// observer's failures are ignored, and events are built even when the sink
-/// drops them.
+/// An approval decided by an approver (granted or denied), with how long it
+/// waited: from the call that asked for it to the decision. Names and ids
+/// only, like an audit event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalDecided {
+    /// When it was decided (ms since the epoch).
+    pub ts_ms: u64,
+    /// The approval's id.
+    pub approval_id: String,
+    /// The tool it is for.
+    pub tool: String,
+    /// The tenant of the call that asked.
+    pub tenant: Option<String>,
+    /// `approved` or `denied`.
+    pub state: String,
+    /// Milliseconds from the request to the decision.
+    pub wait_ms: u64,
+    /// The policy version it was asked under.
+    pub policy_version: String,
+}
+
+/// Whether an observer wants events now (issue 24): a host's OpenTelemetry
+/// shim answers once at load from the API's tracer provider and again when a
+/// provider is set or removed later. While it says no, the governor builds no
+/// event for the observer (a call costs what it costs without one).
+#[derive(Debug, Clone)]
+pub struct Listening(Arc<AtomicBool>);
+
+impl Listening {
+    /// A switch, on or off.
+    pub fn new(on: bool) -> Self {
+        Self(Arc::new(AtomicBool::new(on)))
+    }
+
+    /// Whether the observer wants events.
+    #[inline]
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Turns it on or off (takes effect from the next call).
+    pub fn set(&self, on: bool) {
+        self.0.store(on, Ordering::Relaxed);
+    }
+}
+
+/// A sink, and an observer that also sees every event while it listens
+/// (issue 24): the observer's failures are ignored, and events are built for
+/// it even when the sink drops them.
 #[derive(Debug)]
 pub struct Observed {
     /// The audit sink.
-    pub sink: std::sync::Arc<dyn AuditSink>,
+    pub sink: Arc<dyn AuditSink>,
     /// Sees each event after the sink.
-    pub observer: std::sync::Arc<dyn AuditSink>,
+    pub observer: Arc<dyn AuditSink>,
+    /// Whether the observer wants events now.
+    pub listening: Listening,
 }
 
 impl AuditSink for Observed {
     fn record(&self, event: &AuditEvent) -> Result<(), Error> {
-        let recorded = self.sink.record(event);
-        let _ignored = self.observer.record(event);
+        let recorded = if self.sink.is_null() { Ok(()) } else { self.sink.record(event) };
+        if self.listening.get() {
+            let _ignored = self.observer.record(event);
+        }
         recorded
+    }
+
+    /// As null as its sink: whether the observer listens is asked per call
+    /// ([`Listening`]), not once.
+    fn is_null(&self) -> bool {
+        self.sink.is_null()
+    }
+
+    fn approval_decided(&self, decided: &ApprovalDecided) {
+        self.sink.approval_decided(decided);
+        if self.listening.get() {
+            self.observer.approval_decided(decided);
+        }
     }
 }
 

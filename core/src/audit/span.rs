@@ -84,11 +84,16 @@ pub mod attr {
     pub const TENANT: &str = "harnessweaver.tenant";
     /// Names of shadow-mode rules that would have refused, comma-separated.
     pub const SHADOW_RULES: &str = "harnessweaver.policy.would_refuse";
+    /// The policy version that decided: the digest of the harness and its
+    /// manifests approvals are bound to (issue 24; the GenAI security
+    /// proposal's `policy.version`, under this module's `gen_ai.guardrail` prefix).
+    pub const POLICY_VERSION: &str = "gen_ai.guardrail.policy.version";
 }
 
 impl SpanRecord {
-    /// The span of the call `event` records; `description` is the tool's manifest description.
-    pub fn of(event: &AuditEvent, description: Option<&str>) -> Self {
+    /// The span of the call `event` records; `description` is the tool's
+    /// manifest description, `policy_version` the version of the policy that decided.
+    pub fn of(event: &AuditEvent, description: Option<&str>, policy_version: Option<&str>) -> Self {
         let t = &event.timings;
         let mut attributes = vec![
             (attr::OPERATION_NAME, SpanValue::Str("execute_tool".into())),
@@ -104,6 +109,9 @@ impl SpanRecord {
             Decision::Pending => "escalate",
         };
         attributes.push((attr::GUARDRAIL_VERDICT, SpanValue::Str(verdict.into())));
+        if let Some(v) = policy_version {
+            attributes.push((attr::POLICY_VERSION, SpanValue::Str(v.to_string())));
+        }
         if let Some(step) = event.step {
             attributes.push((attr::STEP, SpanValue::Str(step.as_str().into())));
         }

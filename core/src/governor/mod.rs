@@ -33,7 +33,7 @@ pub use crate::call::{
     WouldRefuse,
 };
 pub use crate::harness::{Effect, TaintedMode, TrifectaMode};
-pub use build::GovernorOptions;
+pub use build::{policy_version_of, GovernorOptions};
 pub use effects::ToolEffect;
 pub use explain::Explanation;
 pub use output::{cut, truncate};
@@ -232,8 +232,10 @@ pub struct Governor {
     ids: IdSource,
     audit: Arc<dyn AuditSink>,
     /// The sink records events (it is not the null sink): build them, and
-    /// the args digest they carry, only then.
-    audit_on: bool,
+    /// the args digest they carry, only then or while an observer listens.
+    sink_on: bool,
+    /// An observer's switch (issue 24), when one was given.
+    listening: Option<crate::audit::Listening>,
     approval_callback: Option<ApprovalCallback>,
     unmanifested: Vec<String>,
     transports: Arc<dyn Invoker>,
@@ -354,7 +356,7 @@ impl Governor {
     ) -> Self {
         let index = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
         let plans: Vec<ToolPlan> = tools.iter().map(|t| ToolPlan::new(t, &rules)).collect();
-        let audit_on = !audit.is_null();
+        let sink_on = !audit.is_null();
         let provenance_on = tools.iter().any(|t| t.sinks.as_ref().map_or(!t.egress.is_empty(), |s| !s.is_empty()))
             && (settings.trifecta == TrifectaMode::Provenance || settings.tainted_arguments != TaintedMode::Allow);
         let history_on = plans.iter().any(|p| p.uses_run);
@@ -368,7 +370,8 @@ impl Governor {
             clock,
             ids,
             audit,
-            audit_on,
+            sink_on,
+            listening: None,
             approval_callback: None,
             unmanifested: Vec::new(),
             transports: Arc::new(NoTransports),
@@ -446,8 +449,29 @@ impl Governor {
 
     /// Replaces the audit sink.
     pub fn set_audit_sink(&mut self, audit: Arc<dyn AuditSink>) {
-        self.audit_on = !audit.is_null();
+        self.sink_on = !audit.is_null();
         self.audit = audit;
+        self.listening = None;
+    }
+
+    /// The switch of the observer the audit sink carries (issue 24; set by
+    /// [`Governor::from_harness`] with the observer).
+    pub fn set_listening(&mut self, listening: Option<crate::audit::Listening>) {
+        self.listening = listening;
+    }
+
+    /// Turns the observer's events on or off from the next call; false when
+    /// there is no observer (issue 24: a host's OpenTelemetry shim, as its
+    /// tracer provider comes and goes).
+    pub fn observe(&self, on: bool) -> bool {
+        self.listening.as_ref().map(|l| l.set(on)).is_some()
+    }
+
+    /// Whether this call builds an audit event: the sink records events, or
+    /// an observer listens. One load per check when nobody listens.
+    #[inline]
+    fn audit_on(&self) -> bool {
+        self.sink_on || self.listening.as_ref().is_some_and(crate::audit::Listening::get)
     }
 
     /// The store.
@@ -477,7 +501,7 @@ impl Governor {
         let ts_ms = self.clock.now_ms();
         let call_id = self.ids.next("call");
         let run_id = ctx.run_id.clone().unwrap_or_else(|| self.ids.next("run"));
-        let digest = ArgsDigest::new(&args, self.audit_on);
+        let digest = ArgsDigest::new(&args, self.audit_on());
         let mut call = Deciding::new(tool, &args, ctx, &run_id, &digest, ts_ms, Trace::default());
         let decided = self.decide(&mut call);
         let Deciding { trace, approval_used, prepared, .. } = call;
@@ -542,8 +566,8 @@ impl Governor {
             transport: rt.transport.clone(),
             tool_index: index,
             // Only the audit event reads these two.
-            principal: if self.audit_on { ctx.principal.id.clone() } else { String::new() },
-            tenant: if self.audit_on { ctx.tenant.clone() } else { None },
+            principal: if self.audit_on() { ctx.principal.id.clone() } else { String::new() },
+            tenant: if self.audit_on() { ctx.tenant.clone() } else { None },
             args_digest: found.args_digest,
             approval_id: found.approval_id,
             original_args_digest: ctx.original_args_digest.clone(),
@@ -682,7 +706,7 @@ impl Governor {
     /// The result (and audit event) of a call that ran and passed step 9.
     fn finish_allowed(&self, ticket: Ticket, rt: &ToolRuntime, shaped: Shaped, invoke_us: u64, output_started: Option<Instant>) -> CallResult {
         let Shaped { value, redactions, truncated, labels } = shaped;
-        if self.audit_on {
+        if self.audit_on() {
             let timings = Timings { decide_us: ticket.decide_us, invoke_us, output_us: self.elapsed_us(output_started) };
             self.record(AuditEvent {
                 ts_ms: ticket.ts_ms,
@@ -877,7 +901,7 @@ impl Governor {
     /// Now, for the audit event's timings; `None` when no event is recorded
     /// (reading the clock is a cost on every call).
     fn stopwatch(&self) -> Option<Instant> {
-        self.audit_on.then(Instant::now)
+        self.audit_on().then(Instant::now)
     }
 
     /// Microseconds since `since` (0 when the stopwatch was not started).
@@ -886,7 +910,7 @@ impl Governor {
     }
 
     fn record(&self, mut event: AuditEvent) {
-        if !self.audit_on {
+        if !self.audit_on() {
             return;
         }
         // Every caller string of the event, cut short in one place (issue

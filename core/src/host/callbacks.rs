@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::audit::{AuditEvent, AuditSink};
+use crate::audit::{ApprovalDecided, AuditEvent, AuditSink};
 use crate::error::Error;
 use crate::governor::ApprovalRequest;
 use crate::store::PendingApproval;
@@ -18,6 +18,13 @@ pub trait AuditCallback: Send + Sync {
     /// Delivers one event (`serde_json::to_value(event)` is its JSON form);
     /// `Err` carries the failure kind (an exception class), which the core logs.
     fn record(&self, event: &AuditEvent) -> Result<(), String>;
+
+    /// Delivers an approver's decision (issue 24), to the `observe` callback
+    /// only (never to a harness's `audit` callback); a binding that has no
+    /// use for it keeps this default.
+    fn approval_decided(&self, _decided: &ApprovalDecided) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A host function that may decide an approval inline.
@@ -104,5 +111,25 @@ impl fmt::Debug for CallbackSink {
 impl AuditSink for CallbackSink {
     fn record(&self, event: &AuditEvent) -> Result<(), Error> {
         self.0.record(event).map_err(|kind| Error::Io { message: format!("audit callback raised {kind}") })
+    }
+}
+
+/// The `observe` callback (issue 24): every audit event, and approvers' decisions.
+pub(crate) struct ObserverSink(pub(crate) Arc<dyn AuditCallback>);
+
+impl fmt::Debug for ObserverSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ObserverSink")
+    }
+}
+
+impl AuditSink for ObserverSink {
+    fn record(&self, event: &AuditEvent) -> Result<(), Error> {
+        self.0.record(event).map_err(|kind| Error::Io { message: format!("observer raised {kind}") })
+    }
+
+    fn approval_decided(&self, decided: &ApprovalDecided) {
+        // An observer's failure fails nothing.
+        let _ignored = self.0.approval_decided(decided);
     }
 }
