@@ -203,7 +203,10 @@ fn an_observer_that_does_not_listen_gets_nothing_and_sees_approval_waits_when_it
     assert_eq!(seen.len(), 4, "{seen:?}");
     assert_eq!(seen[2]["decision"], "pending");
     let decided = &seen[3]["approval_decided"];
-    assert_eq!((decided["approval_id"].as_str(), decided["state"].as_str(), decided["wait_ms"].as_u64()), (Some(pending.as_str()), Some("denied"), Some(2_500)));
+    assert_eq!(
+        (decided["approval_id"].as_str(), decided["state"].as_str(), decided["wait_ms"].as_u64()),
+        (Some(pending.as_str()), Some("denied"), Some(2_500))
+    );
     let span = host.request("span", &json!({ "event": seen[1] })).unwrap();
     let version = span["attributes"].as_array().unwrap().iter().find(|p| p[0] == "gen_ai.guardrail.policy.version").unwrap()[1].clone();
     assert_eq!(version, decided["policy_version"]);
