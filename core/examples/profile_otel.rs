@@ -13,9 +13,18 @@ mod decision_path;
 mod otel_hosts;
 use otel_hosts::{call, host, Mode};
 
+fn parse(text: &str) -> Option<Mode> {
+    match text {
+        "none" => Some(Mode::NoObserver),
+        "off" => Some(Mode::NotListening),
+        "on" => Some(Mode::Listening),
+        _ => None,
+    }
+}
+
 fn main() {
     let mut argv = std::env::args().skip(1);
-    let mode = argv.next().and_then(|m| Mode::parse(&m)).expect("profile_otel none|off|on N");
+    let mode = argv.next().and_then(|m| parse(&m)).expect("profile_otel none|off|on N");
     let n: u64 = argv.next().and_then(|a| a.parse().ok()).expect("profile_otel none|off|on N");
     let (h, ctx, args, count) = host(mode);
     for _ in 0..n {

@@ -484,6 +484,7 @@ fn field_json(field: EventField<'_>) -> Value {
         EventField::Bool(b) => json!(b),
         EventField::Counts(counts) => json!(counts),
         EventField::Refusals(refusals) => serde_json::to_value(refusals).unwrap(),
+        EventField::Names(names) => json!(names),
         EventField::Timings(timings) => serde_json::to_value(timings).unwrap(),
     }
 }
@@ -506,6 +507,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         redactions: None,
         truncated: None,
         would_refuse: Vec::new(),
+        rules: Vec::new(),
         subject: None,
         confined: None,
         timings: Timings::default(),
@@ -521,6 +523,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         redactions: Some([("email".to_string(), 2)].into()),
         truncated: Some(true),
         would_refuse: vec![WouldRefuse { code: RefusalCode::PolicyDenied, step: Step::Policy, layer: "org".into(), rule: None }],
+        rules: vec!["harness/allow-support".into()],
         subject: Some("docs/a.md".into()),
         confined: Some(false),
         timings: Timings { decide_us: 1, invoke_us: 2, output_us: 3 },

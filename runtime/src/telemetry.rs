@@ -152,6 +152,7 @@ fn value(v: &SpanValue) -> Value {
     match v {
         SpanValue::Str(s) => Value::from(s.clone()),
         SpanValue::Int(i) => Value::from(*i),
+        SpanValue::List(names) => Value::Array(opentelemetry::Array::String(names.iter().map(|n| n.clone().into()).collect())),
     }
 }
 

@@ -79,7 +79,7 @@ fn harness(tool_url: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(dir.join("tools")).unwrap();
     std::fs::write(
         dir.join("harness.yaml"),
-        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  state: sqlite:state.db\n  tools:\n    manifests: [tools/*.yaml]\n  gateway:\n    stdio:\n      principal: {id: agent}\n      tenant: acme\n",
+        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  state: sqlite:state.db\n  policy:\n    rules:\n      - {name: refunds, effect: allow, tools: [refund]}\n  tools:\n    manifests: [tools/*.yaml]\n  gateway:\n    stdio:\n      principal: {id: agent}\n      tenant: acme\n",
     )
     .unwrap();
     std::fs::write(
@@ -170,6 +170,10 @@ fn the_gateway_exports_each_call_as_an_execute_tool_span() {
     assert_eq!(allowed["gen_ai.tool.description"], "Refund an order.");
     assert!(allowed["gen_ai.tool.call.id"].len() > 4);
     assert!(allowed["gen_ai.guardrail.policy.version"].starts_with("sha256:"), "the policy version that decided");
+    let rule_ids = calls[0].attributes.iter().find(|kv| kv.key == "gen_ai.guardrail.policy.rule.id").and_then(|kv| kv.value.as_ref()?.value.as_ref());
+    let Some(Any::ArrayValue(ids)) = rule_ids else { panic!("no rule ids: {rule_ids:?}") };
+    let ids: Vec<_> = ids.values.iter().map(|v| v.value.clone()).collect();
+    assert_eq!(ids, [Some(Any::StringValue("harness/refunds".into()))], "the rule that allowed the call");
     assert!(!allowed.contains_key("error.type"));
     let refused = attrs(calls[1]);
     assert_eq!((refused["error.type"].as_str(), refused["harnessweaver.step"].as_str()), ("invalid_args", "validate"));

@@ -23,7 +23,7 @@ const ALICE = { id: 'alice', roles: ['support'] }
 const SECRET = 'sk-live-4242-do-not-trace' // an argument value
 const OUTPUT = 'refund-receipt-7f3a' // an output value
 
-function writeHarness(spec = {}, tool = {}) {
+function writeHarness(spec = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'hw-otel-'))
   mkdirSync(join(dir, 'tools'))
   const schema = { type: 'object', properties: { note: { type: 'string' }, amount: { type: 'integer', maximum: 100 } }, required: ['note', 'amount'] }
@@ -31,7 +31,7 @@ function writeHarness(spec = {}, tool = {}) {
     apiVersion: 'harnessweaver/v1',
     kind: 'Tool',
     metadata: { name: 'refund' },
-    spec: { transport: 'native', handler: 'h:refund', description: 'Refunds an order.', input_schema: schema, ...tool },
+    spec: { transport: 'native', handler: 'h:refund', description: 'Refunds an order.', input_schema: schema },
   }
   writeFileSync(join(dir, 'tools', 'refund.json'), JSON.stringify(manifest))
   const harness = { apiVersion: 'harnessweaver/v1', kind: 'Harness', metadata: { name: 't' }, spec: { mode: 'test', tools: { manifests: ['tools/*.json'] }, ...spec } }
@@ -120,7 +120,7 @@ test('no SDK registered: no span is asked of the core; a later SDK gets spans', 
     const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
     const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 3_600_000 })
     otel.metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }))
-    const { path } = writeHarness({}, { approval: { when: 'args.amount > 10' } })
+    const { path } = writeHarness({ policy: { rules: [{ name: 'refund-review', effect: 'approve', tools: ['refund'] }] } })
     const g = hw._testing.load(path, { tools: { refund } }, { clockMs: 1000 })
     const ask = async (amount) => {
       const err = await g.call('refund', { note: SECRET, amount }, { principal: ALICE }).then(() => null, (e) => e)
@@ -146,6 +146,7 @@ test('no SDK registered: no span is asked of the core; a later SDK gets spans', 
     assert.deepEqual([last.get('approved').value.count, last.get('approved').value.sum], [1, 0.25])
     const pending = exporter.getFinishedSpans().find((s) => s.name === 'execute_tool refund')
     assert.equal(pending.attributes['gen_ai.guardrail.verdict.type'], 'escalate')
+    assert.deepEqual(pending.attributes['gen_ai.guardrail.policy.rule.id'], ['harness/refund-review'])
     assert.match(pending.attributes['gen_ai.guardrail.policy.version'], /^sha256:/)
     otel.metrics.disable()
   })

@@ -184,8 +184,10 @@ def test_approval_waits_reach_the_meter_and_decisions_name_the_policy(
     tmp_path: Path, exporter: InMemorySpanExporter, reader: InMemoryMetricReader
 ) -> None:
     exporter.clear()
-    pay = tool("pay", description="Pays.", input_schema=SCHEMA, approval={"when": "args.amount > 10"})
-    h = hw.load(write_harness(tmp_path, [pay]), handlers={"pay": refund}, clock_ms=1_000, sequential_ids=True)
+    pay = tool("pay", description="Pays.", input_schema=SCHEMA)
+    review = {"rules": [{"name": "pay-review", "effect": "approve", "tools": ["pay"]}]}
+    path = write_harness(tmp_path, [pay], policy=review)
+    h = hw.load(path, handlers={"pay": refund}, clock_ms=1_000, sequential_ids=True)
     with pytest.raises(hw.ApprovalRequired) as first:
         h.call("pay", {"note": SECRET, "amount": 50}, principal=ALICE)
     h.advance_ms(4_000)
@@ -210,8 +212,9 @@ def test_approval_waits_reach_the_meter_and_decisions_name_the_policy(
     assert (by_state["denied"].count, by_state["denied"].sum) == (1, 4.0)
     assert (by_state["approved"].count, by_state["approved"].sum) == (1, 0.25)
     assert all(dict(p.attributes or {})["gen_ai.tool.name"] == "pay" for p in points)
-    # The pending call's span: escalate, and the policy version it was asked under.
+    # The pending call's span: escalate, the rule that asked, and the policy version it was asked under.
     pending = [s for s in exporter.get_finished_spans() if s.name == "execute_tool pay"][0]
     assert pending.attributes is not None
     assert pending.attributes["gen_ai.guardrail.verdict.type"] == "escalate"
+    assert list(pending.attributes["gen_ai.guardrail.policy.rule.id"]) == ["harness/pay-review"]
     assert str(pending.attributes["gen_ai.guardrail.policy.version"]).startswith("sha256:")

@@ -27,18 +27,6 @@ pub enum Mode {
     Listening,
 }
 
-impl Mode {
-    /// `none`, `off`, `on`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "none" => Some(Self::NoObserver),
-            "off" => Some(Self::NotListening),
-            "on" => Some(Self::Listening),
-            _ => None,
-        }
-    }
-}
-
 /// Counts what it is handed (what it costs a host to take an event, without the host's language).
 #[derive(Default)]
 pub struct Counter(pub AtomicU64);

@@ -78,6 +78,11 @@ pub struct AuditEvent {
     /// What policy rules in shadow mode would have refused (`would_refuse`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub would_refuse: Vec<WouldRefuse>,
+    /// The policy rules that decided (issue 24), as `layer/rule`
+    /// (`layer/default` for a layer's default deny): the deny rule of a
+    /// refusal, the approve rules of a pending call, the allow rules of an allowed one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
     /// What a built-in tool's call touched, as its approver saw it (issue 20):
     /// the path of a file tool, the argv of `run_command`, the method and host
     /// of `fetch`; never content, a query, headers or a body.
@@ -106,21 +111,23 @@ pub enum EventField<'a> {
     Counts(&'a BTreeMap<String, u64>),
     /// `would_refuse`.
     Refusals(&'a [WouldRefuse]),
+    /// A list of names (`rules`).
+    Names(&'a [String]),
     /// Time per phase.
     Timings(&'a Timings),
 }
 
 impl AuditEvent {
     /// The names of the JSON form's fields, in its order.
-    pub const FIELDS: [&'static str; 18] = [
+    pub const FIELDS: [&'static str; 19] = [
         "ts_ms", "call_id", "run_id", "tool", "principal", "tenant", "decision", "code", "step", "args_digest", "original_args_digest",
-        "approval_id", "redactions", "truncated", "would_refuse", "subject", "confined", "timings",
+        "approval_id", "redactions", "truncated", "would_refuse", "rules", "subject", "confined", "timings",
     ];
 
     /// The JSON form's fields in the order of [`AuditEvent::FIELDS`], `None`
     /// where the JSON form leaves one out (core/tests/host_api.rs checks the two agree).
-    pub fn fields(&self) -> [Option<EventField<'_>>; 18] {
-        use EventField::{Bool, Counts, Refusals, Str, Timings as Times, U64};
+    pub fn fields(&self) -> [Option<EventField<'_>>; 19] {
+        use EventField::{Bool, Counts, Names, Refusals, Str, Timings as Times, U64};
         [
             Some(U64(self.ts_ms)),
             Some(Str(Some(&self.call_id))),
@@ -137,6 +144,7 @@ impl AuditEvent {
             self.redactions.as_ref().map(Counts),
             self.truncated.map(Bool),
             Some(Refusals(&self.would_refuse)).filter(|_| !self.would_refuse.is_empty()),
+            Some(Names(&self.rules)).filter(|_| !self.rules.is_empty()),
             self.subject.as_deref().map(|s| Str(Some(s))),
             self.confined.map(Bool),
             Some(Times(&self.timings)),

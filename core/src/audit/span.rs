@@ -26,6 +26,8 @@ pub enum SpanValue {
     Str(String),
     /// An integer.
     Int(i64),
+    /// A list of strings.
+    List(Vec<String>),
 }
 
 /// One phase of the call (a child span).
@@ -88,6 +90,9 @@ pub mod attr {
     /// manifests approvals are bound to (issue 24; the GenAI security
     /// proposal's `policy.version`, under this module's `gen_ai.guardrail` prefix).
     pub const POLICY_VERSION: &str = "gen_ai.guardrail.policy.version";
+    /// The ids of the policy rules that decided, `layer/rule` (a list; the
+    /// proposal's `policy.rule.id`).
+    pub const RULE_IDS: &str = "gen_ai.guardrail.policy.rule.id";
 }
 
 impl SpanRecord {
@@ -111,6 +116,9 @@ impl SpanRecord {
         attributes.push((attr::GUARDRAIL_VERDICT, SpanValue::Str(verdict.into())));
         if let Some(v) = policy_version {
             attributes.push((attr::POLICY_VERSION, SpanValue::Str(v.to_string())));
+        }
+        if !event.rules.is_empty() {
+            attributes.push((attr::RULE_IDS, SpanValue::List(event.rules.clone())));
         }
         if let Some(step) = event.step {
             attributes.push((attr::STEP, SpanValue::Str(step.as_str().into())));

@@ -502,7 +502,7 @@ impl Governor {
         let call_id = self.ids.next("call");
         let run_id = ctx.run_id.clone().unwrap_or_else(|| self.ids.next("run"));
         let digest = ArgsDigest::new(&args, self.audit_on());
-        let mut call = Deciding::new(tool, &args, ctx, &run_id, &digest, ts_ms, Trace::default());
+        let mut call = Deciding::new(tool, &args, ctx, &run_id, &digest, ts_ms, Trace { keep_rules: self.audit_on(), ..Trace::default() });
         let decided = self.decide(&mut call);
         let Deciding { trace, approval_used, prepared, .. } = call;
         let found = Decided {
@@ -515,6 +515,7 @@ impl Governor {
             decide_us: self.elapsed_us(started),
             would_refuse: trace.shadow,
             labels: trace.labels,
+            rules: trace.rules,
         };
         match decided {
             Ok(index) => self.ticket(index, tool, args, ctx, found, started),
@@ -557,6 +558,7 @@ impl Governor {
             }
         }
         Begin::Invoke(Ticket {
+            rules: found.rules,
             call_id: found.call_id,
             run_id: found.run_id,
             tool: rt.name.clone(),
@@ -611,7 +613,7 @@ impl Governor {
         };
         let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
         let subject = builtin_steps::subject(found.prepared.as_deref());
-        self.audit_result_with_approval(&result, ctx, found.args_digest, found.approval_id, found.ts_ms, timings, subject);
+        self.audit_result_with_approval(&result, ctx, found.args_digest, found.approval_id, found.ts_ms, timings, subject, found.rules);
         self.remember(&result, None);
         result
     }
@@ -636,7 +638,8 @@ impl Governor {
             would_refuse: found.would_refuse,
         };
         let subject = builtin_steps::subject(found.prepared.as_deref());
-        self.audit_result(&result, ctx, found.args_digest, found.ts_ms, Timings { decide_us: found.decide_us, ..Timings::default() }, subject);
+        let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
+        self.audit_result(&result, ctx, found.args_digest, found.ts_ms, timings, subject, found.rules);
         self.remember(&result, None);
         result
     }
@@ -724,6 +727,7 @@ impl Governor {
                 redactions: Some(redactions.clone()),
                 truncated: Some(truncated),
                 would_refuse: ticket.would_refuse.clone(),
+                rules: ticket.rules,
                 subject: builtin_steps::subject(ticket.prepared.as_deref()),
                 confined: ticket.transport.confined(),
                 timings,
@@ -842,6 +846,7 @@ impl Governor {
             truncated: None,
             confined: ticket.transport.confined(),
             would_refuse: ticket.would_refuse,
+            rules: ticket.rules,
             subject: builtin_steps::subject(ticket.prepared.as_deref()),
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
         });
@@ -852,6 +857,7 @@ impl Governor {
         result
     }
 
+    #[expect(clippy::too_many_arguments, reason = "the event's parts; a struct for one private function adds nothing")]
     fn audit_result(
         &self,
         result: &CallResult,
@@ -860,9 +866,10 @@ impl Governor {
         ts_ms: u64,
         timings: Timings,
         subject: Option<String>,
+        rules: Vec<String>,
     ) {
         let approval_id = result.approval.as_ref().map(|a| a.id.clone());
-        self.audit_result_with_approval(result, ctx, args_digest, approval_id, ts_ms, timings, subject);
+        self.audit_result_with_approval(result, ctx, args_digest, approval_id, ts_ms, timings, subject, rules);
     }
 
     #[expect(clippy::too_many_arguments, reason = "the event's parts, from two callers; a struct for one private function adds nothing")]
@@ -875,6 +882,7 @@ impl Governor {
         ts_ms: u64,
         timings: Timings,
         subject: Option<String>,
+        rules: Vec<String>,
     ) {
         self.record(AuditEvent {
             ts_ms,
@@ -892,6 +900,7 @@ impl Governor {
             redactions: None,
             truncated: None,
             would_refuse: result.would_refuse.clone(),
+            rules,
             subject,
             confined: None,
             timings,
@@ -1128,6 +1137,7 @@ struct Decided {
     decide_us: u64,
     would_refuse: Vec<WouldRefuse>,
     labels: Option<Labels>,
+    rules: Vec<String>,
 }
 
 /// What step 9 made of an output.
