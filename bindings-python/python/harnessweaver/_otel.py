@@ -19,8 +19,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 try:
-    from opentelemetry import metrics as _metrics
-    from opentelemetry import trace as _trace
+    from opentelemetry import metrics as _metrics, trace as _trace
 except ImportError:  # the host has no OpenTelemetry API
     _trace = None  # type: ignore[assignment]
     _metrics = None  # type: ignore[assignment]

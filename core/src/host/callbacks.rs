@@ -99,12 +99,14 @@ pub(crate) fn approval_hook(callback: Arc<dyn ApprovalCallback>) -> crate::gover
     })
 }
 
-/// An audit sink delivering to a host callback.
-pub(crate) struct CallbackSink(pub(crate) Arc<dyn AuditCallback>);
+/// An audit sink delivering to a host callback: the harness's `audit`
+/// callback (`observer: false`), or the `observe` callback (issue 24), which
+/// also hears approvers' decisions.
+pub(crate) struct CallbackSink(pub(crate) Arc<dyn AuditCallback>, pub(crate) bool);
 
 impl fmt::Debug for CallbackSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("CallbackSink")
+        f.write_str(if self.1 { "CallbackSink(observer)" } else { "CallbackSink" })
     }
 }
 
@@ -112,24 +114,11 @@ impl AuditSink for CallbackSink {
     fn record(&self, event: &AuditEvent) -> Result<(), Error> {
         self.0.record(event).map_err(|kind| Error::Io { message: format!("audit callback raised {kind}") })
     }
-}
-
-/// The `observe` callback (issue 24): every audit event, and approvers' decisions.
-pub(crate) struct ObserverSink(pub(crate) Arc<dyn AuditCallback>);
-
-impl fmt::Debug for ObserverSink {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ObserverSink")
-    }
-}
-
-impl AuditSink for ObserverSink {
-    fn record(&self, event: &AuditEvent) -> Result<(), Error> {
-        self.0.record(event).map_err(|kind| Error::Io { message: format!("observer raised {kind}") })
-    }
 
     fn approval_decided(&self, decided: &ApprovalDecided) {
-        // An observer's failure fails nothing.
-        let _ignored = self.0.approval_decided(decided);
+        if self.1 {
+            // An observer's failure fails nothing.
+            let _ignored = self.0.approval_decided(decided);
+        }
     }
 }

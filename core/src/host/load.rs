@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::callbacks::{approval_hook, ApprovalCallback, AuditCallback, CallbackSink, ObserverSink};
+use super::callbacks::{approval_hook, ApprovalCallback, AuditCallback, CallbackSink};
 use super::{Host, HostHandler, LoadErrors};
 use crate::backends::Backends;
 use crate::clock::ManualClock;
@@ -371,8 +371,8 @@ impl Host {
         let clock = options.test.map(|t| ManualClock::new(t.clock_ms));
         let governor_options = GovernorOptions {
             clock: clock.clone().map(|c| Arc::new(c) as _),
-            audit: options.audit.map(|a| Arc::new(CallbackSink(a)) as _),
-            observer: options.observe.map(|a| Arc::new(ObserverSink(a)) as _),
+            audit: options.audit.map(|a| Arc::new(CallbackSink(a, false)) as _),
+            observer: options.observe.map(|a| Arc::new(CallbackSink(a, true)) as _),
             sequential_ids: options.test.is_some_and(|t| t.sequential_ids),
             extra_tools: extra.clone(),
             backends: options.backends,
