@@ -78,7 +78,7 @@ impl AuditCallback for JsFn {
     }
 
     /// Issue 24: an approver's decision, to the `observe` function only, as `{"approval_decided": {...}}`.
-    fn approval_decided(&self, decided: &harnessweaver_core::audit::ApprovalDecided) -> std::result::Result<(), String> {
+    fn approval_decided(&self, decided: &harnessweaver_core::host::ApprovalDecided) -> std::result::Result<(), String> {
         self.call(&[serde_json::json!({ "approval_decided": decided }).to_string()]).map(drop)
     }
 }

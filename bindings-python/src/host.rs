@@ -159,7 +159,7 @@ impl AuditCallback for PyAudit {
     }
 
     /// Issue 24: an approver's decision, to the `observe` callable only, as `{"approval_decided": {...}}`.
-    fn approval_decided(&self, decided: &harnessweaver_core::audit::ApprovalDecided) -> Result<(), String> {
+    fn approval_decided(&self, decided: &harnessweaver_core::host::ApprovalDecided) -> Result<(), String> {
         Python::attach(|py| {
             let value = to_py(py, &serde_json::json!({ "approval_decided": decided })).map_err(|e| name_of(py, &e))?;
             self.0.call1(py, (value,)).map(drop).map_err(|e| name_of(py, &e))
