@@ -74,7 +74,9 @@ def main() -> int:
         for mode in ("none", "api", "sdk"):
             out = subprocess.run(
                 [sys.executable, "-c", CHILD, mode, str(root / "harness.yaml"), str(ROUNDS), str(CALLS)],
-                capture_output=True, text=True, check=True,
+                capture_output=True,
+                text=True,
+                check=True,
             ).stdout
             got[mode] = json.loads(out)
     assert got["sdk"]["spans"] > 0, "the SDK mode recorded no span"
