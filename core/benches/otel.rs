@@ -1,6 +1,6 @@
 //! What OpenTelemetry costs a governed call when nobody listens (issue 24:
-//! "< 100 ns per call when no exporter or API is present"): the decision-path
-//! call (steps 1-9, 1 KB output, `audit: none`) through the host API a binding
+//! "< 100 ns per call when no exporter or API is present"): a plain lookup
+//! call (steps 1-9, small output, `audit: none`) through the host API a binding
 //! uses, with no observer (no OpenTelemetry API), with an observer that does
 //! not listen (the API without an SDK), and with one that listens (the core's
 //! share of what an SDK costs: building and handing over each event).
@@ -12,8 +12,6 @@
 
 use criterion::{criterion_group, Criterion};
 
-#[path = "support/decision_path.rs"]
-mod decision_path;
 #[path = "support/otel_hosts.rs"]
 mod otel_hosts;
 use otel_hosts::{call, host, Mode};

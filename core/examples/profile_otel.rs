@@ -1,14 +1,12 @@
 //! Governed calls with and without an OpenTelemetry observer, for instruction
 //! counts under callgrind (`make profile-otel`, issue 24): `profile_otel MODE N`
-//! runs N calls of the decision-path tool through the host API with no
+//! runs N calls of a plain lookup tool through the host API with no
 //! observer (`none`), one that does not listen (`off`: the API without an SDK)
 //! or one that listens (`on`). The per-call cost is the difference between
 //! the counts for two N, divided by their difference.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, reason = "profiling code")]
 
-#[path = "../benches/support/decision_path.rs"]
-mod decision_path;
 #[path = "../benches/support/otel_hosts.rs"]
 mod otel_hosts;
 use otel_hosts::{call, host, Mode};
