@@ -499,6 +499,7 @@ function loadWith(path, options, t) {
     t.sequentialIds ?? null, t.sandboxWorker ?? null, otel && observer(loaded)))
   loaded.host = new WeakRef(inner)
   if (otel) {
+    for (const ref of observed) if (!ref.deref()) observed.delete(ref)
     observed.add(loaded.host)
     tellListening(inner, sdkRegistered())
   }

@@ -97,7 +97,7 @@ def observer() -> Tuple[Optional[Observer], Callable[[Any], None]]:
 
     def attach(host: Any) -> None:
         loaded.append(weakref.ref(host))
-        _hosts.append(weakref.ref(host))
+        _hosts[:] = [ref for ref in _hosts if ref() is not None] + [weakref.ref(host)]
         _tell(host, _sdk())
 
     return observe, attach
