@@ -17,6 +17,35 @@ const otel = (() => {
     return null
   }
 })()
+// Hosts loaded with an observer (weakly). Each has a switch in the core that
+// says whether its observer listens: on while an SDK is behind the API's proxy
+// tracer provider, off otherwise (then the core builds no event for it). The
+// API's setGlobalTracerProvider and disable are wrapped to flip the switches.
+const observed = new Set()
+function sdkRegistered() {
+  const provider = otel.trace.getTracerProvider()
+  return provider.getDelegateTracer ? provider.getDelegateTracer('harnessweaver') !== undefined : true
+}
+function tellListening(host, listening) {
+  host.request('observe', JSON.stringify({ listening }))
+}
+if (otel) {
+  for (const name of ['setGlobalTracerProvider', 'disable']) {
+    const original = otel.trace[name]
+    otel.trace[name] = function (...args) {
+      try {
+        return original.apply(this, args)
+      } finally {
+        const listening = sdkRegistered()
+        for (const ref of observed) {
+          const host = ref.deref()
+          if (host) tellListening(host, listening)
+          else observed.delete(ref)
+        }
+      }
+    }
+  }
+}
 const TIMED_OUT = Symbol('timed out')
 
 class HarnessweaverError extends Error {
@@ -474,18 +503,35 @@ function loadWith(path, options, t) {
   const inner = guard(() => native.loadHost(String(path), declared, textOf(sources), audit || null, onApproval || null, t.clockMs ?? null,
     t.sequentialIds ?? null, t.sandboxWorker ?? null, otel && observer(loaded)))
   loaded.host = new WeakRef(inner)
+  if (otel) {
+    for (const ref of observed) if (!ref.deref()) observed.delete(ref)
+    observed.add(loaded.host)
+    tellListening(inner, sdkRegistered())
+  }
   return new Harness(inner, String(path), handlers, Object.keys(tools).sort())
 }
 
 // Each call's span, as the core describes it (the `span` host method), handed
-// to the host's OpenTelemetry API; with no SDK registered (no delegate behind
-// the API's proxy provider), nothing but that check.
+// to the host's OpenTelemetry API, and each approval decision's wait recorded
+// in the `harnessweaver.approval.wait` histogram; called only while the core's
+// switch says an SDK is registered.
 function observer(loaded) {
-  return (event) => {
-    const provider = otel.trace.getTracerProvider()
-    const tracer = provider.getDelegateTracer ? provider.getDelegateTracer('harnessweaver') : provider.getTracer('harnessweaver')
+  return (text) => {
     const host = loaded.host && loaded.host.deref()
-    if (tracer && host) emitSpan(tracer, JSON.parse(host.request('span', `{"event":${event}}`)))
+    if (!host) return
+    const event = JSON.parse(text)
+    const decided = event.approval_decided
+    if (decided) {
+      // The API's meter provider has no proxy: asked at each (rare) decision, so a provider set later is used.
+      const wait = otel.metrics.getMeter('harnessweaver').createHistogram('harnessweaver.approval.wait', {
+        unit: 's',
+        description: "how long an approval waited, from the call that asked to the approver's decision",
+      })
+      wait.record(decided.wait_ms / 1000, { 'gen_ai.tool.name': decided.tool, 'harnessweaver.approval.state': decided.state })
+      return
+    }
+    const tracer = otel.trace.getTracerProvider().getTracer('harnessweaver')
+    emitSpan(tracer, JSON.parse(host.request('span', `{"event":${text}}`)))
   }
 }
 

@@ -87,6 +87,11 @@ impl AuditCallback for JsFn {
     fn record(&self, event: &AuditEvent) -> std::result::Result<(), String> {
         self.call(&[serde_json::to_string(event).map_err(|e| e.to_string())?]).map(drop)
     }
+
+    /// Issue 24: an approver's decision, to the `observe` function only, as `{"approval_decided": {...}}`.
+    fn approval_decided(&self, decided: &harnessweaver_core::host::ApprovalDecided) -> std::result::Result<(), String> {
+        self.call(&[serde_json::json!({ "approval_decided": decided }).to_string()]).map(drop)
+    }
 }
 
 impl ApprovalCallback for JsFn {

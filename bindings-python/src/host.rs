@@ -160,6 +160,14 @@ impl AuditCallback for PyAudit {
             self.0.call1(py, (event,)).map(drop).map_err(|e| name_of(py, &e))
         })
     }
+
+    /// Issue 24: an approver's decision, to the `observe` callable only, as `{"approval_decided": {...}}`.
+    fn approval_decided(&self, decided: &harnessweaver_core::host::ApprovalDecided) -> Result<(), String> {
+        Python::attach(|py| {
+            let value = to_py(py, &serde_json::json!({ "approval_decided": decided })).map_err(|e| name_of(py, &e))?;
+            self.0.call1(py, (value,)).map(drop).map_err(|e| name_of(py, &e))
+        })
+    }
 }
 
 /// An event's JSON form as a dict, built from its fields with keys made once (the per-call cost of a callback sink).
@@ -175,6 +183,7 @@ fn event_dict<'py>(py: Python<'py>, event: &AuditEvent) -> PyResult<Bound<'py, P
             Some(EventField::Bool(b)) => PyBool::new(py, b).to_owned().into_any(),
             Some(EventField::Counts(counts)) => to_py(py, counts)?,
             Some(EventField::Refusals(refusals)) => to_py(py, refusals)?,
+            Some(EventField::Names(names)) => to_py(py, names)?,
             Some(EventField::Timings(timings)) => to_py(py, timings)?,
         };
         dict.set_item(key.bind(py), value)?;

@@ -43,6 +43,7 @@ fn event(i: u64) -> AuditEvent {
         redactions: None,
         truncated: Some(false),
         would_refuse: Vec::new(),
+        rules: Vec::new(),
         subject: None,
         confined: None,
         timings: Timings { decide_us: 12, invoke_us: 340, output_us: 8 },

@@ -288,6 +288,8 @@ impl Transport {
 pub struct Ticket {
     /// The call's id.
     pub call_id: String,
+    /// The policy rules that decided (`layer/rule`), for the audit event (issue 24).
+    pub rules: Vec<String>,
     /// The run's id.
     pub run_id: String,
     /// The tool.

@@ -146,6 +146,76 @@ fn an_observer_sees_events_beside_the_sink_and_span_describes_them() {
     assert_eq!(err.code(), "invalid_argument");
 }
 
+/// Issue 24: an observer that does not listen (its host's OpenTelemetry API
+/// has no SDK) is handed no event and, with a `none` sink, no event is built;
+/// turned on, it sees the next call; an approver's decision reaches it with
+/// how long the approval waited, and the span names the policy version.
+#[test]
+fn an_observer_that_does_not_listen_gets_nothing_and_sees_approval_waits_when_it_does() {
+    let approval = "  approval: {when: \"args.n > 5\"}\n  input_schema: {type: object, properties: {n: {type: number}}}\n";
+    let d = dir("listen", &[("harness.yaml", harness("  audit:\n    sink: none\n")), ("tools/pay.yaml", tool("pay", approval))]);
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<Value>>);
+    impl AuditCallback for Seen {
+        fn record(&self, event: &AuditEvent) -> Result<(), String> {
+            self.0.lock().unwrap().push(serde_json::to_value(event).unwrap());
+            Ok(())
+        }
+        fn approval_decided(&self, decided: &harnessweaver_core::audit::ApprovalDecided) -> Result<(), String> {
+            self.0.lock().unwrap().push(json!({ "approval_decided": decided }));
+            Ok(())
+        }
+    }
+    let seen = Arc::new(Seen::default());
+    let options = HostOptions {
+        handlers: vec![decl("pay", HandlerMode::CallerThread)],
+        observe: Some(seen.clone()),
+        test: Some(TestOptions { clock_ms: 1_000, sequential_ids: true }),
+        ..HostOptions::default()
+    };
+    let host = Host::load(&d.join("harness.yaml"), options).unwrap();
+    let call = |n: u32| {
+        let ticket = begin(&host, "pay", json!({ "n": n }));
+        assert_eq!(host.finish(ticket, Outcome::Returned(json!("ok"))).decision, Decision::Allowed);
+    };
+    // On by default (a Rust host's observer listens), off when told.
+    call(1);
+    assert_eq!(seen.0.lock().unwrap().len(), 1);
+    assert_eq!(host.request("observe", &json!({ "listening": false })).unwrap(), json!(true));
+    call(2);
+    let pending = match host.begin("pay", json!({ "n": 9 }), &ctx()).unwrap() {
+        Begun::Pending(r) => r.approval.unwrap().id,
+        other => panic!("not pending: {other:?}"),
+    };
+    host.request("advance_ms", &json!({ "ms": 1_500 })).unwrap();
+    host.grant(&pending, &Principal::new("bob")).unwrap();
+    assert_eq!(seen.0.lock().unwrap().len(), 1, "a call and a decision while off reach nothing");
+    // On again: the next call and decision are seen.
+    host.request("observe", &json!({ "listening": true })).unwrap();
+    call(3);
+    let pending = match host.begin("pay", json!({ "n": 8 }), &ctx()).unwrap() {
+        Begun::Pending(r) => r.approval.unwrap().id,
+        other => panic!("not pending: {other:?}"),
+    };
+    host.request("advance_ms", &json!({ "ms": 2_500 })).unwrap();
+    host.deny(&pending, &Principal::new("bob"), "no").unwrap();
+    let seen = seen.0.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert_eq!(seen[2]["decision"], "pending");
+    let decided = &seen[3]["approval_decided"];
+    assert_eq!(
+        (decided["approval_id"].as_str(), decided["state"].as_str(), decided["wait_ms"].as_u64()),
+        (Some(pending.as_str()), Some("denied"), Some(2_500))
+    );
+    let span = host.request("span", &json!({ "event": seen[1] })).unwrap();
+    let version = span["attributes"].as_array().unwrap().iter().find(|p| p[0] == "gen_ai.guardrail.policy.version").unwrap()[1].clone();
+    assert_eq!(version, decided["policy_version"]);
+    assert!(version.as_str().unwrap().starts_with("sha256:"));
+    // A host without an observer says so.
+    let plain = load(&d, vec![decl("pay", HandlerMode::CallerThread)]);
+    assert_eq!(plain.request("observe", &json!({ "listening": true })).unwrap(), json!(false));
+}
+
 struct Resolver {
     roots: Vec<PathBuf>,
     origins: Vec<(String, Option<PathBuf>)>,
@@ -414,6 +484,7 @@ fn field_json(field: EventField<'_>) -> Value {
         EventField::Bool(b) => json!(b),
         EventField::Counts(counts) => json!(counts),
         EventField::Refusals(refusals) => serde_json::to_value(refusals).unwrap(),
+        EventField::Names(names) => json!(names),
         EventField::Timings(timings) => serde_json::to_value(timings).unwrap(),
     }
 }
@@ -436,6 +507,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         redactions: None,
         truncated: None,
         would_refuse: Vec::new(),
+        rules: Vec::new(),
         subject: None,
         confined: None,
         timings: Timings::default(),
@@ -451,6 +523,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         redactions: Some([("email".to_string(), 2)].into()),
         truncated: Some(true),
         would_refuse: vec![WouldRefuse { code: RefusalCode::PolicyDenied, step: Step::Policy, layer: "org".into(), rule: None }],
+        rules: vec!["harness/allow-support".into()],
         subject: Some("docs/a.md".into()),
         confined: Some(false),
         timings: Timings { decide_us: 1, invoke_us: 2, output_us: 3 },

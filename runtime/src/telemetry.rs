@@ -8,7 +8,8 @@
 //! conventions, never arguments or outputs), with a child span per phase.
 //! Metrics: `harnessweaver.calls` (by decision and code),
 //! `harnessweaver.refusals` (by code) and `harnessweaver.phase.duration` (a
-//! histogram per phase, seconds). Without the variable nothing is installed and
+//! histogram per phase, seconds), `harnessweaver.approval.wait` (a histogram,
+//! seconds from the call that asked for an approval to its decision). Without the variable nothing is installed and
 //! the governor's audit sink is not even wrapped: no cost.
 
 use std::collections::HashMap;
@@ -22,7 +23,7 @@ use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 
-use harnessweaver_core::audit::{AuditEvent, AuditSink, SpanRecord, SpanValue};
+use harnessweaver_core::audit::{ApprovalDecided, AuditEvent, AuditSink, SpanRecord, SpanValue};
 use harnessweaver_core::error::Error;
 use harnessweaver_core::harness::Harness;
 
@@ -32,6 +33,7 @@ struct Telemetry {
     calls: Counter<u64>,
     refusals: Counter<u64>,
     phases: Histogram<f64>,
+    approval_wait: Histogram<f64>,
 }
 
 static ACTIVE: OnceLock<Telemetry> = OnceLock::new();
@@ -90,6 +92,11 @@ pub fn init_from_env() -> Result<Option<TelemetryGuard>, String> {
             .with_unit("s")
             .with_description("time per phase of a governed call (decide: steps 1-7, invoke, output)")
             .build(),
+        approval_wait: meter
+            .f64_histogram("harnessweaver.approval.wait")
+            .with_unit("s")
+            .with_description("how long an approval waited, from the call that asked to the approver's decision")
+            .build(),
     };
     let _ = ACTIVE.set(telemetry);
     Ok(Some(TelemetryGuard { tracer: tracer_provider, meter: meter_provider }))
@@ -101,7 +108,7 @@ pub(crate) fn observe(harness: &Harness, sink: Arc<dyn AuditSink>) -> Arc<dyn Au
         return sink;
     }
     let descriptions = harness.tools().iter().map(|t| (t.name().to_string(), t.manifest().description.clone())).collect();
-    Arc::new(SpanSink { inner: sink, descriptions })
+    Arc::new(SpanSink { inner: sink, descriptions, policy_version: harnessweaver_core::governor::policy_version_of(harness) })
 }
 
 /// Records each event to the harness's sink and exports its span.
@@ -109,12 +116,14 @@ pub(crate) fn observe(harness: &Harness, sink: Arc<dyn AuditSink>) -> Arc<dyn Au
 struct SpanSink {
     inner: Arc<dyn AuditSink>,
     descriptions: HashMap<String, String>,
+    /// The loaded policy's version (the same digest the governor binds approvals to).
+    policy_version: String,
 }
 
 impl AuditSink for SpanSink {
     fn record(&self, event: &AuditEvent) -> Result<(), Error> {
         if let Some(t) = ACTIVE.get() {
-            let record = SpanRecord::of(event, self.descriptions.get(&event.tool).map(String::as_str));
+            let record = SpanRecord::of(event, self.descriptions.get(&event.tool).map(String::as_str), Some(&self.policy_version));
             t.export(&record, event);
         }
         if self.inner.is_null() {
@@ -122,6 +131,16 @@ impl AuditSink for SpanSink {
         } else {
             self.inner.record(event)
         }
+    }
+
+    fn approval_decided(&self, decided: &ApprovalDecided) {
+        if let Some(t) = ACTIVE.get() {
+            t.approval_wait.record(
+                decided.wait_ms as f64 / 1e3,
+                &[KeyValue::new("gen_ai.tool.name", decided.tool.clone()), KeyValue::new("harnessweaver.approval.state", decided.state.clone())],
+            );
+        }
+        self.inner.approval_decided(decided);
     }
 }
 
@@ -133,6 +152,7 @@ fn value(v: &SpanValue) -> Value {
     match v {
         SpanValue::Str(s) => Value::from(s.clone()),
         SpanValue::Int(i) => Value::from(*i),
+        SpanValue::List(names) => Value::Array(opentelemetry::Array::String(names.iter().map(|n| n.clone().into()).collect())),
     }
 }
 

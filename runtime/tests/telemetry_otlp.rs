@@ -11,8 +11,10 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
 use serde_json::{json, Value};
@@ -77,7 +79,7 @@ fn harness(tool_url: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(dir.join("tools")).unwrap();
     std::fs::write(
         dir.join("harness.yaml"),
-        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [tools/*.yaml]\n  gateway:\n    stdio:\n      principal: {id: agent}\n      tenant: acme\n",
+        "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  state: sqlite:state.db\n  policy:\n    rules:\n      - {name: refunds, effect: allow, tools: [refund]}\n  tools:\n    manifests: [tools/*.yaml]\n  gateway:\n    stdio:\n      principal: {id: agent}\n      tenant: acme\n",
     )
     .unwrap();
     std::fs::write(
@@ -167,6 +169,11 @@ fn the_gateway_exports_each_call_as_an_execute_tool_span() {
     assert_eq!(allowed["gen_ai.tool.name"], "refund");
     assert_eq!(allowed["gen_ai.tool.description"], "Refund an order.");
     assert!(allowed["gen_ai.tool.call.id"].len() > 4);
+    assert!(allowed["gen_ai.guardrail.policy.version"].starts_with("sha256:"), "the policy version that decided");
+    let rule_ids = calls[0].attributes.iter().find(|kv| kv.key == "gen_ai.guardrail.policy.rule.id").and_then(|kv| kv.value.as_ref()?.value.as_ref());
+    let Some(Any::ArrayValue(ids)) = rule_ids else { panic!("no rule ids: {rule_ids:?}") };
+    let ids: Vec<_> = ids.values.iter().map(|v| v.value.clone()).collect();
+    assert_eq!(ids, [Some(Any::StringValue("harness/refunds".into()))], "the rule that allowed the call");
     assert!(!allowed.contains_key("error.type"));
     let refused = attrs(calls[1]);
     assert_eq!((refused["error.type"].as_str(), refused["harnessweaver.step"].as_str()), ("invalid_args", "validate"));
@@ -187,6 +194,50 @@ fn the_gateway_exports_each_call_as_an_execute_tool_span() {
     }
     // Metrics went out too.
     assert!(seen.iter().any(|(p, _)| p == "/v1/metrics"), "no metrics export");
+    assert_eq!(approval_waits(&seen), Vec::<(String, u64)>::new(), "no approval decided yet");
+
+    // An approver grants the pending call from another process (the store is
+    // shared): that process exports how long the approval waited.
+    let (url2, seen2) = receiver();
+    let cli = |args: &[&str], env: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_harnessweaver")).args(args).envs(env.iter().copied()).current_dir(&dir).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let harness_yaml = dir.join("harness.yaml");
+    let harness_yaml = harness_yaml.to_str().unwrap();
+    let open: Value = serde_json::from_slice(&cli(&["approvals", "list", harness_yaml, "--json"], &[])).unwrap();
+    let id = open[0]["id"].as_str().unwrap().to_string();
+    cli(&["approvals", "approve", &id, "--harness", harness_yaml, "--approver", "reviewer"], &[("OTEL_EXPORTER_OTLP_ENDPOINT", url2.as_str())]);
+    let seen2 = seen2.lock().unwrap().clone();
+    assert_eq!(approval_waits(&seen2), vec![("approved".to_string(), 1)], "one wait, of the approved call");
+}
+
+/// The `harnessweaver.approval.wait` histogram in `seen`: (state, count) as
+/// of the last export (the exporter's temporality is cumulative).
+fn approval_waits(seen: &[(String, Vec<u8>)]) -> Vec<(String, u64)> {
+    let mut out = std::collections::BTreeMap::new();
+    for (_, body) in seen.iter().filter(|(p, _)| p == "/v1/metrics") {
+        let request = ExportMetricsServiceRequest::decode(body.as_slice()).unwrap();
+        for metric in request.resource_metrics.iter().flat_map(|r| &r.scope_metrics).flat_map(|s| &s.metrics) {
+            if metric.name != "harnessweaver.approval.wait" {
+                continue;
+            }
+            let Some(Data::Histogram(h)) = &metric.data else { panic!("not a histogram: {metric:?}") };
+            for point in &h.data_points {
+                let state = point
+                    .attributes
+                    .iter()
+                    .find(|kv| kv.key == "harnessweaver.approval.state")
+                    .and_then(|kv| kv.value.as_ref())
+                    .and_then(|v| v.value.as_ref());
+                let Some(Any::StringValue(state)) = state else { panic!("no state: {point:?}") };
+                assert!(point.sum.is_some_and(|s| s >= 0.0));
+                out.insert(state.clone(), point.count);
+            }
+        }
+    }
+    out.into_iter().collect()
 }
 
 #[test]

@@ -259,3 +259,84 @@ test("with a Redis store: the console grants what the agent in another process w
     redis.kill();
   }
 });
+
+// Issue 24 with issue 20: a built-in tool's gated call offers "always allow"
+// candidates; the approver dismisses one and accepts another in the browser;
+// the rule is written to the harness's permission file and the agent's retried
+// call runs. Accepting goes through the same session, CSRF and Origin checks,
+// and separation of duties, as approving (attacked first, then granted).
+test("a built-in tool's candidate: dismissed, accepted in the browser, written to the permission file; the retried call runs", async () => {
+  const h = makeHarness();
+  // The harness also enables the built-in write_file over ./workspace (writes are gated by default).
+  const yaml = readFileSync(h.path, "utf8").replace("  state: sqlite:state.db", "  builtins:\n    workspace: workspace\n    tools: [write_file]\n  state: sqlite:state.db");
+  writeFileSync(h.path, yaml);
+  mkdirSync(join(h.dir, "workspace", "src"), { recursive: true });
+  const { proc, url } = await startConsole(h);
+  const browser = await launch();
+  const client = await agent(h);
+  try {
+    const write = { path: "src/notes.md", content: "# notes\n" };
+    const asked = await client.callTool({ name: "write_file", arguments: write });
+    assert.equal(asked.structuredContent.status, "pending", JSON.stringify(asked));
+    const id = asked.structuredContent.approval_id;
+
+    // Attacks on accepting: no CSRF token, another origin, signed out, the caller's own key.
+    const login = async (token) => {
+      const r = await fetch(url + "api/login", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ token }) });
+      return { cookie: r.headers.get("set-cookie").split(";")[0], csrf: (await r.json()).csrf };
+    };
+    const accept = (s, extra = {}) =>
+      fetch(url + `api/approvals/${id}/accept_candidate`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", ...(s ? { Cookie: s.cookie } : {}), ...extra },
+        body: JSON.stringify({ candidate: "c1" }),
+      });
+    const fin = await login(h.finance);
+    assert.equal((await accept(fin)).status, 403, "no CSRF token");
+    assert.equal((await accept(fin, { "X-CSRF-Token": fin.csrf, Origin: "http://evil.example" })).status, 403, "another origin");
+    assert.equal((await accept(null)).status, 401, "signed out");
+    const own = await login(h.agent);
+    const selfAccepted = await accept(own, { "X-CSRF-Token": own.csrf });
+    assert.equal(selfAccepted.status, 403, "the caller's own approval");
+    assert.equal((await selfAccepted.json()).error, "approver_not_allowed");
+    assert.ok(!existsSync(join(h.dir, "permissions.yaml")), "nothing written by a refused accept");
+
+    // In the browser: the card offers the candidates; dismiss the first, accept the broader one.
+    const page = await (await browser.newContext({ viewport: { width: 1200, height: 1100 } })).newPage();
+    await page.goto(url);
+    await page.fill("#token", h.finance);
+    await page.click("#signin-form button");
+    const card = page.locator(`.approval[data-id="${id}"]`);
+    await card.waitFor();
+    const offered = await card.locator(".candidate .description").allTextContents();
+    assert.ok(offered.length >= 2, JSON.stringify(offered));
+    assert.ok(offered.some((d) => /src\/notes\.md/.test(d)), JSON.stringify(offered));
+    const under = (await card.locator(".candidate").evaluateAll((items) => items.map((i) => [i.dataset.candidate, i.textContent]))).find(([, t]) => /under `?src\/?`?/.test(t));
+    assert.ok(under, JSON.stringify(offered));
+    const first = await card.locator(".candidate").first().getAttribute("data-candidate");
+    assert.notEqual(first, under[0]);
+    await card.locator(`.candidate[data-candidate="${first}"] button.dismiss-candidate`).click();
+    await card.locator(`.candidate[data-candidate="${first}"]`).waitFor({ state: "detached" });
+    // Dismissed for everyone using this console: the listing no longer offers it.
+    const again = await (await fetch(url + "api/approvals", { headers: { Cookie: fin.cookie } })).json();
+    assert.ok(!again.approvals.find((a) => a.id === id).candidates.some((c) => c.id === first));
+    await card.locator(`.candidate[data-candidate="${under[0]}"] button.accept-candidate`).click();
+    await card.locator(".status:has-text('accepted')").waitFor();
+    await page.screenshot({ path: SHOT.replace(/\.png$/, "-candidate.png"), fullPage: true });
+
+    // The rule is in the permission file, where accept_candidate writes it, with who accepted it for which approval.
+    const permissions = readFileSync(join(h.dir, "permissions.yaml"), "utf8");
+    assert.match(permissions, /accepted by fiona for approval/);
+    assert.match(permissions, new RegExp(id));
+    assert.match(permissions, /kind: filesystem\.write/);
+
+    // The agent's retried call runs: the file is written.
+    const retried = await client.callTool({ name: "write_file", arguments: write });
+    assert.equal(retried.isError, false, JSON.stringify(retried));
+    assert.equal(readFileSync(join(h.dir, "workspace", "src", "notes.md"), "utf8"), "# notes\n");
+  } finally {
+    await client.close().catch(() => {});
+    await browser.close();
+    proc.kill();
+  }
+});

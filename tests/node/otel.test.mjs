@@ -17,6 +17,7 @@ import { hw, ROOT } from './fixture_support.mjs'
 const fromBinding = createRequire(join(ROOT, 'bindings-node', 'package.json'))
 const otel = fromBinding('@opentelemetry/api')
 const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = fromBinding('@opentelemetry/sdk-trace-base')
+const { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } = fromBinding('@opentelemetry/sdk-metrics')
 
 const ALICE = { id: 'alice', roles: ['support'] }
 const SECRET = 'sk-live-4242-do-not-trace' // an argument value
@@ -49,10 +50,12 @@ test('no SDK registered: no span is asked of the core; a later SDK gets spans', 
   Object.defineProperty(h._rt, 'request', { value: (m, a) => (asked.push(m), request(m, a)) })
   await h.call('refund', { note: 'x', amount: 1 }, { principal: ALICE })
   assert.ok(!asked.includes('span'), `asked: ${asked}`)
+  assert.ok(!asked.includes('observe'), 'the switch was set at load, not per call')
 
   const exporter = new InMemorySpanExporter()
   otel.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
   t.after(() => otel.trace.disable())
+  assert.deepEqual(asked, ['observe'], 'registering a provider turns the observer on, once')
   await h.call('refund', { note: 'x', amount: 2 }, { principal: ALICE })
   assert.equal(asked.filter((m) => m === 'span').length, 1, 'the SDK registered after load is used from the next call')
 
@@ -69,7 +72,9 @@ test('no SDK registered: no span is asked of the core; a later SDK gets spans', 
     assert.equal(calls.length, 2)
     const [ok, no] = calls
     assert.equal(ok.kind, otel.SpanKind.INTERNAL)
-    assert.deepEqual({ ...ok.attributes }, {
+    const { 'gen_ai.guardrail.policy.version': version, ...attributes } = ok.attributes
+    assert.match(version, /^sha256:/, 'the policy version that decided')
+    assert.deepEqual(attributes, {
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': 'refund',
       'gen_ai.tool.call.id': allowed.call_id,
@@ -109,4 +114,46 @@ test('no SDK registered: no span is asked of the core; a later SDK gets spans', 
     assert.deepEqual(events.map((e) => e.tool), ['refund'])
     assert.deepEqual(exporter.getFinishedSpans().filter((s) => s.name.startsWith('execute_tool')).map((s) => s.name), ['execute_tool refund'])
   })
+
+  await t.test('approval waits reach the meter; the pending span names the policy version', async () => {
+    exporter.reset()
+    const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
+    const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 3_600_000 })
+    otel.metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }))
+    const { path } = writeHarness({ policy: { rules: [{ name: 'refund-review', effect: 'approve', tools: ['refund'] }] } })
+    const g = hw._testing.load(path, { tools: { refund } }, { clockMs: 1000 })
+    const ask = async (amount) => {
+      const err = await g.call('refund', { note: SECRET, amount }, { principal: ALICE }).then(() => null, (e) => e)
+      assert.equal(err && err.code, 'approval_required')
+      return err
+    }
+    const first = await ask(50)
+    hw._testing.advanceMs(g, 4000)
+    g.deny(first, { by: { id: 'bob' }, reason: 'no' })
+    const second = await ask(60)
+    hw._testing.advanceMs(g, 250)
+    assert.ok((await g.approve(second, { approver: { id: 'bob' } })).allowed)
+    await reader.forceFlush()
+    const points = metricExporter
+      .getMetrics()
+      .flatMap((rm) => rm.scopeMetrics)
+      .flatMap((sm) => sm.metrics)
+      .filter((m) => m.descriptor.name === 'harnessweaver.approval.wait')
+      .flatMap((m) => m.dataPoints)
+    const last = new Map(points.map((p) => [p.attributes['harnessweaver.approval.state'], p]))
+    assert.deepEqual([...last.keys()].sort(), ['approved', 'denied'])
+    assert.deepEqual([last.get('denied').value.count, last.get('denied').value.sum], [1, 4])
+    assert.deepEqual([last.get('approved').value.count, last.get('approved').value.sum], [1, 0.25])
+    const pending = exporter.getFinishedSpans().find((s) => s.name === 'execute_tool refund')
+    assert.equal(pending.attributes['gen_ai.guardrail.verdict.type'], 'escalate')
+    assert.deepEqual(pending.attributes['gen_ai.guardrail.policy.rule.id'], ['harness/refund-review'])
+    assert.match(pending.attributes['gen_ai.guardrail.policy.version'], /^sha256:/)
+    otel.metrics.disable()
+  })
+
+  // Removing the provider turns the observer off again: no span is asked.
+  asked.length = 0
+  otel.trace.disable()
+  await h.call('refund', { note: 'x', amount: 3 }, { principal: ALICE })
+  assert.deepEqual(asked, ['observe'], `asked: ${asked}`)
 })

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from opentelemetry import trace
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -42,6 +44,16 @@ def refund(note: str, amount: int) -> Dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
+def reader() -> InMemoryMetricReader:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    metrics.set_meter_provider(provider)
+    if metrics.get_meter_provider() is not provider:
+        pytest.skip("another test set the process's meter provider first")
+    return reader
+
+
+@pytest.fixture(scope="module")
 def exporter() -> InMemorySpanExporter:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -67,7 +79,10 @@ def test_calls_become_execute_tool_spans_without_argument_or_output_values(
     assert len(calls) == 2
     ok, no = calls
     assert ok.kind == trace.SpanKind.INTERNAL
-    assert dict(ok.attributes or {}) == {
+    attributes = dict(ok.attributes or {})
+    # The policy version that decided (the digest approvals are bound to).
+    assert str(attributes.pop("gen_ai.guardrail.policy.version")).startswith("sha256:")
+    assert attributes == {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "refund",
         "gen_ai.tool.call.id": allowed.call_id,
@@ -110,13 +125,20 @@ def test_the_hosts_audit_callback_still_gets_every_event(tmp_path: Path, exporte
 SUBPROCESS = """
 import json, sys
 import harnessweaver as hw
-from harnessweaver import _governor
+from harnessweaver import _governor, _otel
 asked = []
+observed = []
+make_observer = _otel.observer
+def counting():
+    observe, attach = make_observer()
+    return (lambda event: (observed.append(1), observe(event))[1]), attach
+_otel.observer = counting
 request = _governor.Harness.request
 _governor.Harness.request = lambda self, m, a: (asked.append(m), request(self, m, a))[1]
 h = hw.load(sys.argv[1], handlers={"refund": lambda note, amount: amount})
 h.call("refund", {"note": "x", "amount": 1}, principal={"id": "alice"})
 before = list(asked)
+events_before = len(observed)
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -126,7 +148,8 @@ provider = TracerProvider()
 provider.add_span_processor(SimpleSpanProcessor(exporter))
 trace.set_tracer_provider(provider)
 h.call("refund", {"note": "x", "amount": 2}, principal={"id": "alice"})
-print(json.dumps({"before": before, "after": asked, "spans": [s.name for s in exporter.get_finished_spans()]}))
+print(json.dumps({"before": before, "after": asked, "events_before": events_before, "events_after": len(observed),
+                  "spans": [s.name for s in exporter.get_finished_spans()]}))
 """
 
 
@@ -134,7 +157,12 @@ def test_no_sdk_configured_costs_no_span_and_a_later_sdk_gets_them(tmp_path: Pat
     path = harness(tmp_path)
     out = subprocess.run([sys.executable, "-c", SUBPROCESS, str(path)], capture_output=True, text=True, check=True).stdout
     seen = json.loads(out)
-    assert "span" not in seen["before"]  # the API's proxy provider: no span asked of the core
+    # The API's proxy provider: the core hands the observer no event at all
+    # (it builds none: the shim turned the observer off at load), asks no span.
+    assert seen["events_before"] == 0 and "span" not in seen["before"]
+    assert seen["before"].count("observe") == 1  # the switch, set once at load
+    # A provider set after load turns it on: the next call is observed and becomes a span.
+    assert seen["events_after"] == 1
     assert seen["after"].count("span") == 1
     assert "execute_tool refund" in seen["spans"]
 
@@ -150,3 +178,43 @@ def test_without_the_api_no_observer_is_given() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "True"]
+
+
+def test_approval_waits_reach_the_meter_and_decisions_name_the_policy(
+    tmp_path: Path, exporter: InMemorySpanExporter, reader: InMemoryMetricReader
+) -> None:
+    exporter.clear()
+    pay = tool("pay", description="Pays.", input_schema=SCHEMA)
+    review = {"rules": [{"name": "pay-review", "effect": "approve", "tools": ["pay"]}]}
+    path = write_harness(tmp_path, [pay], policy=review)
+    h = hw.load(path, handlers={"pay": refund}, clock_ms=1_000, sequential_ids=True)
+    with pytest.raises(hw.ApprovalRequired) as first:
+        h.call("pay", {"note": SECRET, "amount": 50}, principal=ALICE)
+    h.advance_ms(4_000)
+    h.deny(first.value.approval["id"], "no", by={"id": "bob"})
+    with pytest.raises(hw.ApprovalRequired) as second:
+        h.call("pay", {"note": "x", "amount": 60}, principal=ALICE)
+    h.advance_ms(250)
+    assert h.approve(second.value.approval["id"], approver={"id": "bob"}).allowed
+
+    data = reader.get_metrics_data()
+    assert data is not None
+    points = [
+        p
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "harnessweaver.approval.wait"
+        for p in m.data.data_points
+    ]
+    by_state = {dict(p.attributes or {})["harnessweaver.approval.state"]: p for p in points}
+    assert set(by_state) == {"approved", "denied"}
+    assert (by_state["denied"].count, by_state["denied"].sum) == (1, 4.0)
+    assert (by_state["approved"].count, by_state["approved"].sum) == (1, 0.25)
+    assert all(dict(p.attributes or {})["gen_ai.tool.name"] == "pay" for p in points)
+    # The pending call's span: escalate, the rule that asked, and the policy version it was asked under.
+    pending = [s for s in exporter.get_finished_spans() if s.name == "execute_tool pay"][0]
+    assert pending.attributes is not None
+    assert pending.attributes["gen_ai.guardrail.verdict.type"] == "escalate"
+    assert list(pending.attributes["gen_ai.guardrail.policy.rule.id"]) == ["harness/pay-review"]
+    assert str(pending.attributes["gen_ai.guardrail.policy.version"]).startswith("sha256:")

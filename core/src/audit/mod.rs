@@ -11,7 +11,8 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::call::{Decision, RefusalCode, Step, WouldRefuse};
 use crate::error::Error;
@@ -77,6 +78,11 @@ pub struct AuditEvent {
     /// What policy rules in shadow mode would have refused (`would_refuse`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub would_refuse: Vec<WouldRefuse>,
+    /// The policy rules that decided (issue 24), as `layer/rule`
+    /// (`layer/default` for a layer's default deny): the deny rule of a
+    /// refusal, the approve rules of a pending call, the allow rules of an allowed one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
     /// What a built-in tool's call touched, as its approver saw it (issue 20):
     /// the path of a file tool, the argv of `run_command`, the method and host
     /// of `fetch`; never content, a query, headers or a body.
@@ -105,21 +111,23 @@ pub enum EventField<'a> {
     Counts(&'a BTreeMap<String, u64>),
     /// `would_refuse`.
     Refusals(&'a [WouldRefuse]),
+    /// A list of names (`rules`).
+    Names(&'a [String]),
     /// Time per phase.
     Timings(&'a Timings),
 }
 
 impl AuditEvent {
     /// The names of the JSON form's fields, in its order.
-    pub const FIELDS: [&'static str; 18] = [
+    pub const FIELDS: [&'static str; 19] = [
         "ts_ms", "call_id", "run_id", "tool", "principal", "tenant", "decision", "code", "step", "args_digest", "original_args_digest",
-        "approval_id", "redactions", "truncated", "would_refuse", "subject", "confined", "timings",
+        "approval_id", "redactions", "truncated", "would_refuse", "rules", "subject", "confined", "timings",
     ];
 
     /// The JSON form's fields in the order of [`AuditEvent::FIELDS`], `None`
     /// where the JSON form leaves one out (core/tests/host_api.rs checks the two agree).
-    pub fn fields(&self) -> [Option<EventField<'_>>; 18] {
-        use EventField::{Bool, Counts, Refusals, Str, Timings as Times, U64};
+    pub fn fields(&self) -> [Option<EventField<'_>>; 19] {
+        use EventField::{Bool, Counts, Names, Refusals, Str, Timings as Times, U64};
         [
             Some(U64(self.ts_ms)),
             Some(Str(Some(&self.call_id))),
@@ -136,6 +144,7 @@ impl AuditEvent {
             self.redactions.as_ref().map(Counts),
             self.truncated.map(Bool),
             Some(Refusals(&self.would_refuse)).filter(|_| !self.would_refuse.is_empty()),
+            Some(Names(&self.rules)).filter(|_| !self.rules.is_empty()),
             self.subject.as_deref().map(|s| Str(Some(s))),
             self.confined.map(Bool),
             Some(Times(&self.timings)),
@@ -154,24 +163,92 @@ pub trait AuditSink: Send + Sync + fmt::Debug {
     fn is_null(&self) -> bool {
         false
     }
+
+    /// An approver decided a pending approval (issue 24: the approval-wait
+    /// metric). Not an audit event: the trail records calls; a sink that
+    /// feeds metrics or an observer takes it, the others ignore it.
+    fn approval_decided(&self, _decided: &ApprovalDecided) {}
 }
 
-/// A sink, and an observer that also sees every event (issue 24): the
-/// observer's failures are ignored, and events are built even when the sink
-/// drops them.
+/// An approval decided by an approver (granted or denied), with how long it
+/// waited: from the call that asked for it to the decision. Names and ids
+/// only, like an audit event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalDecided {
+    /// When it was decided (ms since the epoch).
+    pub ts_ms: u64,
+    /// The approval's id.
+    pub approval_id: String,
+    /// The tool it is for.
+    pub tool: String,
+    /// The tenant of the call that asked.
+    pub tenant: Option<String>,
+    /// `approved` or `denied`.
+    pub state: String,
+    /// Milliseconds from the request to the decision.
+    pub wait_ms: u64,
+    /// The policy version it was asked under.
+    pub policy_version: String,
+}
+
+/// Whether an observer wants events now (issue 24): a host's OpenTelemetry
+/// shim answers once at load from the API's tracer provider and again when a
+/// provider is set or removed later. While it says no, the governor builds no
+/// event for the observer (a call costs what it costs without one).
+#[derive(Debug, Clone)]
+pub struct Listening(Arc<AtomicBool>);
+
+impl Listening {
+    /// A switch, on or off.
+    pub fn new(on: bool) -> Self {
+        Self(Arc::new(AtomicBool::new(on)))
+    }
+
+    /// Whether the observer wants events.
+    #[inline]
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Turns it on or off (takes effect from the next call).
+    pub fn set(&self, on: bool) {
+        self.0.store(on, Ordering::Relaxed);
+    }
+}
+
+/// A sink, and an observer that also sees every event while it listens
+/// (issue 24): the observer's failures are ignored, and events are built for
+/// it even when the sink drops them.
 #[derive(Debug)]
 pub struct Observed {
     /// The audit sink.
-    pub sink: std::sync::Arc<dyn AuditSink>,
+    pub sink: Arc<dyn AuditSink>,
     /// Sees each event after the sink.
-    pub observer: std::sync::Arc<dyn AuditSink>,
+    pub observer: Arc<dyn AuditSink>,
+    /// Whether the observer wants events now.
+    pub listening: Listening,
 }
 
 impl AuditSink for Observed {
     fn record(&self, event: &AuditEvent) -> Result<(), Error> {
-        let recorded = self.sink.record(event);
-        let _ignored = self.observer.record(event);
+        let recorded = if self.sink.is_null() { Ok(()) } else { self.sink.record(event) };
+        if self.listening.get() {
+            let _ignored = self.observer.record(event);
+        }
         recorded
+    }
+
+    /// As null as its sink: whether the observer listens is asked per call
+    /// ([`Listening`]), not once.
+    fn is_null(&self) -> bool {
+        self.sink.is_null()
+    }
+
+    fn approval_decided(&self, decided: &ApprovalDecided) {
+        self.sink.approval_decided(decided);
+        if self.listening.get() {
+            self.observer.approval_decided(decided);
+        }
     }
 }
 

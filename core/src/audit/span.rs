@@ -26,6 +26,8 @@ pub enum SpanValue {
     Str(String),
     /// An integer.
     Int(i64),
+    /// A list of strings.
+    List(Vec<String>),
 }
 
 /// One phase of the call (a child span).
@@ -84,11 +86,19 @@ pub mod attr {
     pub const TENANT: &str = "harnessweaver.tenant";
     /// Names of shadow-mode rules that would have refused, comma-separated.
     pub const SHADOW_RULES: &str = "harnessweaver.policy.would_refuse";
+    /// The policy version that decided: the digest of the harness and its
+    /// manifests approvals are bound to (issue 24; the GenAI security
+    /// proposal's `policy.version`, under this module's `gen_ai.guardrail` prefix).
+    pub const POLICY_VERSION: &str = "gen_ai.guardrail.policy.version";
+    /// The ids of the policy rules that decided, `layer/rule` (a list; the
+    /// proposal's `policy.rule.id`).
+    pub const RULE_IDS: &str = "gen_ai.guardrail.policy.rule.id";
 }
 
 impl SpanRecord {
-    /// The span of the call `event` records; `description` is the tool's manifest description.
-    pub fn of(event: &AuditEvent, description: Option<&str>) -> Self {
+    /// The span of the call `event` records; `description` is the tool's
+    /// manifest description, `policy_version` the version of the policy that decided.
+    pub fn of(event: &AuditEvent, description: Option<&str>, policy_version: Option<&str>) -> Self {
         let t = &event.timings;
         let mut attributes = vec![
             (attr::OPERATION_NAME, SpanValue::Str("execute_tool".into())),
@@ -104,6 +114,12 @@ impl SpanRecord {
             Decision::Pending => "escalate",
         };
         attributes.push((attr::GUARDRAIL_VERDICT, SpanValue::Str(verdict.into())));
+        if let Some(v) = policy_version {
+            attributes.push((attr::POLICY_VERSION, SpanValue::Str(v.to_string())));
+        }
+        if !event.rules.is_empty() {
+            attributes.push((attr::RULE_IDS, SpanValue::List(event.rules.clone())));
+        }
         if let Some(step) = event.step {
             attributes.push((attr::STEP, SpanValue::Str(step.as_str().into())));
         }

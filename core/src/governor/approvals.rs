@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::Governor;
+use crate::audit::ApprovalDecided;
 use crate::call::Principal;
 use crate::canonical;
 use crate::codes::ArgumentCode;
@@ -44,7 +45,10 @@ impl Governor {
         }
         let Some(args) = edited_args else {
             return match self.store.transition(id, ApprovalState::Pending, ApprovalState::Approved, Some(&approver.id), None) {
-                Ok(true) => Ok(PendingApproval { state: ApprovalState::Approved, decided_by: Some(approver.id.clone()), ..approval }),
+                Ok(true) => {
+                    self.decided(&approval, ApprovalState::Approved);
+                    Ok(PendingApproval { state: ApprovalState::Approved, decided_by: Some(approver.id.clone()), ..approval })
+                }
                 Ok(false) => Err(not_pending(id)),
                 Err(e) => Err(store_error(e)),
             };
@@ -59,16 +63,31 @@ impl Governor {
             decided_by: Some(approver.id.clone()),
             note: Some(format!("arguments edited by the approver of `{id}`")),
             original_args_digest: Some(approval.args_digest.clone()),
-            ..approval
+            ..approval.clone()
         };
         let replaced = format!("replaced by `{}` with edited arguments", edited.id);
         match self.store.transition(id, ApprovalState::Pending, ApprovalState::Used, Some(&approver.id), Some(&replaced)) {
-            Ok(true) => {}
+            Ok(true) => self.decided(&approval, ApprovalState::Approved),
             Ok(false) => return Err(not_pending(id)),
             Err(e) => return Err(store_error(e)),
         }
         self.store.put_approval(&edited).map_err(store_error)?;
         Ok(edited)
+    }
+
+    /// Tells the audit sink (and an observer) how long `approval` waited
+    /// for its decision (issue 24: the approval-wait metric).
+    fn decided(&self, approval: &PendingApproval, state: ApprovalState) {
+        let now = self.clock.now_ms();
+        self.audit.approval_decided(&ApprovalDecided {
+            ts_ms: now,
+            approval_id: approval.id.clone(),
+            tool: approval.tool.clone(),
+            tenant: approval.tenant.clone(),
+            state: state.as_str().to_string(),
+            wait_ms: now.saturating_sub(approval.created_ms),
+            policy_version: approval.policy_version.clone(),
+        });
     }
 
     /// Checks arguments an approver edited against the tool's input schema
@@ -91,6 +110,7 @@ impl Governor {
         let approval = self.open_approval(id)?;
         match self.store.transition(id, ApprovalState::Pending, ApprovalState::Denied, Some(by), Some(reason)) {
             Ok(true) => {
+                self.decided(&approval, ApprovalState::Denied);
                 Ok(PendingApproval { state: ApprovalState::Denied, decided_by: Some(by.to_string()), note: Some(reason.to_string()), ..approval })
             }
             Ok(false) => Err(not_pending(id)),

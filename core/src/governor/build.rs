@@ -332,9 +332,11 @@ impl Governor {
             }
         };
         let audit = backends.observe(harness, audit);
-        let audit = match options.observer {
-            Some(observer) => Arc::new(crate::audit::Observed { sink: audit, observer }) as Arc<dyn AuditSink>,
-            None => audit,
+        // An observer listens from the start; its host may turn it off (issue 24).
+        let listening = options.observer.as_ref().map(|_| crate::audit::Listening::new(true));
+        let audit = match (options.observer, &listening) {
+            (Some(observer), Some(l)) => Arc::new(crate::audit::Observed { sink: audit, observer, listening: l.clone() }) as Arc<dyn AuditSink>,
+            _ => audit,
         };
         let journal = match backends.open_journal(harness) {
             Ok(journal) => Some(journal),
@@ -370,6 +372,7 @@ impl Governor {
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let ids = if options.sequential_ids { IdSource::sequential() } else { IdSource::random() };
         let mut governor = Governor::new(tools, rules, settings, store, clock, ids, audit);
+        governor.set_listening(listening);
         governor.set_policy_version(policy_version(harness, &all));
         governor.set_transports(transports);
         governor.set_builtins(builtins);
@@ -380,6 +383,14 @@ impl Governor {
         governor.set_runs(spec.runs.clone());
         Ok(governor)
     }
+}
+
+/// The policy version of `harness` alone (no tools registered in code): what
+/// a governor built from it binds approvals to, for an exporter that labels
+/// spans with it (issue 24).
+pub fn policy_version_of(harness: &Harness) -> String {
+    let tools: Vec<&Tool> = harness.tools().iter().collect();
+    policy_version(harness, &tools)
 }
 
 /// A digest of everything that decides: the harness settings and every

@@ -89,6 +89,12 @@ impl Governor {
         }
     }
 
+    /// The candidates `approval` offers (a built-in tool's gated call; none
+    /// for other tools), for an approver's view (issue 24: the console).
+    pub fn candidates_of(&self, approval: &PendingApproval) -> Vec<Candidate> {
+        self.builtins.as_ref().map(|b| b.candidates(&approval.tool, &approval.args)).unwrap_or_default()
+    }
+
     /// Accepts candidate `candidate` of pending approval `id` as `approver`:
     /// the approval is granted (the approver must be allowed to grant it) and
     /// the candidate is written to the permission file, in force at once.

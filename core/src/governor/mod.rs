@@ -35,7 +35,7 @@ pub use crate::call::{
     WouldRefuse,
 };
 pub use crate::harness::{Effect, TaintedMode, TrifectaMode};
-pub use build::GovernorOptions;
+pub use build::{policy_version_of, GovernorOptions};
 pub use effects::ToolEffect;
 pub use explain::Explanation;
 pub use output::{cut, truncate};
@@ -249,8 +249,10 @@ pub struct Governor {
     ids: IdSource,
     audit: Arc<dyn AuditSink>,
     /// The sink records events (it is not the null sink): build them, and
-    /// the args digest they carry, only then.
-    audit_on: bool,
+    /// the args digest they carry, only then or while an observer listens.
+    sink_on: bool,
+    /// An observer's switch (issue 24), when one was given.
+    listening: Option<crate::audit::Listening>,
     approval_callback: Option<ApprovalCallback>,
     unmanifested: Vec<String>,
     transports: Arc<dyn Invoker>,
@@ -373,7 +375,7 @@ impl Governor {
     ) -> Self {
         let index = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
         let plans: Vec<ToolPlan> = tools.iter().map(|t| ToolPlan::new(t, &rules)).collect();
-        let audit_on = !audit.is_null();
+        let sink_on = !audit.is_null();
         let provenance_on = tools.iter().any(|t| t.sinks.as_ref().map_or(!t.egress.is_empty(), |s| !s.is_empty()))
             && (settings.trifecta == TrifectaMode::Provenance || settings.tainted_arguments != TaintedMode::Allow);
         let history_on = plans.iter().any(|p| p.uses_run);
@@ -387,7 +389,8 @@ impl Governor {
             clock,
             ids,
             audit,
-            audit_on,
+            sink_on,
+            listening: None,
             approval_callback: None,
             unmanifested: Vec::new(),
             transports: Arc::new(NoTransports),
@@ -466,8 +469,29 @@ impl Governor {
 
     /// Replaces the audit sink.
     pub fn set_audit_sink(&mut self, audit: Arc<dyn AuditSink>) {
-        self.audit_on = !audit.is_null();
+        self.sink_on = !audit.is_null();
         self.audit = audit;
+        self.listening = None;
+    }
+
+    /// The switch of the observer the audit sink carries (issue 24; set by
+    /// [`Governor::from_harness`] with the observer).
+    pub fn set_listening(&mut self, listening: Option<crate::audit::Listening>) {
+        self.listening = listening;
+    }
+
+    /// Turns the observer's events on or off from the next call; false when
+    /// there is no observer (issue 24: a host's OpenTelemetry shim, as its
+    /// tracer provider comes and goes).
+    pub fn observe(&self, on: bool) -> bool {
+        self.listening.as_ref().map(|l| l.set(on)).is_some()
+    }
+
+    /// Whether this call builds an audit event: the sink records events, or
+    /// an observer listens. One load per check when nobody listens.
+    #[inline]
+    fn audit_on(&self) -> bool {
+        self.sink_on || self.listening.as_ref().is_some_and(crate::audit::Listening::get)
     }
 
     /// The store.
@@ -497,8 +521,8 @@ impl Governor {
         let ts_ms = self.clock.now_ms();
         let call_id = self.ids.next("call");
         let run_id = ctx.run_id.clone().unwrap_or_else(|| self.ids.next("run"));
-        let digest = ArgsDigest::new(&args, self.audit_on);
-        let mut call = Deciding::new(tool, &args, ctx, &run_id, &digest, ts_ms, Trace::default());
+        let digest = ArgsDigest::new(&args, self.audit_on());
+        let mut call = Deciding::new(tool, &args, ctx, &run_id, &digest, ts_ms, Trace { keep_rules: self.audit_on(), ..Trace::default() });
         let decided = self.decide(&mut call);
         let Deciding { trace, approval_used, prepared, .. } = call;
         let found = Decided {
@@ -511,6 +535,7 @@ impl Governor {
             decide_us: self.elapsed_us(started),
             would_refuse: trace.shadow,
             labels: trace.labels,
+            rules: trace.rules,
         };
         match decided {
             Ok(index) => self.ticket(index, tool, args, ctx, found, started),
@@ -559,6 +584,7 @@ impl Governor {
         }
         let (timeout_ms, run_deadline_ms) = self.call_timeout(ctx.run_id.as_deref(), rt.timeout_ms, found.ts_ms);
         Begin::Invoke(Ticket {
+            rules: found.rules,
             call_id: found.call_id,
             run_id: found.run_id,
             tool: rt.name.clone(),
@@ -569,8 +595,8 @@ impl Governor {
             transport: rt.transport.clone(),
             tool_index: index,
             // Only the audit event reads these two.
-            principal: if self.audit_on { ctx.principal.id.clone() } else { String::new() },
-            tenant: if self.audit_on { ctx.tenant.clone() } else { None },
+            principal: if self.audit_on() { ctx.principal.id.clone() } else { String::new() },
+            tenant: if self.audit_on() { ctx.tenant.clone() } else { None },
             args_digest: found.args_digest,
             approval_id: found.approval_id,
             original_args_digest: ctx.original_args_digest.clone(),
@@ -611,7 +637,7 @@ impl Governor {
         };
         let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
         let subject = builtin_steps::subject(found.prepared.as_deref());
-        self.audit_result_with_approval(&result, ctx, found.args_digest, found.approval_id, found.ts_ms, timings, subject);
+        self.audit_result_with_approval(&result, ctx, found.args_digest, found.approval_id, found.ts_ms, timings, subject, found.rules);
         self.remember(&result, None);
         result
     }
@@ -636,7 +662,8 @@ impl Governor {
             would_refuse: found.would_refuse,
         };
         let subject = builtin_steps::subject(found.prepared.as_deref());
-        self.audit_result(&result, ctx, found.args_digest, found.ts_ms, Timings { decide_us: found.decide_us, ..Timings::default() }, subject);
+        let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
+        self.audit_result(&result, ctx, found.args_digest, found.ts_ms, timings, subject, found.rules);
         self.remember(&result, None);
         result
     }
@@ -712,7 +739,7 @@ impl Governor {
     /// The result (and audit event) of a call that ran and passed step 9.
     fn finish_allowed(&self, ticket: Ticket, rt: &ToolRuntime, shaped: Shaped, invoke_us: u64, output_started: Option<Instant>) -> CallResult {
         let Shaped { value, redactions, truncated, labels } = shaped;
-        if self.audit_on {
+        if self.audit_on() {
             let timings = Timings { decide_us: ticket.decide_us, invoke_us, output_us: self.elapsed_us(output_started) };
             self.record(AuditEvent {
                 ts_ms: ticket.ts_ms,
@@ -730,6 +757,7 @@ impl Governor {
                 redactions: Some(redactions.clone()),
                 truncated: Some(truncated),
                 would_refuse: ticket.would_refuse.clone(),
+                rules: ticket.rules,
                 subject: builtin_steps::subject(ticket.prepared.as_deref()),
                 confined: ticket.transport.confined(),
                 timings,
@@ -848,6 +876,7 @@ impl Governor {
             truncated: None,
             confined: ticket.transport.confined(),
             would_refuse: ticket.would_refuse,
+            rules: ticket.rules,
             subject: builtin_steps::subject(ticket.prepared.as_deref()),
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
         });
@@ -858,6 +887,7 @@ impl Governor {
         result
     }
 
+    #[expect(clippy::too_many_arguments, reason = "the event's parts; a struct for one private function adds nothing")]
     fn audit_result(
         &self,
         result: &CallResult,
@@ -866,9 +896,10 @@ impl Governor {
         ts_ms: u64,
         timings: Timings,
         subject: Option<String>,
+        rules: Vec<String>,
     ) {
         let approval_id = result.approval.as_ref().map(|a| a.id.clone());
-        self.audit_result_with_approval(result, ctx, args_digest, approval_id, ts_ms, timings, subject);
+        self.audit_result_with_approval(result, ctx, args_digest, approval_id, ts_ms, timings, subject, rules);
     }
 
     #[expect(clippy::too_many_arguments, reason = "the event's parts, from two callers; a struct for one private function adds nothing")]
@@ -881,6 +912,7 @@ impl Governor {
         ts_ms: u64,
         timings: Timings,
         subject: Option<String>,
+        rules: Vec<String>,
     ) {
         self.record(AuditEvent {
             ts_ms,
@@ -898,6 +930,7 @@ impl Governor {
             redactions: None,
             truncated: None,
             would_refuse: result.would_refuse.clone(),
+            rules,
             subject,
             confined: None,
             timings,
@@ -907,7 +940,7 @@ impl Governor {
     /// Now, for the audit event's timings; `None` when no event is recorded
     /// (reading the clock is a cost on every call).
     fn stopwatch(&self) -> Option<Instant> {
-        self.audit_on.then(Instant::now)
+        self.audit_on().then(Instant::now)
     }
 
     /// Microseconds since `since` (0 when the stopwatch was not started).
@@ -916,7 +949,7 @@ impl Governor {
     }
 
     fn record(&self, mut event: AuditEvent) {
-        if !self.audit_on {
+        if !self.audit_on() {
             return;
         }
         // Every caller string of the event, cut short in one place (issue
@@ -1134,6 +1167,7 @@ struct Decided {
     decide_us: u64,
     would_refuse: Vec<WouldRefuse>,
     labels: Option<Labels>,
+    rules: Vec<String>,
 }
 
 /// What step 9 made of an output.

@@ -257,6 +257,7 @@ impl Governor {
                                 notes.push(format!("{} (deny, shadow) would refuse", label()));
                             }
                         } else {
+                            call.trace.decided_by(&layer.name, Some(&rule.name));
                             let mut r = Refusal::new(RefusalCode::PolicyDenied, Step::Policy, format!("policy does not allow `{tool}` here"));
                             r.reasons.push(label());
                             return Err(Stop::Refused(r));
@@ -272,6 +273,7 @@ impl Governor {
                             }
                         } else {
                             allowed = true;
+                            call.trace.decided_by(&layer.name, Some(&rule.name));
                             if dry {
                                 notes.push(format!("{} allows", label()));
                             }
@@ -286,6 +288,7 @@ impl Governor {
                         } else {
                             call.approval_reasons.push(label());
                             call.asked_by.push(format!("rule:{}/{}", layer.name, rule.name));
+                            call.trace.decided_by(&layer.name, Some(&rule.name));
                         }
                     }
                     (_, Ok(false)) | (Effect::Allow, Err(_)) => {
@@ -302,6 +305,7 @@ impl Governor {
                         notes.push(format!("layer `{}` (shadow): no rule allows `{tool}`, would refuse", layer.name));
                     }
                 } else {
+                    call.trace.decided_by(&layer.name, None);
                     let mut r = Refusal::new(RefusalCode::PolicyDenied, Step::Policy, format!("no policy rule allows `{tool}`"));
                     r.reasons.push(format!("layer `{}`: default deny", layer.name));
                     return Err(Stop::Refused(r));

@@ -31,12 +31,24 @@ pub(super) struct Trace {
     /// limit in the same round trip); results reuse them instead of asking
     /// the store again.
     pub labels: Option<Labels>,
+    /// Keep the ids of the policy rules that decide (issue 24: the audit
+    /// event and its span name them), only when an event will be built.
+    pub keep_rules: bool,
+    /// The policy rules that decided, as `layer/rule` (`layer/default` for a
+    /// layer's default deny).
+    pub rules: Vec<String>,
 }
 
 impl Trace {
     pub fn pass(&mut self, step: Step, details: impl FnOnce() -> Vec<String>) {
         if self.dry {
             self.steps.push(StepTrace { step, verdict: "pass", code: None, details: details() });
+        }
+    }
+
+    pub fn decided_by(&mut self, layer: &str, rule: Option<&str>) {
+        if self.keep_rules {
+            self.rules.push(format!("{layer}/{}", rule.unwrap_or("default")));
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::audit::{AuditEvent, AuditSink};
+use crate::audit::{ApprovalDecided, AuditEvent, AuditSink};
 use crate::error::Error;
 use crate::governor::{ApprovalRequest, InlineDecision};
 use crate::store::PendingApproval;
@@ -18,6 +18,13 @@ pub trait AuditCallback: Send + Sync {
     /// Delivers one event (`serde_json::to_value(event)` is its JSON form);
     /// `Err` carries the failure kind (an exception class), which the core logs.
     fn record(&self, event: &AuditEvent) -> Result<(), String>;
+
+    /// Delivers an approver's decision (issue 24), to the `observe` callback
+    /// only (never to a harness's `audit` callback); a binding that has no
+    /// use for it keeps this default.
+    fn approval_decided(&self, _decided: &ApprovalDecided) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A host function that may decide an approval inline.
@@ -115,17 +122,26 @@ pub(crate) fn approval_hook(callback: Arc<dyn ApprovalCallback>) -> crate::gover
     })
 }
 
-/// An audit sink delivering to a host callback.
-pub(crate) struct CallbackSink(pub(crate) Arc<dyn AuditCallback>);
+/// An audit sink delivering to a host callback: the harness's `audit`
+/// callback (`observer: false`), or the `observe` callback (issue 24), which
+/// also hears approvers' decisions.
+pub(crate) struct CallbackSink(pub(crate) Arc<dyn AuditCallback>, pub(crate) bool);
 
 impl fmt::Debug for CallbackSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("CallbackSink")
+        f.write_str(if self.1 { "CallbackSink(observer)" } else { "CallbackSink" })
     }
 }
 
 impl AuditSink for CallbackSink {
     fn record(&self, event: &AuditEvent) -> Result<(), Error> {
         self.0.record(event).map_err(|kind| Error::Io { message: format!("audit callback raised {kind}") })
+    }
+
+    fn approval_decided(&self, decided: &ApprovalDecided) {
+        if self.1 {
+            // An observer's failure fails nothing.
+            let _ignored = self.0.approval_decided(decided);
+        }
     }
 }

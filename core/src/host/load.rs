@@ -371,8 +371,8 @@ impl Host {
         let clock = options.test.map(|t| ManualClock::new(t.clock_ms));
         let governor_options = GovernorOptions {
             clock: clock.clone().map(|c| Arc::new(c) as _),
-            audit: options.audit.map(|a| Arc::new(CallbackSink(a)) as _),
-            observer: options.observe.map(|a| Arc::new(CallbackSink(a)) as _),
+            audit: options.audit.map(|a| Arc::new(CallbackSink(a, false)) as _),
+            observer: options.observe.map(|a| Arc::new(CallbackSink(a, true)) as _),
             sequential_ids: options.test.is_some_and(|t| t.sequential_ids),
             extra_tools: extra.clone(),
             backends: options.backends,

@@ -170,7 +170,8 @@ impl Host {
     /// `tenant`), `new_run` (`source`, default `api`; `principal`), `labels` (`run_id`), `advance_ms` (`ms`); issue 21:
     /// `effects` (`state`), `resolve_effect` (`call_id`, `applied`, `by`),
     /// `compensate` (`call_id`, `principal`, `tenant`, `task`, `run`); issue 24: `span` (`event`: an audit
-    /// event's JSON form; its [`SpanRecord`], the tool's description filled in); issue 20: `accept_candidate` (`id`,
+    /// event's JSON form; its [`SpanRecord`], the tool's description filled in), `observe` (`listening`: the
+    /// observer's switch); issue 20: `accept_candidate` (`id`,
     /// `candidate`, `approver`). [`METHODS`] lists those a dynamic language exposes as methods.
     pub fn request(&self, method: &str, args: &Value) -> Result<Value, Error> {
         let a = Args::of(args)?;
@@ -201,12 +202,20 @@ impl Host {
                 let ms = ms.ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`ms` must be a whole number of milliseconds"))?;
                 self.advance_clock(ms).map(|()| Value::Null)
             }
+            // Issue 24: whether the observer given at load wants events (its host's
+            // tracer provider came or went); answers whether there is one.
+            "observe" => {
+                let on = a.0.get("listening").and_then(Value::as_bool);
+                let on = on.ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`listening` must be true or false"))?;
+                // An inspected harness takes no calls: it has no observer to switch.
+                Ok(Value::Bool(self.governor().is_some_and(|g| g.observe(on))))
+            }
             // Issue 24: the span a call's audit event (`event`, its JSON form) becomes, for a host's OpenTelemetry API.
             "span" => {
                 let event: AuditEvent = serde_json::from_value(a.value("event"))
                     .map_err(|e| invalid(ArgumentCode::InvalidArgument.as_str(), format!("`event` must be an audit event: {e}")))?;
                 let description = self.tools().find(|t| t.name() == event.tool).map(|t| t.manifest().description.as_str());
-                to_json(SpanRecord::of(&event, description))
+                to_json(SpanRecord::of(&event, description, Some(self.gov()?.policy_version())))
             }
             // Issue 21: the effect journal and compensation.
             "effects" => {

@@ -80,7 +80,9 @@ pub(crate) fn approvals_governor(path: &Path, io: &mut Io<'_>, json: bool) -> Re
                 max_open_approvals_per_principal: approvals.max_open_per_principal,
                 ..Settings::default()
             };
-            Ok(Governor::new(Vec::new(), Vec::new(), settings, store, Arc::new(SystemClock), IdSource::random(), Arc::new(NullSink)))
+            // With OTLP export configured, each decision's wait is recorded (issue 24).
+            let sink = crate::telemetry::observe(&harness, Arc::new(NullSink));
+            Ok(Governor::new(Vec::new(), Vec::new(), settings, store, Arc::new(SystemClock), IdSource::random(), sink))
         }
         Err(p) => {
             let _ = writeln!(io.err, "error: {p}");

@@ -18,6 +18,7 @@
 //! approval the signed-in approver may decide; the audit view shows digests.
 
 mod audit_view;
+mod candidates;
 mod http_util;
 
 use std::collections::HashMap;
@@ -64,6 +65,8 @@ pub struct Console {
     governor: Governor,
     auth: Authenticator,
     sessions: Mutex<HashMap<String, Session>>,
+    /// Built-in tools' candidates dismissed here (issue 24).
+    dismissed: candidates::Dismissed,
 }
 
 impl std::fmt::Debug for Console {
@@ -79,7 +82,8 @@ impl Console {
         if auth.is_empty() {
             return Err("the harness names no approver identities: add bearer keys or a JWT issuer under `spec.gateway.http` (the console signs in with the gateway's identities)".into());
         }
-        Ok(Self { harness, governor, auth, sessions: Mutex::new(HashMap::new()) })
+        let governor = candidates::with_builtins(&harness, governor)?;
+        Ok(Self { harness, governor, auth, sessions: Mutex::new(HashMap::new()), dismissed: candidates::Dismissed::default() })
     }
 
     fn session(&self, req: &Request) -> Option<Session> {
@@ -183,7 +187,11 @@ impl Console {
             .iter()
             .map(|a| {
                 let entitled = a.approver_role.as_deref().is_none_or(|r| me.has_role(r));
-                approval_json(a, entitled, self.harness.tool(&a.tool).map(|t| t.manifest().description.as_str()))
+                let mut v = approval_json(a, entitled, self.harness.tool(&a.tool).map(|t| t.manifest().description.as_str()));
+                if let (true, Some(o)) = (entitled, v.as_object_mut()) {
+                    o.insert("candidates".into(), candidates::offered(&self.governor, &self.dismissed, a));
+                }
+                v
             })
             .collect();
         Ok(json!({"approvals": items, "now_ms": SystemClock.now_ms()}))
@@ -252,7 +260,10 @@ impl Console {
                 }
                 self.governor.deny(id, &me.id, reason).map_err(refused)?
             }
-            _ => return Err(fail(http::StatusCode::NOT_FOUND, "not_found", "approve or deny")),
+            // Issue 24: a built-in tool's "always allow" candidates.
+            "accept_candidate" => return candidates::accept(&self.governor, session, id, body, refused),
+            "dismiss_candidate" => return candidates::dismiss(&self.governor, &self.dismissed, session, id, body),
+            _ => return Err(fail(http::StatusCode::NOT_FOUND, "not_found", "approve, deny, accept_candidate or dismiss_candidate")),
         };
         Ok(approval_json(&decided, true, None))
     }

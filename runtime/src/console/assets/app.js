@@ -1,5 +1,6 @@
 // The approvals console's page: sign in, pending approvals (approve, approve
-// with edited arguments, deny with a reason), the audit view and its chart.
+// with edited arguments, deny with a reason, accept or dismiss a built-in
+// tool's "always allow" candidate), the audit view and its chart.
 // Text from the server is set with textContent only (never as HTML).
 'use strict';
 
@@ -97,7 +98,37 @@ function approvalCard(a) {
     }
   });
   card.append(el('label', {}, 'Arguments that will run (edit to change them):'), args, el('div', { class: 'actions' }, approve, reason, deny, status));
+  if (a.candidates && a.candidates.length) card.append(candidateList(a, status));
   return card;
+}
+
+// A built-in tool's "always allow" candidates: accepting one grants this
+// approval and writes the rule to the harness's permission file; dismissing
+// one stops this console offering it.
+function candidateList(a, status) {
+  const list = el('ul', { class: 'candidates' });
+  for (const c of a.candidates) {
+    const accept = el('button', { type: 'button', class: 'accept-candidate' }, 'Accept');
+    const dismiss = el('button', { type: 'button', class: 'dismiss-candidate' }, 'Dismiss');
+    const item = el('li', { class: 'candidate', 'data-candidate': c.id }, el('span', { class: 'description' }, c.description), accept, dismiss);
+    const post = async (action, done) => {
+      try {
+        await api('POST', `/api/approvals/${encodeURIComponent(a.id)}/${action}`, { candidate: c.id });
+        done();
+      } catch (e) {
+        status.className = 'status error';
+        status.textContent = `${e.code}: ${e.message}`;
+      }
+    };
+    accept.addEventListener('click', () => post('accept_candidate', () => {
+      status.className = 'status ok';
+      status.textContent = `accepted “${c.description}”; approved`;
+      setTimeout(loadApprovals, 400);
+    }));
+    dismiss.addEventListener('click', () => post('dismiss_candidate', () => item.remove()));
+    list.append(item);
+  }
+  return el('div', { class: 'candidate-box' }, el('label', {}, 'Always allow (written to the permission file when accepted):'), list);
 }
 
 async function loadApprovals() {
