@@ -45,6 +45,7 @@ fn event(i: u64) -> AuditEvent {
         would_refuse: Vec::new(),
         subject: None,
         confined: None,
+        sinks: Vec::new(),
         timings: Timings { decide_us: 12, invoke_us: 340, output_us: 8 },
     }
 }

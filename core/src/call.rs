@@ -323,6 +323,8 @@ pub struct Ticket {
     pub(crate) compensates: Option<String>,
     /// The values of the tool's secret handles, for its transport only.
     pub(crate) secrets: SecretValues,
+    /// The sink arguments provenance sent to a human, for the audit event (issue 23).
+    pub(crate) sinks: Vec<crate::audit::SinkDigest>,
 }
 
 /// The values of a call's secret handles (issue 21): handed to the tool

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harnessweaver_core::audit::{EventField, Timings};
+use harnessweaver_core::audit::{EventField, SinkDigest, Timings};
 use harnessweaver_core::governor::WouldRefuse;
 use harnessweaver_core::host::cel;
 use harnessweaver_core::host::RefusalCode;
@@ -414,6 +414,7 @@ fn field_json(field: EventField<'_>) -> Value {
         EventField::Bool(b) => json!(b),
         EventField::Counts(counts) => json!(counts),
         EventField::Refusals(refusals) => serde_json::to_value(refusals).unwrap(),
+        EventField::Sinks(sinks) => serde_json::to_value(sinks).unwrap(),
         EventField::Timings(timings) => serde_json::to_value(timings).unwrap(),
     }
 }
@@ -438,6 +439,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         would_refuse: Vec::new(),
         subject: None,
         confined: None,
+        sinks: Vec::new(),
         timings: Timings::default(),
     };
     let full = AuditEvent {
@@ -453,6 +455,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         would_refuse: vec![WouldRefuse { code: RefusalCode::PolicyDenied, step: Step::Policy, layer: "org".into(), rule: None }],
         subject: Some("docs/a.md".into()),
         confined: Some(false),
+        sinks: vec![SinkDigest { argument: "to".into(), origin: "tainted".into(), digest: "sha256:c".into() }],
         timings: Timings { decide_us: 1, invoke_us: 2, output_us: 3 },
         ..bare.clone()
     };

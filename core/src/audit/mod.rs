@@ -87,8 +87,26 @@ pub struct AuditEvent {
     /// Absent for the other transports.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confined: Option<bool>,
+    /// The sink arguments that argument provenance refused or sent to a
+    /// human (issue 23): each argument's name, origin and the digest of its
+    /// value, never the value. Absent when provenance decided nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sinks: Vec<SinkDigest>,
     /// Time per phase.
     pub timings: Timings,
+}
+
+/// One sink argument of an audit event (issue 23): which argument, where its
+/// value came from, and `sha256:` of the value's canonical JSON text (the
+/// digest the refusal's reason shows), never the value itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkDigest {
+    /// The argument's name.
+    pub argument: String,
+    /// `tainted` (seen only in untrusted content) or `untraced` (seen nowhere).
+    pub origin: String,
+    /// `sha256:` of the value's canonical JSON text.
+    pub digest: String,
 }
 
 /// One field of an event's JSON form, borrowed, for a binding that builds
@@ -105,21 +123,23 @@ pub enum EventField<'a> {
     Counts(&'a BTreeMap<String, u64>),
     /// `would_refuse`.
     Refusals(&'a [WouldRefuse]),
+    /// `sinks` (issue 23).
+    Sinks(&'a [SinkDigest]),
     /// Time per phase.
     Timings(&'a Timings),
 }
 
 impl AuditEvent {
     /// The names of the JSON form's fields, in its order.
-    pub const FIELDS: [&'static str; 18] = [
+    pub const FIELDS: [&'static str; 19] = [
         "ts_ms", "call_id", "run_id", "tool", "principal", "tenant", "decision", "code", "step", "args_digest", "original_args_digest",
-        "approval_id", "redactions", "truncated", "would_refuse", "subject", "confined", "timings",
+        "approval_id", "redactions", "truncated", "would_refuse", "subject", "confined", "sinks", "timings",
     ];
 
     /// The JSON form's fields in the order of [`AuditEvent::FIELDS`], `None`
     /// where the JSON form leaves one out (core/tests/host_api.rs checks the two agree).
-    pub fn fields(&self) -> [Option<EventField<'_>>; 18] {
-        use EventField::{Bool, Counts, Refusals, Str, Timings as Times, U64};
+    pub fn fields(&self) -> [Option<EventField<'_>>; 19] {
+        use EventField::{Bool, Counts, Refusals, Sinks, Str, Timings as Times, U64};
         [
             Some(U64(self.ts_ms)),
             Some(Str(Some(&self.call_id))),
@@ -138,6 +158,7 @@ impl AuditEvent {
             Some(Refusals(&self.would_refuse)).filter(|_| !self.would_refuse.is_empty()),
             self.subject.as_deref().map(|s| Str(Some(s))),
             self.confined.map(Bool),
+            Some(Sinks(&self.sinks)).filter(|_| !self.sinks.is_empty()),
             Some(Times(&self.timings)),
         ]
     }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::provenance::{Origin, DEFAULT_SINKS};
 use super::steps::Deciding;
 use super::{Governor, Refusal, Stop, TaintedMode, ToolRuntime};
+use crate::audit::SinkDigest;
 use crate::call::{RefusalCode, Step};
 use crate::canonical;
 use crate::digest::sha256_tagged;
@@ -65,9 +66,13 @@ impl Governor {
     /// `flow.tainted_arguments`: a sink argument whose value came only from
     /// untrusted content is refused (`tainted_argument`), or sent to approval.
     pub(super) fn tainted_arguments(&self, sinks: &SinkOrigins, call: &mut Deciding<'_>) -> Result<(), Stop> {
-        let reasons: Vec<String> = sinks.doubtful.iter().filter(|(_, o, _)| *o == Origin::Tainted).map(reason).collect();
+        let tainted = || sinks.doubtful.iter().filter(|(_, o, _)| *o == Origin::Tainted);
+        let reasons: Vec<String> = tainted().map(reason).collect();
         if reasons.is_empty() {
             return Ok(());
+        }
+        if self.settings.tainted_arguments != TaintedMode::Allow {
+            mark(call, tainted());
         }
         match self.settings.tainted_arguments {
             TaintedMode::Allow => Ok(()),
@@ -96,6 +101,7 @@ impl Governor {
             return Ok(());
         }
         let reasons: Vec<String> = if sinks.has_sinks {
+            mark(call, sinks.doubtful.iter());
             sinks.doubtful.iter().map(reason).collect()
         } else {
             vec!["private + untrusted + egress, and no sink argument to trace".into()]
@@ -120,6 +126,16 @@ impl Governor {
     /// cel-lite's `run` for a call of `run_id`.
     pub(super) fn run_value(&self, run_id: &str) -> Value {
         self.runs.with(run_id, |memory, _| memory.to_value())
+    }
+}
+
+/// Notes the sink arguments that stop the call (or send it to a human) for
+/// its audit event, each once.
+fn mark<'s>(call: &mut Deciding<'_>, doubtful: impl Iterator<Item = &'s (String, Origin, String)>) {
+    for (name, origin, digest) in doubtful {
+        if !call.sinks.iter().any(|s| s.argument == *name) {
+            call.sinks.push(SinkDigest { argument: name.clone(), origin: origin.as_str().to_string(), digest: digest.clone() });
+        }
     }
 }
 

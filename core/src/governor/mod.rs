@@ -480,7 +480,7 @@ impl Governor {
         let digest = ArgsDigest::new(&args, self.audit_on);
         let mut call = Deciding::new(tool, &args, ctx, &run_id, &digest, ts_ms, Trace::default());
         let decided = self.decide(&mut call);
-        let Deciding { trace, approval_used, prepared, .. } = call;
+        let Deciding { trace, approval_used, prepared, sinks, .. } = call;
         let found = Decided {
             prepared,
             call_id,
@@ -491,6 +491,7 @@ impl Governor {
             decide_us: self.elapsed_us(started),
             would_refuse: trace.shadow,
             labels: trace.labels,
+            sinks,
         };
         match decided {
             Ok(index) => self.ticket(index, tool, args, ctx, found, started),
@@ -561,6 +562,7 @@ impl Governor {
             } else {
                 crate::call::SecretValues(self.secret_values(&rt.name).into())
             },
+            sinks: found.sinks,
         })
     }
 
@@ -587,7 +589,8 @@ impl Governor {
         };
         let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
         let subject = builtin_steps::subject(found.prepared.as_deref());
-        self.audit_result_with_approval(&result, ctx, found.args_digest, found.approval_id, found.ts_ms, timings, subject);
+        let event = EventParts { args_digest: found.args_digest, approval_id: found.approval_id, ts_ms: found.ts_ms, timings, subject, sinks: found.sinks };
+        self.audit_result(&result, ctx, event);
         self.remember(&result, None);
         result
     }
@@ -611,8 +614,15 @@ impl Governor {
             labels,
             would_refuse: found.would_refuse,
         };
-        let subject = builtin_steps::subject(found.prepared.as_deref());
-        self.audit_result(&result, ctx, found.args_digest, found.ts_ms, Timings { decide_us: found.decide_us, ..Timings::default() }, subject);
+        let event = EventParts {
+            args_digest: found.args_digest,
+            approval_id: result.approval.as_ref().map(|a| a.id.clone()),
+            ts_ms: found.ts_ms,
+            timings: Timings { decide_us: found.decide_us, ..Timings::default() },
+            subject: builtin_steps::subject(found.prepared.as_deref()),
+            sinks: found.sinks,
+        };
+        self.audit_result(&result, ctx, event);
         self.remember(&result, None);
         result
     }
@@ -702,6 +712,7 @@ impl Governor {
                 would_refuse: ticket.would_refuse.clone(),
                 subject: builtin_steps::subject(ticket.prepared.as_deref()),
                 confined: ticket.transport.confined(),
+                sinks: ticket.sinks,
                 timings,
             });
         }
@@ -819,6 +830,7 @@ impl Governor {
             confined: ticket.transport.confined(),
             would_refuse: ticket.would_refuse,
             subject: builtin_steps::subject(ticket.prepared.as_deref()),
+            sinks: ticket.sinks,
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
         });
         self.remember(&result, None);
@@ -828,30 +840,9 @@ impl Governor {
         result
     }
 
-    fn audit_result(
-        &self,
-        result: &CallResult,
-        ctx: &CallContext,
-        args_digest: Option<String>,
-        ts_ms: u64,
-        timings: Timings,
-        subject: Option<String>,
-    ) {
-        let approval_id = result.approval.as_ref().map(|a| a.id.clone());
-        self.audit_result_with_approval(result, ctx, args_digest, approval_id, ts_ms, timings, subject);
-    }
-
-    #[expect(clippy::too_many_arguments, reason = "the event's parts, from two callers; a struct for one private function adds nothing")]
-    fn audit_result_with_approval(
-        &self,
-        result: &CallResult,
-        ctx: &CallContext,
-        args_digest: Option<String>,
-        approval_id: Option<String>,
-        ts_ms: u64,
-        timings: Timings,
-        subject: Option<String>,
-    ) {
+    /// The audit event of a call steps 1–7 ended (refused or pending).
+    fn audit_result(&self, result: &CallResult, ctx: &CallContext, parts: EventParts) {
+        let EventParts { args_digest, approval_id, ts_ms, timings, subject, sinks } = parts;
         self.record(AuditEvent {
             ts_ms,
             call_id: result.call_id.clone(),
@@ -870,6 +861,7 @@ impl Governor {
             would_refuse: result.would_refuse.clone(),
             subject,
             confined: None,
+            sinks,
             timings,
         });
     }
@@ -1104,6 +1096,17 @@ struct Decided {
     decide_us: u64,
     would_refuse: Vec<WouldRefuse>,
     labels: Option<Labels>,
+    sinks: Vec<crate::audit::SinkDigest>,
+}
+
+/// The parts of a refused or pending call's audit event that the result does not hold.
+struct EventParts {
+    args_digest: Option<String>,
+    approval_id: Option<String>,
+    ts_ms: u64,
+    timings: Timings,
+    subject: Option<String>,
+    sinks: Vec<crate::audit::SinkDigest>,
 }
 
 /// What step 9 made of an output.

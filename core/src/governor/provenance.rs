@@ -56,6 +56,15 @@ pub enum Origin {
 }
 
 impl Origin {
+    /// The origin's name in an audit event.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Trusted => "trusted",
+            Self::Untraced => "untraced",
+            Self::Tainted => "tainted",
+        }
+    }
+
     /// How the origin reads in a reason.
     pub fn describe(self) -> &'static str {
         match self {

@@ -119,6 +119,11 @@ impl Tool {
         if !m.secrets.is_empty() {
             o.insert("secrets".into(), json!(m.secrets));
         }
+        // Only tools that declare `flow.sinks` (even `[]`) have the key: the
+        // sinks decide, so they are part of the policy version (issue 23).
+        if let Some(sinks) = &m.sinks {
+            o.insert("flow".into(), json!({"sinks": sinks}));
+        }
         o.insert(
             "limits".into(),
             json!({
@@ -214,6 +219,13 @@ impl Tool {
         out.push_str(if m.enabled { "true" } else { "false" });
         out.push_str(",\"file\":");
         canonical::write_opt_str(out, self.file.as_deref());
+        if let Some(sinks) = &m.sinks {
+            // Only tools that declare `flow.sinks` have the key.
+            canonical::enter(depth)?;
+            out.push_str(",\"flow\":{\"sinks\":");
+            canonical::write_strs(out, sinks, depth + 1)?;
+            out.push('}');
+        }
         out.push_str(",\"handler\":");
         canonical::write_opt_str(out, m.handler.as_deref());
         out.push_str(",\"headers_env\":");
@@ -425,7 +437,8 @@ mod tests {
                    "output": {"max_bytes": 1234, "sanitize": ["strip_instructions", "pii_redact"], "label": "trusted"},
                    "payload_constraints": {"input": {"x": {"min": 1.5, "max": 3, "allowed_values": [1, "a", null, true]}, "$": {"non_empty": true}},
                                            "output": {"items": {"min_items": 1, "max_items": 2, "max_length": 10}}},
-                   "timeout": "1500ms"}),
+                   "timeout": "1500ms", "flow": {"sinks": ["to", "Kö"]}}),
+            json!({"handler": "m:f", "flow": {"sinks": []}}),
             json!({"transport": "code", "sandbox": "monty", "code_arg": "src", "limits": {"timeout": "2m", "max_memory_mb": 16, "max_output_bytes": 99},
                    "approval": {"when": true, "approver_role": "finance"}, "rate_limit": {"per_principal": "10/s"}}),
             json!({"handler": "m:f", "input_schema": deep, "definition_digest": format!("sha256:{}", "0".repeat(64))}),
