@@ -38,7 +38,7 @@ from agentdojo.task_suite.load_suites import get_suites
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from history import HISTORY_RULES  # noqa: E402
-from tools import TOOLS  # noqa: E402
+from tools import EFFECT, EFFECT_SIDE_EFFECTS, TOOLS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "v1.2.2"
@@ -112,6 +112,8 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
         if sinks is not None:
             body["flow"] = {"sinks": sinks}
         body.update(spec)
+        if spec.get("side_effect") in EFFECT_SIDE_EFFECTS:
+            body.setdefault("effect", EFFECT)
         manifest = {"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": tool.name}, "spec": body}
         (out / f"{tool.name}.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True))
 

@@ -15,12 +15,17 @@ harnessweaver would write for that function in a real deployment:
   invited or added, the participants of an event, the business booked), and what a destructive call destroys (the
   file, e-mail or event deleted). Content arguments (a body, a subject, an amount) are not sinks: provenance decides
   destinations, not what is said.
-- ``risk`` and ``side_effect``: as the manifest reference defines them.
+- ``risk`` and ``side_effect``: as the manifest reference defines them. A tool that writes outside or destroys
+  (``write_external``, ``destructive``) gets the effect contract ``EFFECT`` (docs/effects.md): AgentDojo's functions
+  take no idempotency key and have no reconcile tool, so a call whose outcome is unknown is never retried blindly.
 """
 
 from typing import Any, Dict
 
 Spec = Dict[str, Any]
+
+EFFECT_SIDE_EFFECTS = ("write_external", "destructive")
+EFFECT: Spec = {"kind": "external_write", "retry_mode": "none"}
 
 # Shared by the workspace and travel suites.
 MAIL_SEND: Spec = {"egress": ["mail"], "sinks": ["recipients", "cc", "bcc"], "label": "trusted", "risk": "high",
