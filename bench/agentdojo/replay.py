@@ -108,9 +108,9 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
             "input_schema": tool.parameters.model_json_schema(),
             "output": {"label": spec.pop("label")},
         }
-        sinks = spec.pop("sinks", None)
-        if sinks is not None:
-            body["flow"] = {"sinks": sinks}
+        flow = {k: spec.pop(k) for k in ("sinks", "links", "identifies") if k in spec}
+        if flow:
+            body["flow"] = flow
         body.update(spec)
         if spec.get("side_effect") in EFFECT_SIDE_EFFECTS:
             body.setdefault("effect", EFFECT)

@@ -103,7 +103,9 @@ pub struct AuditEvent {
 pub struct SinkDigest {
     /// The argument's name.
     pub argument: String,
-    /// `tainted` (seen only in untrusted content) or `untraced` (seen nowhere).
+    /// `tainted` (seen only in untrusted content), `untraced` (seen nowhere),
+    /// or `tainted_link` (a content argument of `flow.links` carries a link
+    /// seen only in untrusted content).
     pub origin: String,
     /// `sha256:` of the value's canonical JSON text.
     pub digest: String,

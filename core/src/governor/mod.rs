@@ -136,6 +136,10 @@ pub struct ToolRuntime {
     /// `flow.sinks`: the arguments that choose where data goes. Not written,
     /// a tool with egress takes the arguments named in [`DEFAULT_SINKS`].
     pub sinks: Option<Vec<String>>,
+    /// `flow.links`: content arguments whose links must not come only from untrusted content.
+    pub links: Vec<String>,
+    /// `flow.identifies`: a sink argument and where the output names its valid values.
+    pub identifies: Vec<(String, crate::manifest::ValuePath)>,
     /// `approval.when`, compiled once when the manifest was loaded.
     pub approval_when: Option<Arc<Program>>,
     /// `approval.approver_role`.
@@ -355,7 +359,7 @@ impl Governor {
         let index = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
         let plans: Vec<ToolPlan> = tools.iter().map(|t| ToolPlan::new(t, &rules)).collect();
         let audit_on = !audit.is_null();
-        let provenance_on = tools.iter().any(|t| t.sinks.as_ref().map_or(!t.egress.is_empty(), |s| !s.is_empty()))
+        let provenance_on = tools.iter().any(|t| t.sinks.as_ref().map_or(!t.egress.is_empty(), |s| !s.is_empty()) || !t.links.is_empty())
             && (settings.trifecta == TrifectaMode::Provenance || settings.tainted_arguments != TaintedMode::Allow);
         let history_on = plans.iter().any(|p| p.uses_run);
         Self {
@@ -678,7 +682,12 @@ impl Governor {
         };
         let (value, truncated) = cut(value, rt.output.max_bytes);
         if self.provenance_on {
-            self.runs.with(&ticket.run_id, |m, hasher| m.values.add_output(hasher, !rt.output.untrusted, &value));
+            self.runs.with(&ticket.run_id, |m, hasher| {
+                m.values.add_output(hasher, !rt.output.untrusted, &value);
+                for (arg, path) in &rt.identifies {
+                    path.each(&value, &mut |s| m.values.add_identifier(hasher, arg, s));
+                }
+            });
         }
         let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         if rt.output.untrusted {
