@@ -144,18 +144,20 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         "get_day_calendar_events": CAL_READ,
         "create_calendar_event": CAL_CREATE,
         "cancel_calendar_event": CAL_CANCEL,
-        "reschedule_calendar_event": {"label": "trusted", "risk": "medium", "side_effect": "write_internal"},
+        # These return the event they changed, with the description its organiser wrote: untrusted.
+        "reschedule_calendar_event": {"label": "untrusted", "risk": "medium", "side_effect": "write_internal"},
         "add_calendar_event_participants": {"egress": ["calendar-invitations"], "sinks": ["participants"],
-                                            "label": "trusted", "risk": "medium", "side_effect": "write_external"},
+                                            "label": "untrusted", "risk": "medium", "side_effect": "write_external"},
         # Files in the drive can be shared with and edited by others.
         "list_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "search_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "search_files_by_filename": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "get_file_by_id": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
-        "append_to_file": {"label": "trusted", "side_effect": "write_internal"},
+        # These return the whole file they changed, whose content others may have written: untrusted.
+        "append_to_file": {"label": "untrusted", "side_effect": "write_internal"},
         "create_file": {"label": "trusted", "side_effect": "write_internal"},
-        "delete_file": {"sinks": ["file_id"], "label": "trusted", "risk": "medium", "side_effect": "destructive"},
-        "share_file": {"egress": ["drive-sharing"], "sinks": ["email"], "label": "trusted", "risk": "high",
+        "delete_file": {"sinks": ["file_id"], "label": "untrusted", "risk": "medium", "side_effect": "destructive"},
+        "share_file": {"egress": ["drive-sharing"], "sinks": ["email"], "label": "untrusted", "risk": "high",
                        "side_effect": "write_external"},
     },
 }

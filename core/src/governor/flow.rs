@@ -76,8 +76,9 @@ impl Governor {
             }
             for name in &rt.links {
                 let Some(value) = call.args.get(name) else { continue };
-                if any_text(value, &mut |t| memory.values.tainted_link(hasher, t)) {
-                    doubtful.push(Doubt { name: name.clone(), origin: Origin::Tainted, digest: digest(value), link: true });
+                let origin = worst_text(value, &mut |t| memory.values.link_origin(hasher, t));
+                if origin != Origin::Trusted {
+                    doubtful.push(Doubt { name: name.clone(), origin, digest: digest(value), link: true });
                 }
             }
             SinkOrigins { doubtful, has_sinks, skipped: false }
@@ -159,7 +160,11 @@ impl Governor {
 fn mark<'s>(call: &mut Deciding<'_>, doubtful: impl Iterator<Item = &'s Doubt>) {
     for d in doubtful {
         if !call.sinks.iter().any(|s| s.argument == d.name) {
-            let origin = if d.link { "tainted_link" } else { d.origin.as_str() };
+            let origin = match (d.link, d.origin) {
+                (true, Origin::Tainted) => "tainted_link",
+                (true, _) => "untraced_link",
+                (false, o) => o.as_str(),
+            };
             call.sinks.push(SinkDigest { argument: d.name.clone(), origin: origin.to_string(), digest: d.digest.clone() });
         }
     }
@@ -167,19 +172,21 @@ fn mark<'s>(call: &mut Deciding<'_>, doubtful: impl Iterator<Item = &'s Doubt>) 
 
 /// A reason naming the argument and its value's digest (never the value).
 fn reason(d: &Doubt) -> String {
-    if d.link {
+    if d.link && d.origin == Origin::Tainted {
         format!("argument `{}` ({}) carries a link that came only from untrusted content", d.name, d.digest)
+    } else if d.link {
+        format!("argument `{}` ({}) carries a link not traceable to trusted input", d.name, d.digest)
     } else {
         format!("argument `{}` ({}) {}", d.name, d.digest, d.origin.describe())
     }
 }
 
-/// Whether `f` holds for some string in `value`.
-fn any_text(value: &Value, f: &mut impl FnMut(&str) -> bool) -> bool {
+/// The least trusted origin `f` gives a string in `value`.
+fn worst_text(value: &Value, f: &mut impl FnMut(&str) -> Origin) -> Origin {
     match value {
         Value::String(s) => f(s),
-        Value::Array(items) => items.iter().any(|v| any_text(v, f)),
-        Value::Object(map) => map.values().any(|v| any_text(v, f)),
-        _ => false,
+        Value::Array(items) => items.iter().map(|v| worst_text(v, f)).max().unwrap_or(Origin::Trusted),
+        Value::Object(map) => map.values().map(|v| worst_text(v, f)).max().unwrap_or(Origin::Trusted),
+        _ => Origin::Trusted,
     }
 }
