@@ -683,7 +683,7 @@ impl Governor {
         let (value, truncated) = cut(value, rt.output.max_bytes);
         if self.provenance_on {
             self.runs.with(&ticket.run_id, |m, hasher| {
-                m.values.add_output(hasher, !rt.output.untrusted, &value);
+                m.values.add_output(hasher, !rt.output.untrusted, &value, &ticket.args);
                 for (arg, path) in &rt.identifies {
                     path.each(&value, &mut |s| m.values.add_identifier(hasher, arg, s));
                 }
