@@ -87,7 +87,10 @@ fn sinks_and_the_tainted_mode_are_part_of_the_policy_version() {
     let variant = |name: &str, flow: &str, sinks: &str| {
         let d = dir(
             name,
-            &[("harness.yaml", harness(&format!("  flow: {{trifecta: provenance, tainted_arguments: {flow}}}\n"))), ("tools/pay.yaml", tool("pay", &format!("  risk: high\n  egress: [bank]\n{sinks}")))],
+            &[
+                ("harness.yaml", harness(&format!("  flow: {{trifecta: provenance, tainted_arguments: {flow}}}\n"))),
+                ("tools/pay.yaml", tool("pay", &format!("  risk: high\n  egress: [bank]\n{sinks}"))),
+            ],
         );
         load(&d, Some(store.clone()), &[("pay", echo())])
     };

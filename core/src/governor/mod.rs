@@ -593,7 +593,8 @@ impl Governor {
         };
         let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
         let subject = builtin_steps::subject(found.prepared.as_deref());
-        let event = EventParts { args_digest: found.args_digest, approval_id: found.approval_id, ts_ms: found.ts_ms, timings, subject, sinks: found.sinks };
+        let event =
+            EventParts { args_digest: found.args_digest, approval_id: found.approval_id, ts_ms: found.ts_ms, timings, subject, sinks: found.sinks };
         self.audit_result(&result, ctx, event);
         self.remember(&result, None);
         result

@@ -401,7 +401,8 @@ impl Values {
         let trim = |s: &'_ str| url_key(s.trim_end_matches(['.', ',', ';', ':', '!', '?']));
         let emails = p.email.find_iter(&n).map(|m| origin(m.as_str()));
         // An address's parts (`bob.lee@`, `@corp.example`) are not links of their own.
-        let part_of_address = |m: &regex::Match<'_>| n.get(..m.start()).is_some_and(|b| b.ends_with('@')) || n.get(m.end()..).is_some_and(|a| a.starts_with('@'));
+        let part_of_address =
+            |m: &regex::Match<'_>| n.get(..m.start()).is_some_and(|b| b.ends_with('@')) || n.get(m.end()..).is_some_and(|a| a.starts_with('@'));
         let urls = p.url.find_iter(&n).filter(|m| !part_of_address(m)).map(|m| origin(&trim(m.as_str())));
         let ibans = p.iban.find_iter(&n).map(|m| origin(m.as_str()));
         emails.chain(urls).chain(ibans).max().unwrap_or(Origin::Trusted)
