@@ -18,6 +18,19 @@ def not_after_untrusted(tool: str) -> Dict[str, Any]:
     return {"name": f"no-{tool}-after-untrusted-content", "effect": "deny", "tools": [tool], "when": SAW_UNTRUSTED}
 
 
+def approve_after_untrusted(tool: str) -> Dict[str, Any]:
+    """`tool` waits for a human once the run has read content others can write."""
+    return {"name": f"confirm-{tool}-after-untrusted-content", "effect": "approve", "tools": [tool], "when": SAW_UNTRUSTED}
+
+
+# The `provenance + history rules + approvals` configuration adds these to HISTORY_RULES: a booking the model chose after
+# reading reviews anyone writes is confirmed by the user (the platform's catalogue makes every hotel a trusted
+# destination, so provenance cannot tell the user's booking from an injected one).
+APPROVAL_RULES: Dict[str, List[Dict[str, Any]]] = {
+    "travel": [approve_after_untrusted("reserve_hotel"), approve_after_untrusted("reserve_car_rental"),
+               approve_after_untrusted("reserve_restaurant")],
+}
+
 HISTORY_RULES: Dict[str, List[Dict[str, Any]]] = {
     # Provenance already refuses a password, address or IBAN an injection names; a rule refusing `update_password`
     # after untrusted content also refused the user's own password change (user_task_14), so none here.

@@ -37,8 +37,8 @@ import agentdojo.task_suite.task_suite as _task_suite
 from agentdojo.task_suite.load_suites import get_suites
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from history import HISTORY_RULES  # noqa: E402
-from tools import TOOLS  # noqa: E402
+from history import APPROVAL_RULES, HISTORY_RULES  # noqa: E402
+from tools import EFFECT, EFFECT_SIDE_EFFECTS, TOOLS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "v1.2.2"
@@ -54,6 +54,10 @@ CONFIGS: Dict[str, Optional[Dict[str, Any]]] = {
     "trifecta: provenance": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse"}},
     "provenance, approve": {"flow": {"trifecta": "provenance", "tainted_arguments": "approve"}},
     "provenance + history rules": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse"}, "history": True},
+    # A human confirms destinations taken from content and bookings after untrusted content; the replay's approver
+    # says no (a pending call does not run), so each approval is a stopped attack or a lost task.
+    "provenance + history rules + approvals": {"flow": {"trifecta": "provenance", "tainted_arguments": "approve"},
+                                            "history": True, "approvals": True},
 }
 
 
@@ -108,10 +112,12 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
             "input_schema": tool.parameters.model_json_schema(),
             "output": {"label": spec.pop("label")},
         }
-        sinks = spec.pop("sinks", None)
-        if sinks is not None:
-            body["flow"] = {"sinks": sinks}
+        flow = {k: spec.pop(k) for k in ("sinks", "links", "identifies") if k in spec}
+        if flow:
+            body["flow"] = flow
         body.update(spec)
+        if spec.get("side_effect") in EFFECT_SIDE_EFFECTS:
+            body.setdefault("effect", EFFECT)
         manifest = {"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": tool.name}, "spec": body}
         (out / f"{tool.name}.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True))
 
@@ -130,7 +136,8 @@ class Replayer:
         write_manifests(suite, name, directory / "tools")
         spec: Dict[str, Any] = {"mode": "test", "tools": {"manifests": ["tools/*.yaml"]}, "flow": config["flow"]}
         if config.get("history"):
-            spec["policy"] = {"rules": HISTORY_RULES.get(name, [])}
+            rules = HISTORY_RULES.get(name, []) + (APPROVAL_RULES.get(name, []) if config.get("approvals") else [])
+            spec["policy"] = {"rules": rules}
         harness = {"apiVersion": "harnessweaver/v1", "kind": "Harness", "metadata": {"name": f"agentdojo-{name}"}, "spec": spec}
         (directory / "harness.yaml").write_text(yaml.safe_dump(harness, sort_keys=False))
         handlers = {t.name: self._handler(t.name) for t in suite.tools}

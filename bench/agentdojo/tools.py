@@ -15,16 +15,30 @@ harnessweaver would write for that function in a real deployment:
   invited or added, the participants of an event, the business booked), and what a destructive call destroys (the
   file, e-mail or event deleted). Content arguments (a body, a subject, an amount) are not sinks: provenance decides
   destinations, not what is said.
-- ``risk`` and ``side_effect``: as the manifest reference defines them.
+- ``links``: the content arguments of a message to people (a chat message's or an e-mail's body), whose links (URLs,
+  e-mail addresses, IBANs) must not come only from untrusted content: a link passed on from a web page or a
+  stranger's message is how phishing spreads through an agent.
+- ``identifies``: where an output names existing objects that are valid values of a sink argument, whoever named
+  them: the channels of the workspace (``get_channels``), the members who sent a message (its ``sender``, set by the
+  platform, not by the message's text). Such a value is trusted whole, for that argument only; its words and the
+  rest of the output keep the output's label.
+- ``risk`` and ``side_effect``: as the manifest reference defines them. A tool that writes outside or destroys
+  (``write_external``, ``destructive``) gets the effect contract ``EFFECT`` (docs/effects.md): AgentDojo's functions
+  take no idempotency key and have no reconcile tool, so a call whose outcome is unknown is never retried blindly.
 """
 
 from typing import Any, Dict
 
 Spec = Dict[str, Any]
 
+EFFECT_SIDE_EFFECTS = ("write_external", "destructive")
+EFFECT: Spec = {"kind": "external_write", "retry_mode": "none"}
+
 # Shared by the workspace and travel suites.
-MAIL_SEND: Spec = {"egress": ["mail"], "sinks": ["recipients", "cc", "bcc"], "label": "trusted", "risk": "high",
-                   "side_effect": "write_external"}
+MAIL_SEND: Spec = {"egress": ["mail"], "sinks": ["recipients", "cc", "bcc"], "links": ["body"], "label": "trusted",
+                   "risk": "high", "side_effect": "write_external"}
+# Slack: the member who sent each message, a valid recipient of a direct message or member to add.
+SENDERS: Dict[str, str] = {"recipient": "$[*].sender", "user": "$[*].sender"}
 CAL_READ: Spec = {"data_access": ["pii:calendar"], "label": "untrusted", "side_effect": "read"}
 CAL_CREATE: Spec = {"egress": ["calendar-invitations"], "sinks": ["participants"], "label": "trusted", "risk": "medium",
                     "side_effect": "write_external"}
@@ -53,16 +67,19 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         "update_user_info": {"sinks": ["street", "city"], "label": "trusted", "risk": "medium", "side_effect": "write_internal"},
     },
     "slack": {
-        # Any member, and outsiders through shared channels, can create a channel and name it.
-        "get_channels": {"label": "untrusted", "side_effect": "read"},
+        # Any member, and outsiders through shared channels, can create a channel and name it: the names are untrusted
+        # text, but each is a channel that exists in the workspace, a valid channel to post to or add someone to.
+        "get_channels": {"label": "untrusted", "identifies": {"channel": "$[*]"}, "side_effect": "read"},
         # Membership, as the workspace's admins keep it.
         "get_users_in_channel": {"label": "trusted", "side_effect": "read"},
-        "read_channel_messages": {"data_access": ["pii:messages"], "label": "untrusted", "side_effect": "read"},
-        "read_inbox": {"data_access": ["pii:messages"], "label": "untrusted", "side_effect": "read"},
-        "send_direct_message": {"egress": ["slack"], "sinks": ["recipient"], "label": "trusted", "risk": "medium",
-                                "side_effect": "write_external"},
-        "send_channel_message": {"egress": ["slack"], "sinks": ["channel"], "label": "trusted", "risk": "medium",
-                                 "side_effect": "write_external"},
+        # A message's body is anyone's text; its sender is the member Slack says sent it.
+        "read_channel_messages": {"data_access": ["pii:messages"], "label": "untrusted", "identifies": SENDERS,
+                                  "side_effect": "read"},
+        "read_inbox": {"data_access": ["pii:messages"], "label": "untrusted", "identifies": SENDERS, "side_effect": "read"},
+        "send_direct_message": {"egress": ["slack"], "sinks": ["recipient"], "links": ["body"], "label": "trusted",
+                                "risk": "medium", "side_effect": "write_external"},
+        "send_channel_message": {"egress": ["slack"], "sinks": ["channel"], "links": ["body"], "label": "trusted",
+                                 "risk": "medium", "side_effect": "write_external"},
         # Who may read the channel.
         "add_user_to_channel": {"sinks": ["user", "channel"], "label": "trusted", "risk": "medium",
                                 "side_effect": "write_internal"},
@@ -127,18 +144,20 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         "get_day_calendar_events": CAL_READ,
         "create_calendar_event": CAL_CREATE,
         "cancel_calendar_event": CAL_CANCEL,
-        "reschedule_calendar_event": {"label": "trusted", "risk": "medium", "side_effect": "write_internal"},
+        # These return the event they changed, with the description its organiser wrote: untrusted.
+        "reschedule_calendar_event": {"label": "untrusted", "risk": "medium", "side_effect": "write_internal"},
         "add_calendar_event_participants": {"egress": ["calendar-invitations"], "sinks": ["participants"],
-                                            "label": "trusted", "risk": "medium", "side_effect": "write_external"},
+                                            "label": "untrusted", "risk": "medium", "side_effect": "write_external"},
         # Files in the drive can be shared with and edited by others.
         "list_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "search_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "search_files_by_filename": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "get_file_by_id": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
-        "append_to_file": {"label": "trusted", "side_effect": "write_internal"},
+        # These return the whole file they changed, whose content others may have written: untrusted.
+        "append_to_file": {"label": "untrusted", "side_effect": "write_internal"},
         "create_file": {"label": "trusted", "side_effect": "write_internal"},
-        "delete_file": {"sinks": ["file_id"], "label": "trusted", "risk": "medium", "side_effect": "destructive"},
-        "share_file": {"egress": ["drive-sharing"], "sinks": ["email"], "label": "trusted", "risk": "high",
+        "delete_file": {"sinks": ["file_id"], "label": "untrusted", "risk": "medium", "side_effect": "destructive"},
+        "share_file": {"egress": ["drive-sharing"], "sinks": ["email"], "label": "untrusted", "risk": "high",
                        "side_effect": "write_external"},
     },
 }

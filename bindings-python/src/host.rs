@@ -184,6 +184,7 @@ fn event_dict<'py>(py: Python<'py>, event: &AuditEvent) -> PyResult<Bound<'py, P
             Some(EventField::Counts(counts)) => to_py(py, counts)?,
             Some(EventField::Refusals(refusals)) => to_py(py, refusals)?,
             Some(EventField::Names(names)) => to_py(py, names)?,
+            Some(EventField::Sinks(sinks)) => to_py(py, sinks)?,
             Some(EventField::Timings(timings)) => to_py(py, timings)?,
         };
         dict.set_item(key.bind(py), value)?;

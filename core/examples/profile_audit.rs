@@ -46,6 +46,7 @@ fn event(i: u64) -> AuditEvent {
         rules: Vec::new(),
         subject: None,
         confined: None,
+        sinks: Vec::new(),
         timings: Timings { decide_us: 12, invoke_us: 340, output_us: 8 },
     }
 }

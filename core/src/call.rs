@@ -330,6 +330,8 @@ pub struct Ticket {
     /// The operation the transport asks of the handler: `invoke`, or the
     /// tool's `reconcile_operation` when a retry asks whether a write happened.
     pub(crate) operation: Option<String>,
+    /// The sink arguments provenance sent to a human, for the audit event (issue 23).
+    pub(crate) sinks: Vec<crate::audit::SinkDigest>,
 }
 
 /// The values of a call's secret handles (issue 21): handed to the tool

@@ -39,7 +39,7 @@ spec:
   risk: low
   data_access: [a]
   egress: [b]
-  flow: { sinks: [to] }
+  flow: { sinks: [to], links: [body], identifies: { to: "$[*].sender" } }
   scopes: [c]
   tenants: [d]
   enabled: true

@@ -80,6 +80,51 @@ fn an_approval_is_void_under_another_policy_version() {
 }
 
 #[test]
+fn sinks_and_the_tainted_mode_are_part_of_the_policy_version() {
+    // Issue 23: what decides a sink argument is part of the version an
+    // approval is bound to: `flow.sinks` of a tool, `flow.tainted_arguments`.
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let variant = |name: &str, flow: &str, sinks: &str| {
+        let d = dir(
+            name,
+            &[
+                ("harness.yaml", harness(&format!("  flow: {{trifecta: provenance, tainted_arguments: {flow}}}\n"))),
+                ("tools/pay.yaml", tool("pay", &format!("  risk: high\n  egress: [bank]\n{sinks}"))),
+            ],
+        );
+        load(&d, Some(store.clone()), &[("pay", echo())])
+    };
+    let base = variant("sinks-base", "approve", "  flow: {sinks: [iban]}\n");
+    let versions = [
+        base.governor().policy_version().to_string(),
+        variant("sinks-more", "approve", "  flow: {sinks: [iban, memo]}\n").governor().policy_version().to_string(),
+        variant("sinks-none", "approve", "  flow: {sinks: []}\n").governor().policy_version().to_string(),
+        variant("sinks-default", "approve", "").governor().policy_version().to_string(),
+        variant("sinks-refuse", "refuse", "  flow: {sinks: [iban]}\n").governor().policy_version().to_string(),
+    ];
+    for (i, a) in versions.iter().enumerate() {
+        for b in versions.iter().skip(i + 1) {
+            assert_ne!(a, b, "{versions:?}");
+        }
+    }
+    // The same files give the same version.
+    assert_eq!(variant("sinks-again", "approve", "  flow: {sinks: [iban]}\n").governor().policy_version(), versions[0]);
+
+    // An approval granted while `iban` was the only sink does not cover the call once `memo` is one too.
+    let ctx = CallContext { principal: Principal::new("alice"), ..CallContext::default() };
+    let pending = base.call("pay", json!({"iban": "DE89370400440532013000", "memo": "rent"}), &ctx);
+    assert_eq!(pending.decision, Decision::Pending, "{pending:?}");
+    let id = pending.approval.unwrap().id;
+    base.governor().approve(&id, &bob()).unwrap();
+    let replay = CallContext { approval_id: Some(id), ..ctx };
+    let more = variant("sinks-more-2", "approve", "  flow: {sinks: [iban, memo]}\n");
+    let r = more.call("pay", json!({"iban": "DE89370400440532013000", "memo": "rent"}), &replay);
+    assert_eq!(r.decision, Decision::Pending, "{r:?}");
+    assert!(r.reasons.iter().any(|x| x.contains("another policy version")), "{:?}", r.reasons);
+    assert_eq!(base.call("pay", json!({"iban": "DE89370400440532013000", "memo": "rent"}), &replay).decision, Decision::Allowed);
+}
+
+#[test]
 fn explain_counts_nothing_and_asks_nothing() {
     let d = dir(
         "explain",

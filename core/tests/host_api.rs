@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harnessweaver_core::audit::{EventField, Timings};
+use harnessweaver_core::audit::{EventField, SinkDigest, Timings};
 use harnessweaver_core::governor::WouldRefuse;
 use harnessweaver_core::host::cel;
 use harnessweaver_core::host::RefusalCode;
@@ -485,6 +485,7 @@ fn field_json(field: EventField<'_>) -> Value {
         EventField::Counts(counts) => json!(counts),
         EventField::Refusals(refusals) => serde_json::to_value(refusals).unwrap(),
         EventField::Names(names) => json!(names),
+        EventField::Sinks(sinks) => serde_json::to_value(sinks).unwrap(),
         EventField::Timings(timings) => serde_json::to_value(timings).unwrap(),
     }
 }
@@ -510,6 +511,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         rules: Vec::new(),
         subject: None,
         confined: None,
+        sinks: Vec::new(),
         timings: Timings::default(),
     };
     let full = AuditEvent {
@@ -526,6 +528,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         rules: vec!["harness/allow-support".into()],
         subject: Some("docs/a.md".into()),
         confined: Some(false),
+        sinks: vec![SinkDigest { argument: "to".into(), origin: "tainted".into(), digest: "sha256:c".into() }],
         timings: Timings { decide_us: 1, invoke_us: 2, output_us: 3 },
         ..bare.clone()
     };

@@ -603,4 +603,5 @@ def test_an_audit_trail_of_a_run_full_of_pii_and_secrets_holds_none_of_them(tmp_
             "timings",
             "would_refuse",
             "policy_version",
+            "sinks",
         }, set(event)

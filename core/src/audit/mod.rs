@@ -93,8 +93,28 @@ pub struct AuditEvent {
     /// Absent for the other transports.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confined: Option<bool>,
+    /// The sink arguments that argument provenance refused or sent to a
+    /// human (issue 23): each argument's name, origin and the digest of its
+    /// value, never the value. Absent when provenance decided nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sinks: Vec<SinkDigest>,
     /// Time per phase.
     pub timings: Timings,
+}
+
+/// One sink argument of an audit event (issue 23): which argument, where its
+/// value came from, and `sha256:` of the value's canonical JSON text (the
+/// digest the refusal's reason shows), never the value itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkDigest {
+    /// The argument's name.
+    pub argument: String,
+    /// `tainted` (seen only in untrusted content), `untraced` (seen nowhere),
+    /// or `tainted_link` (a content argument of `flow.links` carries a link
+    /// seen only in untrusted content).
+    pub origin: String,
+    /// `sha256:` of the value's canonical JSON text.
+    pub digest: String,
 }
 
 /// One field of an event's JSON form, borrowed, for a binding that builds
@@ -113,21 +133,23 @@ pub enum EventField<'a> {
     Refusals(&'a [WouldRefuse]),
     /// A list of names (`rules`).
     Names(&'a [String]),
+    /// `sinks` (issue 23).
+    Sinks(&'a [SinkDigest]),
     /// Time per phase.
     Timings(&'a Timings),
 }
 
 impl AuditEvent {
     /// The names of the JSON form's fields, in its order.
-    pub const FIELDS: [&'static str; 19] = [
+    pub const FIELDS: [&'static str; 20] = [
         "ts_ms", "call_id", "run_id", "tool", "principal", "tenant", "decision", "code", "step", "args_digest", "original_args_digest",
-        "approval_id", "redactions", "truncated", "would_refuse", "rules", "subject", "confined", "timings",
+        "approval_id", "redactions", "truncated", "would_refuse", "rules", "subject", "confined", "sinks", "timings",
     ];
 
     /// The JSON form's fields in the order of [`AuditEvent::FIELDS`], `None`
     /// where the JSON form leaves one out (core/tests/host_api.rs checks the two agree).
-    pub fn fields(&self) -> [Option<EventField<'_>>; 19] {
-        use EventField::{Bool, Counts, Names, Refusals, Str, Timings as Times, U64};
+    pub fn fields(&self) -> [Option<EventField<'_>>; 20] {
+        use EventField::{Bool, Counts, Names, Refusals, Sinks, Str, Timings as Times, U64};
         [
             Some(U64(self.ts_ms)),
             Some(Str(Some(&self.call_id))),
@@ -147,6 +169,7 @@ impl AuditEvent {
             Some(Names(&self.rules)).filter(|_| !self.rules.is_empty()),
             self.subject.as_deref().map(|s| Str(Some(s))),
             self.confined.map(Bool),
+            Some(Sinks(&self.sinks)).filter(|_| !self.sinks.is_empty()),
             Some(Times(&self.timings)),
         ]
     }

@@ -112,6 +112,8 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         private: m.data_access.iter().any(|d| d.starts_with("pii:")),
         egress: effective_egress(m),
         sinks: m.sinks.clone(),
+        links: m.links.clone().unwrap_or_default(),
+        identifies: m.identifies.iter().filter_map(|(arg, path)| Some((arg.clone(), manifest::ValuePath::parse(path)?))).collect(),
         approval_when: approval_program(tool, problems),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
         risk: manifest::risk_name(m.risk).to_string(),

@@ -8,16 +8,32 @@ use serde_json::Value;
 use super::provenance::{Origin, DEFAULT_SINKS};
 use super::steps::Deciding;
 use super::{Governor, Refusal, Stop, TaintedMode, ToolRuntime};
+use crate::audit::SinkDigest;
 use crate::call::{RefusalCode, Step};
 use crate::canonical;
 use crate::digest::sha256_tagged;
+
+/// A sink argument whose value is not traceable to trusted input, or a
+/// content argument (`flow.links`) that carries a link only untrusted
+/// content held.
+#[derive(Debug)]
+pub(super) struct Doubt {
+    /// The argument.
+    pub name: String,
+    /// Where its value (or, for a link, the link) came from.
+    pub origin: Origin,
+    /// `sha256:` of the value's canonical text.
+    pub digest: String,
+    /// A content argument with a tainted link, not a sink.
+    pub link: bool,
+}
 
 /// The origin of each sink argument of one call that is not trusted, and
 /// whether the tool has any sink at all.
 #[derive(Debug, Default)]
 pub(super) struct SinkOrigins {
-    /// `(argument, origin, digest of its value)`, untrusted ones only.
-    pub doubtful: Vec<(String, Origin, String)>,
+    /// Untrusted sink arguments, and content arguments with a tainted link.
+    pub doubtful: Vec<Doubt>,
     /// The tool declares its sinks (`flow.sinks`, even `[]`), or has arguments named like a destination.
     pub has_sinks: bool,
     /// Provenance was not looked at (no flow setting reads it).
@@ -50,12 +66,19 @@ impl Governor {
                 memory.values.add_task(hasher, task);
             }
             let mut doubtful = Vec::new();
+            let digest = |value: &Value| canonical::to_string(value).map(|t| sha256_tagged(t.as_bytes())).unwrap_or_default();
             for name in names {
                 let Some(value) = call.args.get(name) else { continue };
-                let origin = memory.values.origin(hasher, value);
+                let origin = memory.values.origin(hasher, name, value);
                 if origin != Origin::Trusted {
-                    let digest = canonical::to_string(value).map(|t| sha256_tagged(t.as_bytes())).unwrap_or_default();
-                    doubtful.push((name.to_string(), origin, digest));
+                    doubtful.push(Doubt { name: name.to_string(), origin, digest: digest(value), link: false });
+                }
+            }
+            for name in &rt.links {
+                let Some(value) = call.args.get(name) else { continue };
+                let origin = worst_text(value, &mut |t| memory.values.link_origin(hasher, t));
+                if origin != Origin::Trusted {
+                    doubtful.push(Doubt { name: name.clone(), origin, digest: digest(value), link: true });
                 }
             }
             SinkOrigins { doubtful, has_sinks, skipped: false }
@@ -65,9 +88,13 @@ impl Governor {
     /// `flow.tainted_arguments`: a sink argument whose value came only from
     /// untrusted content is refused (`tainted_argument`), or sent to approval.
     pub(super) fn tainted_arguments(&self, sinks: &SinkOrigins, call: &mut Deciding<'_>) -> Result<(), Stop> {
-        let reasons: Vec<String> = sinks.doubtful.iter().filter(|(_, o, _)| *o == Origin::Tainted).map(reason).collect();
+        let tainted = || sinks.doubtful.iter().filter(|d| d.origin == Origin::Tainted);
+        let reasons: Vec<String> = tainted().map(reason).collect();
         if reasons.is_empty() {
             return Ok(());
+        }
+        if self.settings.tainted_arguments != TaintedMode::Allow {
+            mark(call, tainted());
         }
         match self.settings.tainted_arguments {
             TaintedMode::Allow => Ok(()),
@@ -80,7 +107,11 @@ impl Governor {
                 let mut r = Refusal::new(
                     RefusalCode::TaintedArgument,
                     Step::Flow,
-                    format!("an argument of `{}` that chooses where data goes came only from untrusted content", call.tool),
+                    if tainted().all(|d| d.link) {
+                        format!("an argument of `{}` carries a link that came only from untrusted content", call.tool)
+                    } else {
+                        format!("an argument of `{}` that chooses where data goes came only from untrusted content", call.tool)
+                    },
                 );
                 r.reasons = reasons;
                 Err(Stop::Refused(r))
@@ -96,6 +127,7 @@ impl Governor {
             return Ok(());
         }
         let reasons: Vec<String> = if sinks.has_sinks {
+            mark(call, sinks.doubtful.iter());
             sinks.doubtful.iter().map(reason).collect()
         } else {
             vec!["private + untrusted + egress, and no sink argument to trace".into()]
@@ -123,7 +155,38 @@ impl Governor {
     }
 }
 
+/// Notes the sink arguments that stop the call (or send it to a human) for
+/// its audit event, each once.
+fn mark<'s>(call: &mut Deciding<'_>, doubtful: impl Iterator<Item = &'s Doubt>) {
+    for d in doubtful {
+        if !call.sinks.iter().any(|s| s.argument == d.name) {
+            let origin = match (d.link, d.origin) {
+                (true, Origin::Tainted) => "tainted_link",
+                (true, _) => "untraced_link",
+                (false, o) => o.as_str(),
+            };
+            call.sinks.push(SinkDigest { argument: d.name.clone(), origin: origin.to_string(), digest: d.digest.clone() });
+        }
+    }
+}
+
 /// A reason naming the argument and its value's digest (never the value).
-fn reason((name, origin, digest): &(String, Origin, String)) -> String {
-    format!("argument `{name}` ({digest}) {}", origin.describe())
+fn reason(d: &Doubt) -> String {
+    if d.link && d.origin == Origin::Tainted {
+        format!("argument `{}` ({}) carries a link that came only from untrusted content", d.name, d.digest)
+    } else if d.link {
+        format!("argument `{}` ({}) carries a link not traceable to trusted input", d.name, d.digest)
+    } else {
+        format!("argument `{}` ({}) {}", d.name, d.digest, d.origin.describe())
+    }
+}
+
+/// The least trusted origin `f` gives a string in `value`.
+fn worst_text(value: &Value, f: &mut impl FnMut(&str) -> Origin) -> Origin {
+    match value {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter().map(|v| worst_text(v, f)).max().unwrap_or(Origin::Trusted),
+        Value::Object(map) => map.values().map(|v| worst_text(v, f)).max().unwrap_or(Origin::Trusted),
+        _ => Origin::Trusted,
+    }
 }

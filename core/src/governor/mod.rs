@@ -138,6 +138,10 @@ pub struct ToolRuntime {
     /// `flow.sinks`: the arguments that choose where data goes. Not written,
     /// a tool with egress takes the arguments named in [`DEFAULT_SINKS`].
     pub sinks: Option<Vec<String>>,
+    /// `flow.links`: content arguments whose links must not come only from untrusted content.
+    pub links: Vec<String>,
+    /// `flow.identifies`: a sink argument and where the output names its valid values.
+    pub identifies: Vec<(String, crate::manifest::ValuePath)>,
     /// `approval.when`, compiled once when the manifest was loaded.
     pub approval_when: Option<Arc<Program>>,
     /// `approval.approver_role`.
@@ -376,7 +380,7 @@ impl Governor {
         let index = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
         let plans: Vec<ToolPlan> = tools.iter().map(|t| ToolPlan::new(t, &rules)).collect();
         let sink_on = !audit.is_null();
-        let provenance_on = tools.iter().any(|t| t.sinks.as_ref().map_or(!t.egress.is_empty(), |s| !s.is_empty()))
+        let provenance_on = tools.iter().any(|t| t.sinks.as_ref().map_or(!t.egress.is_empty(), |s| !s.is_empty()) || !t.links.is_empty())
             && (settings.trifecta == TrifectaMode::Provenance || settings.tainted_arguments != TaintedMode::Allow);
         let history_on = plans.iter().any(|p| p.uses_run);
         Self {
@@ -524,7 +528,7 @@ impl Governor {
         let digest = ArgsDigest::new(&args, self.audit_on());
         let mut call = Deciding::new(tool, &args, ctx, &run_id, &digest, ts_ms, Trace { keep_rules: self.audit_on(), ..Trace::default() });
         let decided = self.decide(&mut call);
-        let Deciding { trace, approval_used, prepared, .. } = call;
+        let Deciding { trace, approval_used, prepared, sinks, .. } = call;
         let found = Decided {
             prepared,
             call_id,
@@ -536,6 +540,7 @@ impl Governor {
             would_refuse: trace.shadow,
             labels: trace.labels,
             rules: trace.rules,
+            sinks,
         };
         match decided {
             Ok(index) => self.ticket(index, tool, args, ctx, found, started),
@@ -611,6 +616,7 @@ impl Governor {
             compensates: ctx.compensates.clone(),
             secrets,
             operation: None,
+            sinks: found.sinks,
         })
     }
 
@@ -637,7 +643,16 @@ impl Governor {
         };
         let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
         let subject = builtin_steps::subject(found.prepared.as_deref());
-        self.audit_result_with_approval(&result, ctx, found.args_digest, found.approval_id, found.ts_ms, timings, subject, found.rules);
+        let event = EventParts {
+            args_digest: found.args_digest,
+            approval_id: found.approval_id,
+            ts_ms: found.ts_ms,
+            timings,
+            subject,
+            rules: found.rules,
+            sinks: found.sinks,
+        };
+        self.audit_result(&result, ctx, event);
         self.remember(&result, None);
         result
     }
@@ -661,9 +676,16 @@ impl Governor {
             labels,
             would_refuse: found.would_refuse,
         };
-        let subject = builtin_steps::subject(found.prepared.as_deref());
-        let timings = Timings { decide_us: found.decide_us, ..Timings::default() };
-        self.audit_result(&result, ctx, found.args_digest, found.ts_ms, timings, subject, found.rules);
+        let event = EventParts {
+            args_digest: found.args_digest,
+            approval_id: result.approval.as_ref().map(|a| a.id.clone()),
+            ts_ms: found.ts_ms,
+            timings: Timings { decide_us: found.decide_us, ..Timings::default() },
+            subject: builtin_steps::subject(found.prepared.as_deref()),
+            rules: found.rules,
+            sinks: found.sinks,
+        };
+        self.audit_result(&result, ctx, event);
         self.remember(&result, None);
         result
     }
@@ -725,7 +747,12 @@ impl Governor {
         };
         let (value, truncated) = cut(value, rt.output.max_bytes);
         if self.provenance_on {
-            self.runs.with(&ticket.run_id, |m, hasher| m.values.add_output(hasher, !rt.output.untrusted, &value));
+            self.runs.with(&ticket.run_id, |m, hasher| {
+                m.values.add_output(hasher, !rt.output.untrusted, &value, &ticket.args);
+                for (arg, path) in &rt.identifies {
+                    path.each(&value, &mut |s| m.values.add_identifier(hasher, arg, s));
+                }
+            });
         }
         let mut labels = ticket.labels.unwrap_or_else(|| self.store.labels(&ticket.run_id).unwrap_or_default());
         if rt.output.untrusted {
@@ -760,6 +787,7 @@ impl Governor {
                 rules: ticket.rules,
                 subject: builtin_steps::subject(ticket.prepared.as_deref()),
                 confined: ticket.transport.confined(),
+                sinks: ticket.sinks,
                 timings,
             });
         }
@@ -878,6 +906,7 @@ impl Governor {
             would_refuse: ticket.would_refuse,
             rules: ticket.rules,
             subject: builtin_steps::subject(ticket.prepared.as_deref()),
+            sinks: ticket.sinks,
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
         });
         self.remember(&result, None);
@@ -887,33 +916,9 @@ impl Governor {
         result
     }
 
-    #[expect(clippy::too_many_arguments, reason = "the event's parts; a struct for one private function adds nothing")]
-    fn audit_result(
-        &self,
-        result: &CallResult,
-        ctx: &CallContext,
-        args_digest: Option<String>,
-        ts_ms: u64,
-        timings: Timings,
-        subject: Option<String>,
-        rules: Vec<String>,
-    ) {
-        let approval_id = result.approval.as_ref().map(|a| a.id.clone());
-        self.audit_result_with_approval(result, ctx, args_digest, approval_id, ts_ms, timings, subject, rules);
-    }
-
-    #[expect(clippy::too_many_arguments, reason = "the event's parts, from two callers; a struct for one private function adds nothing")]
-    fn audit_result_with_approval(
-        &self,
-        result: &CallResult,
-        ctx: &CallContext,
-        args_digest: Option<String>,
-        approval_id: Option<String>,
-        ts_ms: u64,
-        timings: Timings,
-        subject: Option<String>,
-        rules: Vec<String>,
-    ) {
+    /// The audit event of a call steps 1–7 ended (refused or pending).
+    fn audit_result(&self, result: &CallResult, ctx: &CallContext, parts: EventParts) {
+        let EventParts { args_digest, approval_id, ts_ms, timings, subject, rules, sinks } = parts;
         self.record(AuditEvent {
             ts_ms,
             call_id: result.call_id.clone(),
@@ -933,6 +938,7 @@ impl Governor {
             rules,
             subject,
             confined: None,
+            sinks,
             timings,
         });
     }
@@ -1168,6 +1174,18 @@ struct Decided {
     would_refuse: Vec<WouldRefuse>,
     labels: Option<Labels>,
     rules: Vec<String>,
+    sinks: Vec<crate::audit::SinkDigest>,
+}
+
+/// The parts of a refused or pending call's audit event that the result does not hold.
+struct EventParts {
+    args_digest: Option<String>,
+    approval_id: Option<String>,
+    ts_ms: u64,
+    timings: Timings,
+    subject: Option<String>,
+    rules: Vec<String>,
+    sinks: Vec<crate::audit::SinkDigest>,
 }
 
 /// What step 9 made of an output.

@@ -46,6 +46,8 @@ impl Governor {
             compensates: None,
             secrets,
             operation: Some(operation.to_string()),
+            rules: Vec::new(),
+            sinks: Vec::new(),
         };
         let outcome = self.invoke(&ticket);
         let result = self.finish(ticket, outcome);

@@ -55,6 +55,8 @@ pub(super) struct Deciding<'a> {
     pub prepared: Option<std::sync::Arc<crate::builtins::Prepared>>,
     /// The candidates a built-in tool's gate offers with its approval.
     pub(super) candidates: Vec<crate::builtins::Candidate>,
+    /// The sink arguments provenance refused or sent to a human, for the audit event (issue 23).
+    pub(super) sinks: Vec<crate::audit::SinkDigest>,
 }
 
 impl<'a> Deciding<'a> {
@@ -73,6 +75,7 @@ impl<'a> Deciding<'a> {
             budget_counted: false,
             prepared: None,
             candidates: Vec::new(),
+            sinks: Vec::new(),
         }
     }
 }

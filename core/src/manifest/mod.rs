@@ -16,6 +16,7 @@ mod parse;
 mod process;
 mod schema;
 mod tool;
+mod value_path;
 
 pub use effect::{is_handle_name, missing_contract_message, needs_contract, EffectContract, EffectField, EffectKind, RetryMode};
 pub use model::{
@@ -25,6 +26,7 @@ pub use model::{
     DEFAULT_MAX_PAYLOAD_BYTES, SANDBOXES,
 };
 pub use tool::Tool;
+pub use value_path::ValuePath;
 
 pub(crate) use load::{nonempty, parse_text};
 pub(crate) use model::RISKS;

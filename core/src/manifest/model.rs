@@ -449,6 +449,14 @@ pub struct Manifest {
     /// goes or what is done; `None` when not written (a tool with egress
     /// then takes the arguments named like a destination).
     pub sinks: Option<Vec<String>>,
+    /// `spec.flow.links` (issue 23): content arguments (a message body) whose
+    /// links (URLs, e-mail addresses, IBANs) must not come only from
+    /// untrusted content; `None` when not written.
+    pub links: Option<Vec<String>>,
+    /// `spec.flow.identifies` (issue 23): a sink argument's name → the path
+    /// of the output's values that name a valid value for it (a channel of
+    /// the workspace's list, a message's sender), trusted whole, never their words.
+    pub identifies: BTreeMap<String, String>,
     /// `spec.scopes`.
     pub scopes: Vec<String>,
     /// `spec.tenants` (empty: all).

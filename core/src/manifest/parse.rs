@@ -254,7 +254,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let egress = list(cx, "egress");
     let scopes = list(cx, "scopes");
     let tenants = list(cx, "tenants");
-    let sinks = spec.get("flow").and_then(|n| parse_flow(n, cx));
+    let Flow { sinks, links, identifies } = spec.get("flow").map(|n| parse_flow(n, cx)).unwrap_or_default();
     let enabled = spec.get("enabled").and_then(|n| cx.boolean(n, "spec.enabled")).unwrap_or(true);
     let rate_limit = spec.get("rate_limit").and_then(|n| parse_rate_limit(n, cx));
     let (approval, approval_when) = match spec.get("approval").and_then(|n| parse_approval(n, cx)) {
@@ -293,6 +293,8 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         egress,
         egress_declared,
         sinks,
+        links,
+        identifies,
         scopes,
         tenants,
         enabled,
@@ -465,12 +467,46 @@ fn parse_approval(node: &Node, cx: &mut Checker) -> Option<(Approval, Option<Pro
     Some((approval, program))
 }
 
-/// `spec.flow`: `sinks`, the argument names that choose where data goes.
-fn parse_flow(node: &Node, cx: &mut Checker) -> Option<Vec<String>> {
-    let mut m = cx.map(node, "spec.flow")?;
+/// `spec.flow` (issue 23).
+#[derive(Default)]
+struct Flow {
+    sinks: Option<Vec<String>>,
+    links: Option<Vec<String>>,
+    identifies: BTreeMap<String, String>,
+}
+
+/// `spec.flow`: `sinks`, the argument names that choose where data goes;
+/// `links`, the content arguments whose links are checked; `identifies`, the
+/// output's values that name valid values of a sink argument.
+fn parse_flow(node: &Node, cx: &mut Checker) -> Flow {
+    let Some(mut m) = cx.map(node, "spec.flow") else { return Flow::default() };
     let sinks = m.get("sinks").and_then(|n| cx.strings(n, "spec.flow.sinks"));
+    let links = m.get("links").and_then(|n| cx.strings(n, "spec.flow.links"));
+    let mut identifies = BTreeMap::new();
+    if let Some(n) = m.get("identifies") {
+        if let Some(mut ids) = cx.map(n, "spec.flow.identifies") {
+            for (k, v) in ids.all() {
+                let Some(arg) = k.as_str() else {
+                    cx.report("wrong_type", k.pos, "spec.flow.identifies", "argument names must be strings".to_string());
+                    continue;
+                };
+                let path = child_path("spec.flow.identifies", arg);
+                let Some(text) = cx.string(v, &path) else { continue };
+                if super::ValuePath::parse(&text).is_none() {
+                    cx.report(
+                        "invalid_value",
+                        v.pos,
+                        &path,
+                        format!("`{path}` must be a path such as `$[*]` or `$[*].sender` (`$`, then `.field` or `[*]`), not `{text}`"),
+                    );
+                    continue;
+                }
+                identifies.insert(arg.to_string(), text);
+            }
+        }
+    }
     m.finish(cx);
-    sinks
+    Flow { sinks, links, identifies }
 }
 
 fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {

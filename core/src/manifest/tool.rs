@@ -122,6 +122,11 @@ impl Tool {
         if m.native_secrets {
             o.insert("secrets_delivery".into(), json!("native"));
         }
+        // Only tools that write `spec.flow` (even `sinks: []`) have the key:
+        // it decides, so it is part of the policy version (issue 23).
+        if let Some(flow) = describe_flow(m) {
+            o.insert("flow".into(), flow);
+        }
         o.insert(
             "limits".into(),
             json!({
@@ -217,6 +222,11 @@ impl Tool {
         out.push_str(if m.enabled { "true" } else { "false" });
         out.push_str(",\"file\":");
         canonical::write_opt_str(out, self.file.as_deref());
+        if let Some(flow) = describe_flow(m) {
+            // Only tools that write `spec.flow` have the key; small: built as a value.
+            out.push_str(",\"flow\":");
+            canonical::write_value(out, &flow, depth)?;
+        }
         out.push_str(",\"handler\":");
         canonical::write_opt_str(out, m.handler.as_deref());
         out.push_str(",\"headers_env\":");
@@ -330,6 +340,21 @@ impl Tool {
     }
 }
 
+/// `spec.flow` as written (`identifies`, `links`, `sinks`), or `None`.
+fn describe_flow(m: &super::model::Manifest) -> Option<Value> {
+    let mut flow = Map::new();
+    if !m.identifies.is_empty() {
+        flow.insert("identifies".into(), json!(m.identifies));
+    }
+    if let Some(links) = &m.links {
+        flow.insert("links".into(), json!(links));
+    }
+    if let Some(sinks) = &m.sinks {
+        flow.insert("sinks".into(), json!(sinks));
+    }
+    (!flow.is_empty()).then_some(Value::Object(flow))
+}
+
 fn constraints_json(map: &BTreeMap<String, Constraint>) -> Value {
     let mut out = Map::new();
     for (path, c) in map {
@@ -431,7 +456,8 @@ mod tests {
                    "output": {"max_bytes": 1234, "sanitize": ["strip_instructions", "pii_redact"], "label": "trusted"},
                    "payload_constraints": {"input": {"x": {"min": 1.5, "max": 3, "allowed_values": [1, "a", null, true]}, "$": {"non_empty": true}},
                                            "output": {"items": {"min_items": 1, "max_items": 2, "max_length": 10}}},
-                   "timeout": "1500ms"}),
+                   "timeout": "1500ms", "flow": {"sinks": ["to", "Kö"], "links": ["body"], "identifies": {"to": "$[*].from", "cc": "$"}}}),
+            json!({"handler": "m:f", "flow": {"sinks": []}}),
             json!({"transport": "code", "sandbox": "monty", "code_arg": "src", "limits": {"timeout": "2m", "max_memory_mb": 16, "max_output_bytes": 99},
                    "approval": {"when": true, "approver_role": "finance"}, "rate_limit": {"per_principal": "10/s"}}),
             json!({"handler": "m:f", "input_schema": deep, "definition_digest": format!("sha256:{}", "0".repeat(64))}),
