@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::model::{
-    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, CodeLimits, Constraint, Duration, Location, Manifest, OutputPolicy,
-    PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
+    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, CodeLimits, Constraint, ContentKinds, Duration, Location, Manifest,
+    OutputPolicy, PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
 };
 use super::schema::check_schema;
 use crate::cel_lite::Program;
@@ -472,7 +472,7 @@ fn parse_flow(node: &Node, cx: &mut Checker) -> Option<Vec<String>> {
 }
 
 fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {
-    let mut out = OutputPolicy { max_bytes: None, sanitize: Vec::new(), label: TrustLabel::Untrusted };
+    let mut out = OutputPolicy { max_bytes: None, sanitize: Vec::new(), label: TrustLabel::Untrusted, content: ContentKinds::Any };
     let Some(node) = node else { return out };
     let Some(mut m) = cx.map(node, "spec.output") else { return out };
     if let Some(n) = m.get("max_bytes") {
@@ -493,6 +493,11 @@ fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {
     if let Some(n) = m.get("label") {
         if let Some(l) = cx.choice(n, "spec.output.label", &[("untrusted", TrustLabel::Untrusted), ("trusted", TrustLabel::Trusted)]) {
             out.label = l;
+        }
+    }
+    if let Some(n) = m.get("content") {
+        if let Some(c) = cx.choice(n, "spec.output.content", &[("any", ContentKinds::Any), ("text_only", ContentKinds::TextOnly)]) {
+            out.content = c;
         }
     }
     m.finish(cx);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::model::{risk_name, sanitizer_name, side_effect_name, transport_name, Constraint, Manifest, PinState, TrustLabel};
+use super::model::{risk_name, sanitizer_name, side_effect_name, transport_name, Constraint, ContentKinds, Manifest, PinState, TrustLabel};
 use crate::canonical;
 use crate::cel_lite::Program;
 use crate::error::Error;
@@ -154,14 +154,17 @@ impl Tool {
                 Some(a) => json!({"when": a.when, "approver_role": a.approver_role}),
             },
         );
-        o.insert(
-            "output".into(),
-            json!({
-                "max_bytes": self.max_output_bytes(),
-                "sanitize": m.output.sanitize.iter().map(|s| sanitizer_name(*s)).collect::<Vec<_>>(),
-                "label": match m.output.label { TrustLabel::Untrusted => "untrusted", TrustLabel::Trusted => "trusted" },
-            }),
-        );
+        let mut output = json!({
+            "max_bytes": self.max_output_bytes(),
+            "sanitize": m.output.sanitize.iter().map(|s| sanitizer_name(*s)).collect::<Vec<_>>(),
+            "label": match m.output.label { TrustLabel::Untrusted => "untrusted", TrustLabel::Trusted => "trusted" },
+        });
+        // Only a tool that narrows its content has the key (as `effect`), so
+        // describe and lock digests of every other tool stay as they were.
+        if m.output.content == ContentKinds::TextOnly {
+            output["content"] = json!("text_only");
+        }
+        o.insert("output".into(), output);
         o.insert(
             "payload_constraints".into(),
             match &m.payload_constraints {
@@ -245,7 +248,11 @@ impl Tool {
         canonical::write_str(out, &m.name);
         out.push_str(",\"output\":");
         canonical::enter(depth)?;
-        out.push_str("{\"label\":");
+        out.push('{');
+        if m.output.content == ContentKinds::TextOnly {
+            out.push_str("\"content\":\"text_only\",");
+        }
+        out.push_str("\"label\":");
         out.push_str(match m.output.label {
             TrustLabel::Untrusted => "\"untrusted\"",
             TrustLabel::Trusted => "\"trusted\"",
