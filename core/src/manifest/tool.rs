@@ -154,17 +154,22 @@ impl Tool {
                 Some(a) => json!({"when": a.when, "approver_role": a.approver_role}),
             },
         );
-        let mut output = json!({
-            "max_bytes": self.max_output_bytes(),
-            "sanitize": m.output.sanitize.iter().map(|s| sanitizer_name(*s)).collect::<Vec<_>>(),
-            "label": match m.output.label { TrustLabel::Untrusted => "untrusted", TrustLabel::Trusted => "trusted" },
-        });
+        let mut output = Map::new();
+        output.insert("max_bytes".into(), json!(self.max_output_bytes()));
+        output.insert("sanitize".into(), json!(m.output.sanitize.iter().map(|s| sanitizer_name(*s)).collect::<Vec<_>>()));
+        output.insert(
+            "label".into(),
+            json!(match m.output.label {
+                TrustLabel::Untrusted => "untrusted",
+                TrustLabel::Trusted => "trusted",
+            }),
+        );
         // Only a tool that narrows its content has the key (as `effect`), so
         // describe and lock digests of every other tool stay as they were.
         if m.output.content == ContentKinds::TextOnly {
-            output["content"] = json!("text_only");
+            output.insert("content".into(), json!("text_only"));
         }
-        o.insert("output".into(), output);
+        o.insert("output".into(), Value::Object(output));
         o.insert(
             "payload_constraints".into(),
             match &m.payload_constraints {
@@ -418,6 +423,21 @@ mod tests {
     }
 
     #[test]
+    fn output_content_is_described_only_when_it_narrows() {
+        let narrow = tool(json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "text_only"}}));
+        assert_eq!(narrow.manifest().output.content, ContentKinds::TextOnly);
+        assert_eq!(narrow.describe()["output"]["content"], json!("text_only"));
+        let any = tool(json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "any"}}));
+        assert_eq!(any.manifest().output.content, ContentKinds::Any);
+        assert!(any.describe()["output"].get("content").is_none());
+        let bad = Tool::from_manifest_value(
+            &json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "t"}, "spec": {"output": {"content": "images"}}}),
+            "t.yaml",
+        );
+        assert!(bad.is_err());
+    }
+
+    #[test]
     fn the_written_description_is_the_canonical_text_of_describe() {
         let mut deep = json!({"type": "string"});
         for _ in 0..200 {
@@ -436,6 +456,9 @@ mod tests {
             json!({"transport": "code", "sandbox": "monty", "code_arg": "src", "limits": {"timeout": "2m", "max_memory_mb": 16, "max_output_bytes": 99},
                    "approval": {"when": true, "approver_role": "finance"}, "rate_limit": {"per_principal": "10/s"}}),
             json!({"handler": "m:f", "input_schema": deep, "definition_digest": format!("sha256:{}", "0".repeat(64))}),
+            // Issue 22: only `text_only` adds the `content` key.
+            json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "text_only", "max_bytes": 10}}),
+            json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "any"}}),
         ] {
             let t = tool(spec);
             for depth in [0, 2, 300] {
