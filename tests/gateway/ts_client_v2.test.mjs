@@ -5,45 +5,8 @@
 // and `auto` (server/discover, then 2026-07-28 stateless requests).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createInterface } from "node:readline";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-
-const HERE = dirname(fileURLToPath(import.meta.url));
-const ROOT = join(HERE, "..", "..");
-const HW = process.env.HW_GATEWAY_BIN ?? join(ROOT, "target", "x86_64-unknown-linux-gnu", "debug", "harnessweaver");
-const PYTHON = process.env.HW_GATEWAY_PYTHON ?? "python3";
-
-function makeHarness() {
-  const dest = join(mkdtempSync(join(tmpdir(), "hw-gateway-ts2-")), "h");
-  const r = spawnSync(PYTHON, [join(HERE, "make_harness.py"), dest], { encoding: "utf8" });
-  assert.equal(r.status, 0, r.stderr);
-  return JSON.parse(r.stdout);
-}
-
-async function withHttpGateway(info, body) {
-  const proc = spawn(HW, ["gateway", "mcp", info.dir, "--http", "127.0.0.1:0"], { env: { ...process.env, ...info.env }, stdio: ["ignore", "ignore", "pipe"] });
-  const url = await new Promise((resolve, reject) => {
-    const seen = [];
-    createInterface({ input: proc.stderr }).on("line", (line) => {
-      seen.push(line);
-      const m = /serving MCP at (http:\/\/\S+\/mcp)/.exec(line);
-      if (m) resolve(m[1]);
-    });
-    proc.on("exit", (code) => reject(new Error(`gateway exited ${code}:\n${seen.join("\n")}`)));
-  });
-  try {
-    return await body(url);
-  } finally {
-    const exited = new Promise((resolve) => proc.on("exit", resolve));
-    proc.kill("SIGTERM");
-    await exited;
-  }
-}
+import { makeHarness, withHttpGateway } from "./gateway_support.mjs";
 
 for (const [mode, version] of [["legacy", "2025-11-25"], ["auto", "2026-07-28"]]) {
   test(`TS SDK v2 (${mode}): ${version} on the same endpoint, governed calls and refusals`, async () => {
