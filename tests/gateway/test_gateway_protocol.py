@@ -80,6 +80,8 @@ def test_annotations_come_from_the_manifest_not_from_the_upstream(harness):
     assert purge.title is None
     snap = tools["snapshot"].annotations
     assert (snap.read_only_hint, snap.destructive_hint, snap.open_world_hint) == (True, None, True)
+    # The title is the manifest's metadata.title.
+    assert tools["snapshot"].title == "Customer snapshot" and snap.title == "Customer snapshot"
     calc = tools["calc"].annotations  # code, side_effect none (the default), no egress
     assert (calc.read_only_hint, calc.open_world_hint) == (True, False)
 

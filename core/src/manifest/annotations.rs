@@ -1,5 +1,5 @@
 //! MCP tool annotations (`readOnlyHint`, `destructiveHint`,
-//! `idempotentHint`, `openWorldHint`) derived from a manifest (issue 22).
+//! `idempotentHint`, `openWorldHint`, `title`) derived from a manifest (issue 22).
 //!
 //! They come from what the manifest says the tool does, never from what an
 //! upstream MCP server claims: a fronted server's own annotations are not
@@ -21,6 +21,7 @@ use super::model::{Manifest, SideEffect, Transport};
 /// - `openWorldHint`: the tool reaches beyond the harness: it declares
 ///   `egress`, or is an `http` tool, or an `mcp` tool whose manifest does not
 ///   say `egress: []`.
+/// - `title`: `metadata.title`, when given.
 pub fn mcp_annotations(m: &Manifest) -> Value {
     let read_only = matches!(m.side_effect, SideEffect::None | SideEffect::Read);
     let mut o = Map::new();
@@ -32,5 +33,8 @@ pub fn mcp_annotations(m: &Manifest) -> Value {
     }
     let open_world = !m.egress.is_empty() || m.transport == Transport::Http || (m.transport == Transport::Mcp && !m.egress_declared);
     o.insert("openWorldHint".into(), json!(open_world));
+    if let Some(title) = &m.title {
+        o.insert("title".into(), json!(title));
+    }
     Value::Object(o)
 }

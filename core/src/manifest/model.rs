@@ -424,6 +424,8 @@ pub struct Manifest {
     pub version: Option<String>,
     /// `metadata.owner`.
     pub owner: Option<String>,
+    /// `metadata.title` (issue 22): a display name, the MCP tool's `title`.
+    pub title: Option<String>,
     /// `spec.transport` (default native).
     pub transport: Transport,
     /// `spec.description` (default empty).

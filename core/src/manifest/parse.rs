@@ -89,6 +89,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let mut name = None;
     let mut version = None;
     let mut owner = None;
+    let mut title = None;
     if let Some(meta_node) = doc.require(cx, "metadata") {
         if let Some(mut meta) = cx.map(meta_node, "metadata") {
             if let Some(n) = meta.require(cx, "name") {
@@ -107,6 +108,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
             }
             version = meta_string_or_number(cx, meta.get("version"), "metadata.version");
             owner = cx.opt_string(meta.get("owner"), "metadata.owner");
+            title = cx.opt_string(meta.get("title"), "metadata.title");
             meta.finish(cx);
         }
     }
@@ -274,6 +276,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         name: name?,
         version,
         owner,
+        title,
         transport,
         description,
         input_schema,

@@ -102,6 +102,11 @@ impl Tool {
         o.insert("file".into(), json!(self.file));
         o.insert("version".into(), json!(m.version));
         o.insert("owner".into(), json!(m.owner));
+        // Only a tool with a title has the key, so other tools' describe and
+        // lock digests stay as they were (issue 22).
+        if let Some(title) = &m.title {
+            o.insert("title".into(), json!(title));
+        }
         o.insert("transport".into(), json!(transport_name(m.transport)));
         o.insert("handler".into(), json!(m.handler));
         o.insert("url".into(), json!(m.url));
@@ -325,6 +330,10 @@ impl Tool {
         canonical::write_str(out, &m.timeout.to_text());
         out.push_str(",\"timeout_ms\":");
         canonical::write_u64(out, m.timeout.ms)?;
+        if let Some(title) = &m.title {
+            out.push_str(",\"title\":");
+            canonical::write_str(out, title);
+        }
         out.push_str(",\"transport\":");
         canonical::write_str(out, transport_name(m.transport));
         out.push_str(",\"url\":");
@@ -423,7 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn output_content_is_described_only_when_it_narrows() {
+    fn output_content_and_title_are_described_only_when_given() {
         let narrow = tool(json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "text_only"}}));
         assert_eq!(narrow.manifest().output.content, ContentKinds::TextOnly);
         assert_eq!(narrow.describe()["output"]["content"], json!("text_only"));
@@ -435,6 +444,15 @@ mod tests {
             "t.yaml",
         );
         assert!(bad.is_err());
+        // A title is described only when given, and written as describe() says.
+        let titled = Tool::from_manifest_value(
+            &json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "t", "title": "Tëst"}, "spec": {"handler": "m:f"}}),
+            "t.yaml",
+        )
+        .unwrap();
+        assert_eq!(titled.describe()["title"], json!("Tëst"));
+        assert!(narrow.describe().get("title").is_none());
+        assert_eq!(written(&titled, 0), canonical(&titled, 0));
     }
 
     #[test]
@@ -456,7 +474,7 @@ mod tests {
             json!({"transport": "code", "sandbox": "monty", "code_arg": "src", "limits": {"timeout": "2m", "max_memory_mb": 16, "max_output_bytes": 99},
                    "approval": {"when": true, "approver_role": "finance"}, "rate_limit": {"per_principal": "10/s"}}),
             json!({"handler": "m:f", "input_schema": deep, "definition_digest": format!("sha256:{}", "0".repeat(64))}),
-            // Issue 22: only `text_only` adds the `content` key.
+            // Issue 22: only `text_only` adds the `content` key; only a title adds `title`.
             json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "text_only", "max_bytes": 10}}),
             json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "any"}}),
         ] {
