@@ -215,7 +215,13 @@ export declare class CallResult {
   /** The cleaned output (allowed calls). */
   readonly output: JsonValue
   /** What the output policy did (allowed calls). */
-  readonly output_report: { truncated: boolean; redactions: { [kind: string]: number }; label: string } | null
+  readonly output_report: {
+    truncated: boolean
+    redactions: { [kind: string]: number }
+    label: string
+    /** MCP content parts (issue 22): how many the output holds, and those step 9 dropped (index, type, code). */
+    content?: { parts: number; dropped: { index: number; type: string; code: string }[] }
+  } | null
   /** The pending approval (pending calls). */
   readonly approval: ApprovalRequest | null
   /** When a rate-limited call may be retried. */

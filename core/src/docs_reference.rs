@@ -21,7 +21,7 @@ use crate::manifest::Tool;
 const FULL_MANIFEST: &str = r#"
 apiVersion: harnessweaver/v1
 kind: Tool
-metadata: { name: every_field, version: "1", owner: team }
+metadata: { name: every_field, version: "1", owner: team, title: Every field }
 spec:
   definition_digest: "sha256:0000000000000000000000000000000000000000000000000000000000000000"
   transport: native
@@ -47,7 +47,7 @@ spec:
   effect: { kind: external_write, retry_mode: reconcile, compensation: t, reconcile: t }
   secrets: [K]
   approval: { when: "true", approver_role: r }
-  output: { max_bytes: 10, sanitize: [pii_redact], label: trusted }
+  output: { max_bytes: 10, sanitize: [pii_redact], label: trusted, content: text_only }
   payload_constraints:
     input: { KEY: { non_empty: true, max_length: 1, min: 0, max: 1, allowed_values: [1], min_items: 0, max_items: 1 } }
     output: { KEY: { non_empty: true } }

@@ -268,7 +268,18 @@ pub fn tool_specs<'a>(tools: impl Iterator<Item = &'a Tool>, format: SpecFormat)
                     "function": {"name": m.name, "description": m.description, "parameters": m.input_schema},
                 }),
                 SpecFormat::Anthropic => json!({"name": m.name, "description": m.description, "input_schema": m.input_schema}),
-                SpecFormat::Mcp => json!({"name": m.name, "description": m.description, "inputSchema": m.input_schema}),
+                SpecFormat::Mcp => {
+                    let mut spec = json!({
+                        "name": m.name,
+                        "description": m.description,
+                        "inputSchema": m.input_schema,
+                        "annotations": crate::manifest::mcp_annotations(m),
+                    });
+                    if let (Some(title), Some(o)) = (&m.title, spec.as_object_mut()) {
+                        o.insert("title".into(), json!(title));
+                    }
+                    spec
+                }
             }
         })
         .collect();

@@ -5,29 +5,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { HERE, HW, envFor, makeHarness, withHttpGateway } from "./gateway_support.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const ROOT = join(HERE, "..", "..");
-const HW = process.env.HW_GATEWAY_BIN ?? join(ROOT, "target", "x86_64-unknown-linux-gnu", "debug", "harnessweaver");
-const PYTHON = process.env.HW_GATEWAY_PYTHON ?? "python3";
 const FINANCE = '{"id": "fiona", "roles": ["finance"]}';
-
-function makeHarness(...args) {
-  const dest = join(mkdtempSync(join(tmpdir(), "hw-gateway-ts-")), "h");
-  const r = spawnSync(PYTHON, [join(HERE, "make_harness.py"), dest, ...args], { encoding: "utf8" });
-  assert.equal(r.status, 0, r.stderr);
-  return JSON.parse(r.stdout);
-}
-
-const envFor = (info) => ({ ...process.env, ...info.env });
 
 function approvals(info, ...args) {
   return spawnSync(HW, ["approvals", ...args, "--harness", info.dir], { encoding: "utf8" });
@@ -41,27 +26,6 @@ async function withStdio(info, body) {
     return await body(client);
   } finally {
     await client.close();
-  }
-}
-
-async function withHttpGateway(info, body) {
-  const proc = spawn(HW, ["gateway", "mcp", info.dir, "--http", "127.0.0.1:0"], { env: envFor(info), stdio: ["ignore", "ignore", "pipe"] });
-  const lines = createInterface({ input: proc.stderr });
-  const url = await new Promise((resolve, reject) => {
-    const seen = [];
-    lines.on("line", (line) => {
-      seen.push(line);
-      const m = /serving MCP at (http:\/\/\S+\/mcp)/.exec(line);
-      if (m) resolve(m[1]);
-    });
-    proc.on("exit", (code) => reject(new Error(`gateway exited ${code}:\n${seen.join("\n")}`)));
-  });
-  try {
-    return await body(url);
-  } finally {
-    const exited = new Promise((resolve) => proc.on("exit", resolve));
-    proc.kill("SIGTERM");
-    await exited;
   }
 }
 

@@ -257,7 +257,7 @@ test('toolSpecs in the OpenAI, Anthropic and MCP formats', () => {
     assert.deepEqual(Object.keys(s.function).sort(), ['description', 'name', 'parameters'])
   }
   for (const s of h.toolSpecs('anthropic')) assert.deepEqual(Object.keys(s).sort(), ['description', 'input_schema', 'name'])
-  for (const s of h.toolSpecs('mcp')) assert.deepEqual(Object.keys(s).sort(), ['description', 'inputSchema', 'name'])
+  for (const s of h.toolSpecs('mcp')) assert.deepEqual(Object.keys(s).sort(), ['annotations', 'description', 'inputSchema', 'name'])
   assert.ok(!h.toolSpecs('mcp', { principal: ALICE }).some((s) => s.name === 'refund_payment'))
   assert.ok(h.toolSpecs('mcp', { principal: BOB }).some((s) => s.name === 'refund_payment'))
   assert.throws(() => h.toolSpecs('gemini'), (e) => e.code === 'invalid_format')

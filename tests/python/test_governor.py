@@ -401,7 +401,7 @@ def test_tool_specs_formats() -> None:
     anthropic = h.tool_specs("anthropic")
     assert all(set(s) == {"name", "description", "input_schema"} for s in anthropic)
     mcp = h.tool_specs("mcp")
-    assert all(set(s) == {"name", "description", "inputSchema"} for s in mcp)
+    assert all(set(s) == {"name", "description", "inputSchema", "annotations"} for s in mcp)
     # Tools the principal can never call are left out.
     assert "refund_payment" not in [s["name"] for s in h.tool_specs("mcp", principal=ALICE)]
     assert "refund_payment" in [s["name"] for s in h.tool_specs("mcp", principal=BOB)]

@@ -339,7 +339,8 @@ class CallResult:
         """The cleaned output (allowed calls): sanitized, cut to ``max_bytes``; None otherwise."""
     @property
     def output_report(self) -> Optional[JSONObject]:
-        """What the output policy did (allowed calls): ``{truncated, redactions, label}``."""
+        """What the output policy did (allowed calls): ``{truncated, redactions, label}``, and ``content``
+        (``{parts, dropped}``) when an MCP tool answered content parts."""
     @property
     def approval(self) -> Optional[JSONObject]:
         """The pending approval (pending calls): ``{id, tool, args_digest,

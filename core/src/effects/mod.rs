@@ -144,7 +144,7 @@ pub fn claim_is_exclusive(mode: RetryMode) -> bool {
 pub fn state_after(outcome: &crate::call::InvokeOutcome) -> Option<EffectState> {
     use crate::call::InvokeOutcome as O;
     match outcome {
-        O::Returned(_) | O::ReturnedWithSecrets { .. } | O::NotJson { .. } => Some(EffectState::Succeeded),
+        O::Returned(_) | O::ReturnedWithSecrets { .. } | O::Content { .. } | O::NotJson { .. } => Some(EffectState::Succeeded),
         O::TimedOut => None,
         O::Failed { .. }
         | O::TransportRefused { .. }

@@ -122,6 +122,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
             max_bytes: usize::try_from(tool.max_output_bytes()).unwrap_or(usize::MAX),
             sanitize,
             untrusted: m.output.label == TrustLabel::Untrusted,
+            content: m.output.content,
         },
         transport,
         tool_value: tool_value(m),

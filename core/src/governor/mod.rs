@@ -11,6 +11,7 @@ mod admission;
 mod approvals;
 mod build;
 mod builtin_steps;
+mod content;
 mod effects;
 mod explain;
 mod flow;
@@ -102,6 +103,8 @@ pub struct OutputPolicy {
     pub sanitize: Vec<sanitize::Sanitizer>,
     /// The output marks the run untrusted.
     pub untrusted: bool,
+    /// `content` (issue 22): which MCP content parts may pass.
+    pub content: crate::manifest::ContentKinds,
 }
 
 /// Everything the governor needs of one tool, compiled once at load.
@@ -718,7 +721,7 @@ impl Governor {
     /// output constraints, the sanitizers, the cut to `max_bytes`, and the
     /// run's label.
     fn output(&self, rt: &ToolRuntime, ticket: &Ticket, returned: Returned) -> Result<Shaped, Refusal> {
-        let Returned { value, secrets } = returned;
+        let Returned { value, secrets, content } = returned;
         // Before anything reads the output: an echoed secret is masked
         // whatever format the upstream chose (issue 17, item 10).
         let (value, mut redactions) = match secrets.map(|s| sanitize::SecretMask::new(&s[..])).filter(|m| !m.is_empty()) {
@@ -733,19 +736,15 @@ impl Governor {
             let message = format!("the output of `{}` at `{at}` fails `{}`", ticket.tool, v.keyword);
             return Err(Refusal::new(RefusalCode::InvalidOutput, Step::Output, message));
         }
-        // No sanitizer: the value is already what step 9 would rebuild (an
-        // object's keys come out in the same sorted order), so skip the copy.
-        let value = if rt.output.sanitize.is_empty() {
-            value
+        // Content parts: each sanitized, kept or dropped on its own (issue 22).
+        let (value, truncated, content) = if content {
+            let (value, truncated, report) = content::govern(value, &rt.output, &mut redactions);
+            (value, truncated, Some(report))
         } else {
-            let (value, report) = sanitize::apply(&value, &rt.output.sanitize);
-            for (kind, n) in report.counts.iter() {
-                let slot = redactions.entry(kind.to_string()).or_insert(0);
-                *slot = slot.saturating_add(n);
-            }
-            value
+            let value = sanitize_counting(value, &rt.output.sanitize, &mut redactions);
+            let (value, truncated) = cut(value, rt.output.max_bytes);
+            (value, truncated, None)
         };
-        let (value, truncated) = cut(value, rt.output.max_bytes);
         if self.provenance_on {
             self.runs.with(&ticket.run_id, |m, hasher| {
                 m.values.add_output(hasher, !rt.output.untrusted, &value, &ticket.args);
@@ -760,12 +759,12 @@ impl Governor {
             // would forget it saw untrusted content.
             labels = self.store.add_labels(&ticket.run_id, Labels { private: false, untrusted: true }).map_err(|e| store_down(Step::Output, &e))?;
         }
-        Ok(Shaped { value, redactions, truncated, labels })
+        Ok(Shaped { value, redactions, truncated, labels, content })
     }
 
     /// The result (and audit event) of a call that ran and passed step 9.
     fn finish_allowed(&self, ticket: Ticket, rt: &ToolRuntime, shaped: Shaped, invoke_us: u64, output_started: Option<Instant>) -> CallResult {
-        let Shaped { value, redactions, truncated, labels } = shaped;
+        let Shaped { value, redactions, truncated, labels, content } = shaped;
         if self.audit_on() {
             let timings = Timings { decide_us: ticket.decide_us, invoke_us, output_us: self.elapsed_us(output_started) };
             self.record(AuditEvent {
@@ -791,7 +790,7 @@ impl Governor {
                 timings,
             });
         }
-        let report = OutputReport { truncated, redactions, label: report_label(rt.output.untrusted) };
+        let report = OutputReport { truncated, redactions, label: report_label(rt.output.untrusted), content };
         let result = CallResult {
             decision: Decision::Allowed,
             code: None,
@@ -1125,6 +1124,8 @@ fn shown(mut refusal: Refusal) -> Refusal {
 struct Returned {
     value: Value,
     secrets: Option<Arc<[String]>>,
+    /// `value` is a list of MCP content parts (issue 22).
+    content: bool,
 }
 
 /// Cuts `s` short in place when it is longer than a message may echo.
@@ -1138,8 +1139,9 @@ fn cap_in_place(s: &mut String) {
 fn invoke_verdict(ticket: &Ticket, outcome: InvokeOutcome) -> Result<Returned, Refusal> {
     let tool = &ticket.tool;
     match outcome {
-        InvokeOutcome::Returned(value) => Ok(Returned { value, secrets: None }),
-        InvokeOutcome::ReturnedWithSecrets { value, secrets } => Ok(Returned { value, secrets: Some(secrets) }),
+        InvokeOutcome::Returned(value) => Ok(Returned { value, secrets: None, content: false }),
+        InvokeOutcome::ReturnedWithSecrets { value, secrets } => Ok(Returned { value, secrets: Some(secrets), content: false }),
+        InvokeOutcome::Content { parts, secrets } => Ok(Returned { value: Value::Array(parts), secrets, content: true }),
         // The one way in for what hosts and transports say of a failure:
         // a kind of any length is cut short here (issue 17, item 14).
         InvokeOutcome::Failed { kind } => {
@@ -1188,12 +1190,28 @@ struct EventParts {
     sinks: Vec<crate::audit::SinkDigest>,
 }
 
+/// `value` through the sanitizers, their redactions added to `redactions`.
+fn sanitize_counting(value: Value, sanitizers: &[sanitize::Sanitizer], redactions: &mut Counts) -> Value {
+    // No sanitizer: the value is already what step 9 would rebuild (an
+    // object's keys come out in the same sorted order), so skip the copy.
+    if sanitizers.is_empty() {
+        return value;
+    }
+    let (value, report) = sanitize::apply(&value, sanitizers);
+    for (kind, n) in report.counts.iter() {
+        let slot = redactions.entry(kind.to_string()).or_insert(0);
+        *slot = slot.saturating_add(n);
+    }
+    value
+}
+
 /// What step 9 made of an output.
 struct Shaped {
     value: Value,
     redactions: Counts,
     truncated: bool,
     labels: Labels,
+    content: Option<crate::call::ContentReport>,
 }
 
 fn micros(since: Instant) -> u64 {

@@ -260,6 +260,20 @@ pub struct OutputPolicy {
     pub sanitize: Vec<Sanitizer>,
     /// The label of the output.
     pub label: TrustLabel,
+    /// `content` (issue 22): which MCP content parts may pass (default `any`).
+    pub content: ContentKinds,
+}
+
+/// `spec.output.content` (issue 22): the content parts an MCP tool's result
+/// may carry past step 9.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ContentKinds {
+    /// Text, images, audio and embedded resources (the default).
+    #[default]
+    Any,
+    /// Text only: text parts and text resources; images, audio and binary
+    /// resources are dropped (`content_not_allowed`).
+    TextOnly,
 }
 
 /// `limits` (code transport).
@@ -410,6 +424,8 @@ pub struct Manifest {
     pub version: Option<String>,
     /// `metadata.owner`.
     pub owner: Option<String>,
+    /// `metadata.title` (issue 22): a display name, the MCP tool's `title`.
+    pub title: Option<String>,
     /// `spec.transport` (default native).
     pub transport: Transport,
     /// `spec.description` (default empty).

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::model::{
-    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, CodeLimits, Constraint, Duration, Location, Manifest, OutputPolicy,
-    PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
+    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, CodeLimits, Constraint, ContentKinds, Duration, Location, Manifest,
+    OutputPolicy, PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
 };
 use super::schema::check_schema;
 use crate::cel_lite::Program;
@@ -89,6 +89,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let mut name = None;
     let mut version = None;
     let mut owner = None;
+    let mut title = None;
     if let Some(meta_node) = doc.require(cx, "metadata") {
         if let Some(mut meta) = cx.map(meta_node, "metadata") {
             if let Some(n) = meta.require(cx, "name") {
@@ -107,6 +108,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
             }
             version = meta_string_or_number(cx, meta.get("version"), "metadata.version");
             owner = cx.opt_string(meta.get("owner"), "metadata.owner");
+            title = cx.opt_string(meta.get("title"), "metadata.title");
             meta.finish(cx);
         }
     }
@@ -275,6 +277,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         name: name?,
         version,
         owner,
+        title,
         transport,
         description,
         input_schema,
@@ -510,7 +513,7 @@ fn parse_flow(node: &Node, cx: &mut Checker) -> Flow {
 }
 
 fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {
-    let mut out = OutputPolicy { max_bytes: None, sanitize: Vec::new(), label: TrustLabel::Untrusted };
+    let mut out = OutputPolicy { max_bytes: None, sanitize: Vec::new(), label: TrustLabel::Untrusted, content: ContentKinds::Any };
     let Some(node) = node else { return out };
     let Some(mut m) = cx.map(node, "spec.output") else { return out };
     if let Some(n) = m.get("max_bytes") {
@@ -531,6 +534,11 @@ fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {
     if let Some(n) = m.get("label") {
         if let Some(l) = cx.choice(n, "spec.output.label", &[("untrusted", TrustLabel::Untrusted), ("trusted", TrustLabel::Trusted)]) {
             out.label = l;
+        }
+    }
+    if let Some(n) = m.get("content") {
+        if let Some(c) = cx.choice(n, "spec.output.content", &[("any", ContentKinds::Any), ("text_only", ContentKinds::TextOnly)]) {
+            out.content = c;
         }
     }
     m.finish(cx);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::model::{risk_name, sanitizer_name, side_effect_name, transport_name, Constraint, Manifest, PinState, TrustLabel};
+use super::model::{risk_name, sanitizer_name, side_effect_name, transport_name, Constraint, ContentKinds, Manifest, PinState, TrustLabel};
 use crate::canonical;
 use crate::cel_lite::Program;
 use crate::error::Error;
@@ -102,6 +102,11 @@ impl Tool {
         o.insert("file".into(), json!(self.file));
         o.insert("version".into(), json!(m.version));
         o.insert("owner".into(), json!(m.owner));
+        // Only a tool with a title has the key, so other tools' describe and
+        // lock digests stay as they were (issue 22).
+        if let Some(title) = &m.title {
+            o.insert("title".into(), json!(title));
+        }
         o.insert("transport".into(), json!(transport_name(m.transport)));
         o.insert("handler".into(), json!(m.handler));
         o.insert("url".into(), json!(m.url));
@@ -162,14 +167,22 @@ impl Tool {
                 Some(a) => json!({"when": a.when, "approver_role": a.approver_role}),
             },
         );
-        o.insert(
-            "output".into(),
-            json!({
-                "max_bytes": self.max_output_bytes(),
-                "sanitize": m.output.sanitize.iter().map(|s| sanitizer_name(*s)).collect::<Vec<_>>(),
-                "label": match m.output.label { TrustLabel::Untrusted => "untrusted", TrustLabel::Trusted => "trusted" },
+        let mut output = Map::new();
+        output.insert("max_bytes".into(), json!(self.max_output_bytes()));
+        output.insert("sanitize".into(), json!(m.output.sanitize.iter().map(|s| sanitizer_name(*s)).collect::<Vec<_>>()));
+        output.insert(
+            "label".into(),
+            json!(match m.output.label {
+                TrustLabel::Untrusted => "untrusted",
+                TrustLabel::Trusted => "trusted",
             }),
         );
+        // Only a tool that narrows its content has the key (as `effect`), so
+        // describe and lock digests of every other tool stay as they were.
+        if m.output.content == ContentKinds::TextOnly {
+            output.insert("content".into(), json!("text_only"));
+        }
+        o.insert("output".into(), Value::Object(output));
         o.insert(
             "payload_constraints".into(),
             match &m.payload_constraints {
@@ -258,7 +271,11 @@ impl Tool {
         canonical::write_str(out, &m.name);
         out.push_str(",\"output\":");
         canonical::enter(depth)?;
-        out.push_str("{\"label\":");
+        out.push('{');
+        if m.output.content == ContentKinds::TextOnly {
+            out.push_str("\"content\":\"text_only\",");
+        }
+        out.push_str("\"label\":");
         out.push_str(match m.output.label {
             TrustLabel::Untrusted => "\"untrusted\"",
             TrustLabel::Trusted => "\"trusted\"",
@@ -329,6 +346,10 @@ impl Tool {
         canonical::write_str(out, &m.timeout.to_text());
         out.push_str(",\"timeout_ms\":");
         canonical::write_u64(out, m.timeout.ms)?;
+        if let Some(title) = &m.title {
+            out.push_str(",\"title\":");
+            canonical::write_str(out, title);
+        }
         out.push_str(",\"transport\":");
         canonical::write_str(out, transport_name(m.transport));
         out.push_str(",\"url\":");
@@ -442,6 +463,30 @@ mod tests {
     }
 
     #[test]
+    fn output_content_and_title_are_described_only_when_given() {
+        let narrow = tool(json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "text_only"}}));
+        assert_eq!(narrow.manifest().output.content, ContentKinds::TextOnly);
+        assert_eq!(narrow.describe()["output"]["content"], json!("text_only"));
+        let any = tool(json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "any"}}));
+        assert_eq!(any.manifest().output.content, ContentKinds::Any);
+        assert!(any.describe()["output"].get("content").is_none());
+        let bad = Tool::from_manifest_value(
+            &json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "t"}, "spec": {"output": {"content": "images"}}}),
+            "t.yaml",
+        );
+        assert!(bad.is_err());
+        // A title is described only when given, and written as describe() says.
+        let titled = Tool::from_manifest_value(
+            &json!({"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": "t", "title": "Tëst"}, "spec": {"handler": "m:f"}}),
+            "t.yaml",
+        )
+        .unwrap();
+        assert_eq!(titled.describe()["title"], json!("Tëst"));
+        assert!(narrow.describe().get("title").is_none());
+        assert_eq!(written(&titled, 0), canonical(&titled, 0));
+    }
+
+    #[test]
     fn the_written_description_is_the_canonical_text_of_describe() {
         let mut deep = json!({"type": "string"});
         for _ in 0..200 {
@@ -461,6 +506,9 @@ mod tests {
             json!({"transport": "code", "sandbox": "monty", "code_arg": "src", "limits": {"timeout": "2m", "max_memory_mb": 16, "max_output_bytes": 99},
                    "approval": {"when": true, "approver_role": "finance"}, "rate_limit": {"per_principal": "10/s"}}),
             json!({"handler": "m:f", "input_schema": deep, "definition_digest": format!("sha256:{}", "0".repeat(64))}),
+            // Issue 22: only `text_only` adds the `content` key; only a title adds `title`.
+            json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "text_only", "max_bytes": 10}}),
+            json!({"transport": "mcp", "server": "mcp://up", "output": {"content": "any"}}),
         ] {
             let t = tool(spec);
             for depth in [0, 2, 300] {

@@ -20,6 +20,8 @@ pub mod auth;
 /// `spec.gateway`, parsed with the rest of harness.yaml by the core.
 pub use harnessweaver_core::gateway_spec as config;
 pub mod handover;
+// Issue 22: MCP shapes for both protocol generations, content blocks.
+pub mod protocol;
 pub mod server;
 
 use serde_json::{json, Map, Value};
@@ -279,7 +281,7 @@ impl GatewayResult {
                 meta.insert("output".into(), report.clone());
             }
             return json!({
-                "content": [{"type": "text", "text": self.model}],
+                "content": protocol::content_blocks(r, &self.model),
                 "isError": false,
                 "_meta": {"harnessweaver": meta},
             });

@@ -12,8 +12,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool as McpTool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -119,8 +119,12 @@ impl ServerHandler for Session {
         let gateway = Arc::clone(&self.gateway);
         let result =
             tokio::task::spawn_blocking(move || gateway.call(&who, Some(run_id), &tool, args, approval_id).to_mcp()).await.map_err(internal)?;
-        let result: CallToolResult = serde_json::from_value(result).map_err(internal)?;
-        Ok(result.into())
+        Ok(super::protocol::call_tool_result(result)?.into())
+    }
+
+    /// Issue 22: the tool's pinned schema, for rmcp's `Mcp-Param-*` header check.
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        super::protocol::tool_definition(&self.gateway, name)
     }
 }
 

@@ -24,7 +24,8 @@
 //!   and the harness reloaded (the rug pull).
 //! - `tools/call` carries the validated arguments. The output is the
 //!   `structuredContent` when the server sends one, otherwise the text
-//!   contents joined with newlines, otherwise the content list as JSON.
+//!   contents joined with newlines, otherwise (images, audio, embedded
+//!   resources) the content parts, each governed by step 9 (issue 22).
 //!   The values the server was handed (`env`, `headers_env`) go with the
 //!   output, so step 9 masks them wherever the server echoes them (issue 17,
 //!   item 10). `isError` is `handler_error`; a server that cannot be reached, or that
@@ -314,6 +315,7 @@ impl McpHub {
             }
             Ok(Ok(result)) => match (output(result), secrets) {
                 (InvokeOutcome::Returned(value), Some(secrets)) => InvokeOutcome::ReturnedWithSecrets { value, secrets },
+                (InvokeOutcome::Content { parts, .. }, secrets) => InvokeOutcome::Content { parts, secrets },
                 (outcome, _) => outcome,
             },
         }
@@ -328,7 +330,9 @@ fn service_error(e: &rmcp::ServiceError) -> String {
     }
 }
 
-/// The call's output: structured content, else joined text, else the content list.
+/// The call's output: structured content, else joined text, else (images,
+/// audio, embedded resources: issue 22) the content parts, which step 9
+/// governs one by one.
 fn output(result: CallToolResult) -> InvokeOutcome {
     if result.is_error == Some(true) {
         return InvokeOutcome::Failed { kind: "the tool reported an error".into() };
@@ -346,7 +350,10 @@ fn output(result: CallToolResult) -> InvokeOutcome {
     if !items.is_empty() && texts.len() == items.len() {
         return InvokeOutcome::Returned(Value::String(texts.join("\n")));
     }
-    InvokeOutcome::Returned(content)
+    if items.is_empty() {
+        return InvokeOutcome::Returned(content);
+    }
+    InvokeOutcome::Content { parts: items, secrets: None }
 }
 
 /// Compares the served tools with the manifests.

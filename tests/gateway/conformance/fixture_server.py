@@ -6,6 +6,9 @@ manifests, so the suite sees them as governed tools.
 """
 import asyncio
 import base64
+from typing import Annotated
+
+from pydantic import Field
 
 import mcp_types as t
 from mcp.server.mcpserver import Context, MCPServer
@@ -66,6 +69,18 @@ async def test_tool_with_progress(ctx: Context) -> str:
         await ctx.report_progress(done, 100)
         await asyncio.sleep(0.05)
     return "Progress test completed"
+
+
+@server.tool(description="Echoes the region its request was routed by (SEP-2243: the `Mcp-Param-Region` header).", structured_output=False)
+def test_custom_headers(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+    return f"routed to {region}"
+
+
+@server.tool(description="Asks the client's model for a completion (needs the client's sampling capability).", structured_output=False)
+async def test_missing_capability(ctx: Context) -> str:
+    result = await ctx.session.create_message(
+        messages=[t.SamplingMessage(role="user", content=t.TextContent(type="text", text="Say hello"))], max_tokens=16)
+    return f"the client's model said: {result.content}"
 
 
 if __name__ == "__main__":
