@@ -20,6 +20,10 @@ pub mod auth;
 pub use harnessweaver_core::gateway_spec as config;
 pub mod handover;
 pub mod server;
+// Issue 22 item 7 and issue 24: OAuth resource server, TLS, the console mounted.
+pub mod front;
+pub mod oauth;
+pub mod tls;
 
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
