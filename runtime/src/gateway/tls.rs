@@ -15,6 +15,9 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 
+/// How long a TLS handshake may take.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// An acceptor serving the chain in `cert` with the key in `key` (PEM files;
 /// `what` names the setting in errors).
 pub fn acceptor(cert: &Path, key: &Path, what: (&str, &str)) -> Result<TlsAcceptor, String> {
@@ -64,7 +67,8 @@ where
             let _ = builder.serve_connection(TokioIo::new(stream), service).await;
         }
         Some(acceptor) => {
-            if let Ok(stream) = acceptor.accept(stream).await {
+            // A client that never finishes its handshake does not hold the connection.
+            if let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                 let _ = builder.serve_connection(TokioIo::new(stream), service).await;
             }
         }
