@@ -180,7 +180,10 @@ fn bound_audience_refuses_tokens_for_other_resources() {
         format!("Bearer {}", encode(&Header::default(), &c, &key).unwrap())
     };
     for (audience, also) in [("", None), ("        audience: hw\n", Some("hw"))] {
-        let dir = harness_dir("aud", &format!("    http:\n      jwt:\n        algorithm: HS256\n        secret_env: HW_TEST_GATEWAY_JWT_SECRET_3\n{audience}"));
+        let dir = harness_dir(
+            "aud",
+            &format!("    http:\n      jwt:\n        algorithm: HS256\n        secret_env: HW_TEST_GATEWAY_JWT_SECRET_3\n{audience}"),
+        );
         let harness = Harness::load(dir.join("harness.yaml")).unwrap();
         let mut auth = Authenticator::new(&harness.spec().gateway, harness.dir()).unwrap();
         if also.is_none() {

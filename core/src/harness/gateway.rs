@@ -24,10 +24,10 @@
 
 use serde_json::Value;
 
+pub use super::gateway_http::{OAuthSpec, TlsSpec};
 use crate::call::Principal;
 use crate::check::Checker;
 use crate::yaml::{Node, NodeValue};
-pub use super::gateway_http::{OAuthSpec, TlsSpec};
 
 /// A principal and tenant, as configured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,10 +144,11 @@ pub(crate) fn parse(node: &Node, cx: &mut Checker) -> GatewaySpec {
         }
     }
     // Issue 22 item 7 and issue 24: OAuth resource server, TLS, console.
-    spec.oauth = g.get("oauth").and_then(|n| super::gateway_http::oauth(n, cx));
+    let oauth = g.get("oauth");
+    spec.oauth = oauth.and_then(|n| super::gateway_http::oauth(n, cx));
     spec.tls = g.get("tls").and_then(|n| super::gateway_http::tls(n, cx));
     spec.console = g.get("console").and_then(|n| cx.boolean(n, "spec.gateway.console")).unwrap_or(false);
-    if spec.oauth.is_some() && spec.jwt.is_none() {
+    if oauth.is_some() && spec.jwt.is_none() {
         cx.report(
             "missing_field",
             node.pos,
@@ -266,10 +267,27 @@ fn jwt(node: &Node, cx: &mut Checker) -> Option<JwtSpec> {
             return None;
         }
         (false, _, _, _) => {
-            cx.report("invalid_value", node.pos, path, format!("`{algorithm}` needs `public_key_file` or `jwks_file` (one of them, and no `secret_env`)"));
+            cx.report(
+                "invalid_value",
+                node.pos,
+                path,
+                format!("`{algorithm}` needs `public_key_file` or `jwks_file` (one of them, and no `secret_env`)"),
+            );
             return None;
         }
     }
     let [principal_claim, roles_claim, scopes_claim, tenant_claim] = claims;
-    Some(JwtSpec { algorithm, secret_env, public_key_file, jwks_file, issuer, audience, leeway_s, principal_claim, roles_claim, scopes_claim, tenant_claim })
+    Some(JwtSpec {
+        algorithm,
+        secret_env,
+        public_key_file,
+        jwks_file,
+        issuer,
+        audience,
+        leeway_s,
+        principal_claim,
+        roles_claim,
+        scopes_claim,
+        tenant_claim,
+    })
 }

@@ -82,7 +82,12 @@ pub(crate) fn oauth(node: &Node, cx: &mut Checker) -> Option<OAuthSpec> {
     let servers = servers?;
     let at = format!("{path}.authorization_servers");
     if servers.is_empty() {
-        cx.report("invalid_value", servers_node.map_or(node.pos, |n| n.pos), &at, format!("`{at}` names no server: list the issuer clients get tokens from"));
+        cx.report(
+            "invalid_value",
+            servers_node.map_or(node.pos, |n| n.pos),
+            &at,
+            format!("`{at}` names no server: list the issuer clients get tokens from"),
+        );
         return None;
     }
     for s in &servers {

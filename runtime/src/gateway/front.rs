@@ -84,7 +84,14 @@ impl HttpOptions {
 
     /// The front for a server listening at `local`: the resource (its
     /// audience bound into `auth`) and the console sharing `auth`.
-    pub fn front(&self, gateway: &Arc<Gateway>, host: Arc<dyn HostRuntime>, tls: Option<TlsAcceptor>, local: SocketAddr, mut auth: Authenticator) -> (Front, Arc<Authenticator>) {
+    pub fn front(
+        &self,
+        gateway: &Arc<Gateway>,
+        host: Arc<dyn HostRuntime>,
+        tls: Option<TlsAcceptor>,
+        local: SocketAddr,
+        mut auth: Authenticator,
+    ) -> (Front, Arc<Authenticator>) {
         let spec = &gateway.runtime().harness().spec().gateway;
         let oauth = spec.oauth.as_ref().map(|o| Arc::new(ResourceServer::new(o, local, tls.is_some(), super::oauth::manifest_scopes(gateway))));
         if let Some(rs) = &oauth {
