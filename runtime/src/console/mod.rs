@@ -74,7 +74,7 @@ pub struct Console {
 /// store, or (mounted in the gateway) the gateway's, so even a memory store
 /// is shared.
 enum Decider {
-    Own(Governor),
+    Own(Box<Governor>),
     Gateway(Arc<dyn HostRuntime>),
 }
 
@@ -91,7 +91,14 @@ impl Console {
         if auth.is_empty() {
             return Err("the harness names no approver identities: add bearer keys or a JWT issuer under `spec.gateway.http` (the console signs in with the gateway's identities)".into());
         }
-        Ok(Self { harness, decider: Decider::Own(governor), auth: Arc::new(auth), sessions: Mutex::new(HashMap::new()), prefix: "", tls: false })
+        Ok(Self {
+            harness,
+            decider: Decider::Own(Box::new(governor)),
+            auth: Arc::new(auth),
+            sessions: Mutex::new(HashMap::new()),
+            prefix: "",
+            tls: false,
+        })
     }
 
     /// The console mounted at `prefix` of the gateway's HTTP server: the

@@ -313,7 +313,7 @@ pub enum Serve {
         /// Where to listen (port 0: any free port).
         addr: SocketAddr,
         /// The bearer-token check.
-        auth: Authenticator,
+        auth: Box<Authenticator>,
         /// TLS, console and the plain-HTTP opt-out.
         options: HttpOptions,
     },
@@ -338,7 +338,7 @@ pub fn run(gateway: Arc<Gateway>, how: Serve, on_bound: &mut dyn FnMut(SocketAdd
             Ok(tls) => match rt.block_on(bind(addr)) {
                 Ok((listener, local)) => {
                     let host: Arc<dyn super::HostRuntime> = Arc::new(GatewayHost(Arc::clone(&gateway)));
-                    let (front, auth) = options.front(&gateway, host, tls, local, auth);
+                    let (front, auth) = options.front(&gateway, host, tls, local, *auth);
                     on_bound(local);
                     rt.block_on(serve_http(gateway, auth, listener, front))
                 }
@@ -421,7 +421,7 @@ pub fn serve_harness_with(
                         .into(),
                 ));
             }
-            Serve::Http { addr, auth, options }
+            Serve::Http { addr, auth: Box::new(auth), options }
         }
         None => {
             let configured = match spec.stdio.as_ref().map(Identity::from_spec).transpose() {
