@@ -143,6 +143,7 @@ spec:
         secret_env: S
         public_key_file: k.pem
         jwks_file: k.json
+        jwks_url: "https://idp.example/jwks.json"
         issuer: i
         audience: a
         leeway: 1

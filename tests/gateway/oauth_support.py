@@ -110,6 +110,7 @@ class AuthorizationServer:
         self.key = private_key_pem
         self.codes = {}
         self.issued = []  # (scope, aud) of each token
+        self.jwks = None  # served at /jwks.json when set
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -127,6 +128,8 @@ class AuthorizationServer:
             def do_GET(self):
                 if self.path == "/.well-known/oauth-authorization-server":
                     return self._json(200, server.metadata())
+                if self.path == "/jwks.json" and server.jwks is not None:
+                    return self._json(200, server.jwks)
                 self._json(404, {"error": "not_found"})
 
             def do_POST(self):

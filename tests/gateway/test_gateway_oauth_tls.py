@@ -215,7 +215,7 @@ def test_the_sdk_oauth_client_discovers_the_server_from_the_401_and_steps_up_on_
         aserver.close()
 
 
-def test_jwks_file_picks_the_key_by_kid(tmp_path):
+def test_jwks_file_and_url_pick_the_key_by_kid(tmp_path):
     info = oauth_harness(tmp_path / "h")
     other = make_harness(tmp_path / "o", "--jwt", "RS256")
     from cryptography.hazmat.primitives import serialization
@@ -242,6 +242,22 @@ def test_jwks_file_picks_the_key_by_kid(tmp_path):
         # The old key still verifies its own tokens.
         old = pyjwt.encode(claims, other["jwt"]["private_key_pem"], algorithm="RS256", headers={"kid": "old"})
         assert post(info, url, init, old).status_code == 200
+    # The same set from the authorization server's jwks_url, fetched at start.
+    aserver = AuthorizationServer(info["jwt"]["private_key_pem"])
+    try:
+        aserver.jwks = jwks
+        Path(info["harness"]).write_text(text.replace("jwks_file: keys/idp.jwks.json", f"jwks_url: {aserver.url}/jwks.json"))
+        with http_gateway(info) as url:
+            claims = pyjwt.decode(mint(info, aud=url), options={"verify_signature": False})
+            key = info["jwt"]["private_key_pem"]
+            assert post(info, url, init, pyjwt.encode(claims, key, algorithm="RS256", headers={"kid": "current"})).status_code == 200
+            assert post(info, url, init, pyjwt.encode(claims, key, algorithm="RS256", headers={"kid": "old"})).status_code == 401
+    finally:
+        aserver.close()
+    # Only https:// (or http:// to loopback): a key set fetched in the clear could be swapped.
+    Path(info["harness"]).write_text(text.replace("jwks_file: keys/idp.jwks.json", "jwks_url: http://idp.example/jwks.json"))
+    r = start(info, "--http", "127.0.0.1:0")
+    assert r.returncode == 1 and "spec.gateway.http.jwt.jwks_url: `http://idp.example/jwks.json` is not an https:// URL" in r.stderr, r.stderr
 
 
 def start(info, *args):

@@ -16,6 +16,7 @@
 //!         algorithm: RS256         # HS256/384/512, RS256/384/512, PS256/384/512, ES256/384, EdDSA
 //!         public_key_file: keys/idp.pem   # RS*, PS*, ES*, EdDSA (PEM, relative to harness.yaml)
 //!         jwks_file: keys/idp.jwks.json   # or a JWK Set: the token's `kid` picks the key
+//!         jwks_url: https://idp.example/jwks.json  # or the JWK Set fetched at start
 //!         secret_env: HW_JWT_SECRET       # HS*: the variable holding the shared secret
 //!         issuer: https://idp.example     # required and checked when given
 //!         audience: harnessweaver         # required and checked when given
@@ -68,6 +69,9 @@ pub struct JwtSpec {
     /// `jwks_file`: a JSON Web Key Set (RFC 7517) for RS*, PS*, ES* and EdDSA, relative to
     /// harness.yaml; the token's `kid` picks the key (issue 22 item 7).
     pub jwks_file: Option<String>,
+    /// `jwks_url`: the authorization server's JWK Set (`https://`, or `http://` to a loopback
+    /// host), fetched when the gateway starts (issue 22 item 7).
+    pub jwks_url: Option<String>,
     /// `issuer`: the `iss` a token must carry.
     pub issuer: Option<String>,
     /// `audience`: the `aud` a token must carry.
@@ -233,6 +237,7 @@ fn jwt(node: &Node, cx: &mut Checker) -> Option<JwtSpec> {
     let secret_env = cx.opt_string(m.get("secret_env"), &format!("{path}.secret_env"));
     let public_key_file = cx.opt_string(m.get("public_key_file"), &format!("{path}.public_key_file"));
     let jwks_file = cx.opt_string(m.get("jwks_file"), &format!("{path}.jwks_file"));
+    let jwks_url = cx.opt_string(m.get("jwks_url"), &format!("{path}.jwks_url"));
     let issuer = cx.opt_string(m.get("issuer"), &format!("{path}.issuer"));
     let audience = cx.opt_string(m.get("audience"), &format!("{path}.audience"));
     let leeway_s = m.get("leeway").and_then(|n| cx.count(n, &format!("{path}.leeway"))).unwrap_or(30);
@@ -260,18 +265,24 @@ fn jwt(node: &Node, cx: &mut Checker) -> Option<JwtSpec> {
         return None;
     }
     let hmac = algorithm.starts_with("HS");
-    match (hmac, &secret_env, &public_key_file, &jwks_file) {
-        (true, Some(_), None, None) | (false, None, Some(_), None) | (false, None, None, Some(_)) => {}
-        (true, _, _, _) => {
-            cx.report("invalid_value", node.pos, path, format!("`{algorithm}` needs `secret_env` (and no `public_key_file` or `jwks_file`)"));
-            return None;
-        }
-        (false, _, _, _) => {
+    let keys = [public_key_file.is_some(), jwks_file.is_some(), jwks_url.is_some()].into_iter().filter(|k| *k).count();
+    match (hmac, secret_env.is_some(), keys) {
+        (true, true, 0) | (false, false, 1) => {}
+        (true, _, _) => {
             cx.report(
                 "invalid_value",
                 node.pos,
                 path,
-                format!("`{algorithm}` needs `public_key_file` or `jwks_file` (one of them, and no `secret_env`)"),
+                format!("`{algorithm}` needs `secret_env` (and no `public_key_file`, `jwks_file` or `jwks_url`)"),
+            );
+            return None;
+        }
+        (false, _, _) => {
+            cx.report(
+                "invalid_value",
+                node.pos,
+                path,
+                format!("`{algorithm}` needs one of `public_key_file`, `jwks_file` and `jwks_url` (and no `secret_env`)"),
             );
             return None;
         }
@@ -282,6 +293,7 @@ fn jwt(node: &Node, cx: &mut Checker) -> Option<JwtSpec> {
         secret_env,
         public_key_file,
         jwks_file,
+        jwks_url,
         issuer,
         audience,
         leeway_s,

@@ -117,20 +117,36 @@ impl Authenticator {
     }
 }
 
-/// The keys of a JWK Set file (RFC 7517), with their `kid`s.
-fn jwk_set(path: &Path, file: &str) -> Result<Vec<(Option<String>, DecodingKey)>, String> {
-    let at = "spec.gateway.http.jwt.jwks_file";
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: cannot read `{file}`: {e}"))?;
-    let set: jsonwebtoken::jwk::JwkSet = serde_json::from_str(&text).map_err(|e| format!("{at}: `{file}` is not a JWK Set: {e}"))?;
+/// The keys of a JWK Set (RFC 7517), with their `kid`s; `what` names its source in errors.
+fn jwk_set(text: &str, what: &str) -> Result<Vec<(Option<String>, DecodingKey)>, String> {
+    let set: jsonwebtoken::jwk::JwkSet = serde_json::from_str(text).map_err(|e| format!("{what} is not a JWK Set: {e}"))?;
     let mut keys = Vec::new();
     for (i, jwk) in set.keys.iter().enumerate() {
-        let key = DecodingKey::from_jwk(jwk).map_err(|e| format!("{at}: key {i} of `{file}` cannot verify: {e}"))?;
+        let key = DecodingKey::from_jwk(jwk).map_err(|e| format!("{what}: key {i} cannot verify: {e}"))?;
         keys.push((jwk.common.key_id.clone(), key));
     }
     if keys.is_empty() {
-        return Err(format!("{at}: `{file}` holds no key"));
+        return Err(format!("{what} holds no key"));
     }
     Ok(keys)
+}
+
+/// The JWK Set at `url`: `https://` (the platform's roots), or `http://` to a
+/// loopback host; no redirects; at most 1 MiB; 10 seconds.
+fn fetch_jwks(url: &str) -> Result<String, String> {
+    let host = url.strip_prefix("http://").map(|rest| rest.split(['/', '?']).next().unwrap_or_default());
+    let loopback = host.is_some_and(|h| {
+        let name = h.rsplit_once(':').map_or(h, |(n, _)| n).trim_matches(['[', ']']);
+        name == "localhost" || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    });
+    if !url.starts_with("https://") && !loopback {
+        return Err(format!("`{url}` is not an https:// URL (http:// only to a loopback host)"));
+    }
+    let tls = ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::PlatformVerifier).build();
+    let agent =
+        ureq::Agent::config_builder().max_redirects(0).tls_config(tls).timeout_global(Some(std::time::Duration::from_secs(10))).build().new_agent();
+    let mut response = agent.get(url).call().map_err(|e| format!("cannot fetch `{url}`: {e}"))?;
+    response.body_mut().with_config().limit(1024 * 1024).read_to_string().map_err(|e| format!("cannot read `{url}`: {e}"))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -147,7 +163,12 @@ impl JwtVerifier {
                 _ => return Err(format!("{at}.secret_env: environment variable `{name}` is not set")),
             }
         } else if let Some(file) = &spec.jwks_file {
-            VerifyingKeys::Set(jwk_set(&dir.join(file), file)?)
+            let at = format!("{at}.jwks_file");
+            let text = std::fs::read_to_string(dir.join(file)).map_err(|e| format!("{at}: cannot read `{file}`: {e}"))?;
+            VerifyingKeys::Set(jwk_set(&text, &format!("{at}: `{file}`"))?)
+        } else if let Some(url) = &spec.jwks_url {
+            let at = format!("{at}.jwks_url");
+            VerifyingKeys::Set(jwk_set(&fetch_jwks(url).map_err(|e| format!("{at}: {e}"))?, &format!("{at}: `{url}`"))?)
         } else {
             let file = spec.public_key_file.as_deref().unwrap_or_default();
             let pem = std::fs::read(dir.join(file)).map_err(|e| format!("{at}.public_key_file: cannot read `{file}`: {e}"))?;
