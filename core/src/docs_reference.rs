@@ -142,10 +142,20 @@ spec:
         algorithm: RS256
         secret_env: S
         public_key_file: k.pem
+        jwks_file: k.json
+        jwks_url: "https://idp.example/jwks.json"
         issuer: i
         audience: a
         leeway: 1
         claims: { principal: sub, roles: roles, scopes: scope, tenant: tenant }
+    oauth:
+      authorization_servers: ["https://idp.example"]
+      resource: "https://gw.example/mcp"
+      scopes_supported: [s]
+      resource_name: n
+      resource_documentation: "https://gw.example/doc"
+    tls: { cert_file: c.pem, key_file: k.pem }
+    console: true
 "#;
 
 const LAYER_FILE: &str = "apiVersion: harnessweaver/v1\nkind: Policy\nmetadata: { name: l }\nspec: { mode: enforce, default: allow, rules: [] }\n";

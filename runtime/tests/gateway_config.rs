@@ -132,3 +132,76 @@ fn jwt_requires_configured_iss_and_aud_and_checks_nbf() {
     assert_eq!(check(&past).unwrap().principal.id, "carol");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 22 item 7: `spec.gateway.oauth`, `tls` and `console` problems with
+/// their places; `oauth` needs a JWT key.
+#[test]
+fn oauth_tls_and_console_problems_carry_codes_and_places() {
+    let dir = harness_dir(
+        "oauth-bad",
+        "    oauth:\n      authorization_servers: []\n      resource: ftp://gw/mcp\n      extra: 1\n    tls: { cert_file: c.pem }\n    console: sometimes\n",
+    );
+    let err = Harness::load(dir.join("harness.yaml")).unwrap_err();
+    let got: Vec<(String, String)> = err.problems().iter().map(|p| (p.code.to_string(), p.path.clone())).collect();
+    let has = |code: &str, path: &str| got.iter().any(|(c, p)| c == code && p == path);
+    assert!(has("invalid_value", "spec.gateway.oauth.authorization_servers"), "{got:?}");
+    assert!(has("invalid_value", "spec.gateway.oauth.resource"), "{got:?}");
+    assert!(has("unknown_field", "spec.gateway.oauth.extra"), "{got:?}");
+    assert!(has("missing_field", "spec.gateway.tls.key_file"), "{got:?}");
+    assert!(got.iter().any(|(_, p)| p == "spec.gateway.console"), "{got:?}");
+    assert!(has("missing_field", "spec.gateway.http.jwt"), "{got:?}");
+    // Granted: a well-formed block loads.
+    let ok = harness_dir(
+        "oauth-good",
+        "    http:\n      jwt: { algorithm: HS256, secret_env: S }\n    oauth:\n      authorization_servers: [https://idp.example]\n      resource: https://gw.example/mcp\n    tls: { cert_file: c.pem, key_file: k.pem }\n    console: true\n",
+    );
+    let spec = Harness::load(ok.join("harness.yaml")).unwrap().spec().gateway.clone();
+    assert_eq!(spec.oauth.unwrap().resource.as_deref(), Some("https://gw.example/mcp"));
+    assert_eq!(spec.tls.unwrap().key_file, "k.pem");
+    assert!(spec.console);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&ok);
+}
+
+/// Issue 22 item 7: once bound to its resource (RFC 8707), the authenticator
+/// accepts a JWT whose `aud` names the resource or the configured audience,
+/// and refuses one for another resource or without `aud`; before binding,
+/// with no audience configured, `aud` is not required.
+#[test]
+fn bound_audience_refuses_tokens_for_other_resources() {
+    std::env::set_var("HW_TEST_GATEWAY_JWT_SECRET_3", "a-third-shared-secret-of-enough-len-0");
+    let key = EncodingKey::from_secret(b"a-third-shared-secret-of-enough-len-0");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let token = |aud: Option<serde_json::Value>| {
+        let mut c = json!({"sub": "carol", "iat": now, "exp": now + 600});
+        if let Some(aud) = aud {
+            c["aud"] = aud;
+        }
+        format!("Bearer {}", encode(&Header::default(), &c, &key).unwrap())
+    };
+    for (audience, also) in [("", None), ("        audience: hw\n", Some("hw"))] {
+        let dir = harness_dir(
+            "aud",
+            &format!("    http:\n      jwt:\n        algorithm: HS256\n        secret_env: HW_TEST_GATEWAY_JWT_SECRET_3\n{audience}"),
+        );
+        let harness = Harness::load(dir.join("harness.yaml")).unwrap();
+        let mut auth = Authenticator::new(&harness.spec().gateway, harness.dir()).unwrap();
+        if also.is_none() {
+            assert!(auth.check(Some(&token(None))).is_ok(), "no audience configured: aud not required");
+        }
+        auth.bind_audience("https://gw.example/mcp");
+        assert!(auth.check(Some(&token(Some(json!("https://gw.example/mcp"))))).is_ok());
+        assert!(auth.check(Some(&token(Some(json!(["https://other.example/mcp", "https://gw.example/mcp"]))))).is_ok());
+        if let Some(a) = also {
+            assert!(auth.check(Some(&token(Some(json!(a))))).is_ok(), "the configured audience stays accepted");
+        }
+        for (why, t) in [
+            ("another resource", token(Some(json!("https://other.example/mcp")))),
+            ("the http form", token(Some(json!("http://gw.example/mcp")))),
+            ("no aud", token(None)),
+        ] {
+            assert_eq!(auth.check(Some(&t)).expect_err(why).code, "invalid_token", "{why}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -226,6 +226,52 @@ test("attacks: no CSRF token, another origin, a role the approver lacks, one's o
   }
 });
 
+// Issue 24: the console mounted in the gateway (`gateway mcp --http … --console`),
+// at /console/ beside /mcp: the same page under a prefix (relative URLs), the
+// gateway's identities; the agent (stdio, another process) waits, the approver
+// approves in the browser, the retried call runs.
+test("mounted in the gateway at /console/: sign in, approve; the agent's retried call runs", async () => {
+  const h = makeHarness();
+  const gw = spawn(HW, ["gateway", "mcp", h.path, "--http", "127.0.0.1:0", "--console"], { env: h.env, stdio: ["ignore", "ignore", "pipe"] });
+  const url = await new Promise((resolve, reject) => {
+    const seen = [];
+    createInterface({ input: gw.stderr }).on("line", (line) => {
+      seen.push(line);
+      const m = /serving the console at (http:\/\/\S+\/console\/)/.exec(line);
+      if (m) resolve(m[1]);
+    });
+    gw.on("exit", (code) => reject(new Error(`gateway exited ${code}:\n${seen.join("\n")}`)));
+  });
+  const browser = await launch();
+  const client = await agent(h);
+  try {
+    const asked = await client.callTool({ name: "refund", arguments: { order: "G-1", amount: 600 } });
+    assert.equal(asked.structuredContent.status, "pending");
+    const page = await (await browser.newContext()).newPage();
+    const response = await page.goto(url);
+    assert.match(response.headers()["content-security-policy"], /script-src 'self'/);
+    await page.fill("#token", h.finance);
+    await page.click("#signin-form button");
+    await page.waitForSelector("#who-name:has-text('fiona')");
+    const card = page.locator(`.approval[data-id="${asked.structuredContent.approval_id}"]`);
+    await card.waitFor();
+    assert.deepEqual(JSON.parse(await card.locator("textarea.args").inputValue()), { order: "G-1", amount: 600 });
+    // The page's API calls resolve under the prefix.
+    const [decided] = await Promise.all([page.waitForResponse((r) => r.url().endsWith("/approve")), card.locator("button.approve").click()]);
+    assert.equal(decided.status(), 200, await decided.text());
+    assert.ok(decided.url().startsWith(url + "api/approvals/"), decided.url());
+    // Chart.js came from the gateway, under the prefix.
+    assert.equal(await page.evaluate(() => typeof window.Chart), "function");
+    const retried = await client.callTool({ name: "refund", arguments: { order: "G-1", amount: 600 } });
+    assert.equal(retried.isError, false, JSON.stringify(retried));
+    assert.equal(retried.content[0].text, "refunded 600 on G-1");
+  } finally {
+    await client.close().catch(() => {});
+    await browser.close();
+    gw.kill();
+  }
+});
+
 // The same decisions against a Redis store (a redis-server this test starts):
 // the agent's gateway and the console are two processes sharing only Redis.
 test("with a Redis store: the console grants what the agent in another process waits for", { skip: !existsSync("/usr/bin/redis-server") && "no redis-server" }, async () => {

@@ -45,7 +45,7 @@ def http_gateway(info, cmd=None):
     url = None
     for line in proc.stderr:
         lines.append(line)
-        m = re.search(r"serving MCP at (http://\S+/mcp)", line)
+        m = re.search(r"serving MCP at (https?://\S+/mcp)", line)
         if m:
             url = m.group(1)
             break

@@ -15,6 +15,8 @@
 //!       jwt:                       # or JWTs signed by your identity provider
 //!         algorithm: RS256         # HS256/384/512, RS256/384/512, PS256/384/512, ES256/384, EdDSA
 //!         public_key_file: keys/idp.pem   # RS*, PS*, ES*, EdDSA (PEM, relative to harness.yaml)
+//!         jwks_file: keys/idp.jwks.json   # or a JWK Set: the token's `kid` picks the key
+//!         jwks_url: https://idp.example/jwks.json  # or the JWK Set fetched at start
 //!         secret_env: HW_JWT_SECRET       # HS*: the variable holding the shared secret
 //!         issuer: https://idp.example     # required and checked when given
 //!         audience: harnessweaver         # required and checked when given
@@ -23,6 +25,7 @@
 
 use serde_json::Value;
 
+pub use super::gateway_http::{OAuthSpec, TlsSpec};
 use crate::call::Principal;
 use crate::check::Checker;
 use crate::yaml::{Node, NodeValue};
@@ -63,6 +66,12 @@ pub struct JwtSpec {
     pub secret_env: Option<String>,
     /// `public_key_file`: a PEM public key for RS*, PS*, ES* and EdDSA, relative to harness.yaml.
     pub public_key_file: Option<String>,
+    /// `jwks_file`: a JSON Web Key Set (RFC 7517) for RS*, PS*, ES* and EdDSA, relative to
+    /// harness.yaml; the token's `kid` picks the key (issue 22 item 7).
+    pub jwks_file: Option<String>,
+    /// `jwks_url`: the authorization server's JWK Set (`https://`, or `http://` to a loopback
+    /// host), fetched when the gateway starts (issue 22 item 7).
+    pub jwks_url: Option<String>,
     /// `issuer`: the `iss` a token must carry.
     pub issuer: Option<String>,
     /// `audience`: the `aud` a token must carry.
@@ -103,6 +112,13 @@ pub struct GatewaySpec {
     pub keys: Vec<KeySpec>,
     /// `http.jwt`.
     pub jwt: Option<JwtSpec>,
+    // Issue 22 item 7 and issue 24 (gateway_http.rs): OAuth resource server, TLS, console.
+    /// `oauth`: the gateway as an OAuth 2.1 resource server.
+    pub oauth: Option<OAuthSpec>,
+    /// `tls`: the certificate and key `--http` serves with.
+    pub tls: Option<TlsSpec>,
+    /// `console`: serve the approvals console at `/console/` of `--http`.
+    pub console: bool,
 }
 
 /// The algorithms `jwt.algorithm` accepts.
@@ -130,6 +146,19 @@ pub(crate) fn parse(node: &Node, cx: &mut Checker) -> GatewaySpec {
             }
             h.finish(cx);
         }
+    }
+    // Issue 22 item 7 and issue 24: OAuth resource server, TLS, console.
+    let oauth = g.get("oauth");
+    spec.oauth = oauth.and_then(|n| super::gateway_http::oauth(n, cx));
+    spec.tls = g.get("tls").and_then(|n| super::gateway_http::tls(n, cx));
+    spec.console = g.get("console").and_then(|n| cx.boolean(n, "spec.gateway.console")).unwrap_or(false);
+    if oauth.is_some() && spec.jwt.is_none() {
+        cx.report(
+            "missing_field",
+            node.pos,
+            "spec.gateway.http.jwt",
+            "`spec.gateway.oauth` needs `spec.gateway.http.jwt`: the key that verifies the authorization server's tokens".into(),
+        );
     }
     g.finish(cx);
     spec
@@ -207,6 +236,8 @@ fn jwt(node: &Node, cx: &mut Checker) -> Option<JwtSpec> {
     let algorithm = alg_node.and_then(|n| cx.string(n, &format!("{path}.algorithm")));
     let secret_env = cx.opt_string(m.get("secret_env"), &format!("{path}.secret_env"));
     let public_key_file = cx.opt_string(m.get("public_key_file"), &format!("{path}.public_key_file"));
+    let jwks_file = cx.opt_string(m.get("jwks_file"), &format!("{path}.jwks_file"));
+    let jwks_url = cx.opt_string(m.get("jwks_url"), &format!("{path}.jwks_url"));
     let issuer = cx.opt_string(m.get("issuer"), &format!("{path}.issuer"));
     let audience = cx.opt_string(m.get("audience"), &format!("{path}.audience"));
     let leeway_s = m.get("leeway").and_then(|n| cx.count(n, &format!("{path}.leeway"))).unwrap_or(30);
@@ -234,17 +265,41 @@ fn jwt(node: &Node, cx: &mut Checker) -> Option<JwtSpec> {
         return None;
     }
     let hmac = algorithm.starts_with("HS");
-    match (hmac, &secret_env, &public_key_file) {
-        (true, Some(_), None) | (false, None, Some(_)) => {}
+    let keys = [public_key_file.is_some(), jwks_file.is_some(), jwks_url.is_some()].into_iter().filter(|k| *k).count();
+    match (hmac, secret_env.is_some(), keys) {
+        (true, true, 0) | (false, false, 1) => {}
         (true, _, _) => {
-            cx.report("invalid_value", node.pos, path, format!("`{algorithm}` needs `secret_env` (and no `public_key_file`)"));
+            cx.report(
+                "invalid_value",
+                node.pos,
+                path,
+                format!("`{algorithm}` needs `secret_env` (and no `public_key_file`, `jwks_file` or `jwks_url`)"),
+            );
             return None;
         }
         (false, _, _) => {
-            cx.report("invalid_value", node.pos, path, format!("`{algorithm}` needs `public_key_file` (and no `secret_env`)"));
+            cx.report(
+                "invalid_value",
+                node.pos,
+                path,
+                format!("`{algorithm}` needs one of `public_key_file`, `jwks_file` and `jwks_url` (and no `secret_env`)"),
+            );
             return None;
         }
     }
     let [principal_claim, roles_claim, scopes_claim, tenant_claim] = claims;
-    Some(JwtSpec { algorithm, secret_env, public_key_file, issuer, audience, leeway_s, principal_claim, roles_claim, scopes_claim, tenant_claim })
+    Some(JwtSpec {
+        algorithm,
+        secret_env,
+        public_key_file,
+        jwks_file,
+        jwks_url,
+        issuer,
+        audience,
+        leeway_s,
+        principal_claim,
+        roles_claim,
+        scopes_claim,
+        tenant_claim,
+    })
 }

@@ -15,6 +15,7 @@ pub mod builtins;
 mod describe;
 mod effects;
 pub mod gateway;
+mod gateway_http;
 mod load;
 mod model;
 mod parse;

@@ -13,7 +13,7 @@ use harnessweaver_core::runtime::LoadOptions;
 
 pub(crate) const SPEC: Spec = Spec {
     path: "gateway mcp",
-    synopsis: "[harness.yaml] [--stdio | --http 127.0.0.1:PORT] [--principal JSON|ID] [--tenant T]",
+    synopsis: "[harness.yaml] [--stdio | --http 127.0.0.1:PORT [--tls-cert FILE --tls-key FILE] [--console]] [--principal JSON|ID] [--tenant T]",
     about: "Serves the harness's tools over MCP; every tools/call runs the nine steps.
 tools/list gives the pinned definitions of the tools the caller could ever
 call (disabled tools, tools of other tenants, tools needing scopes the caller
@@ -26,6 +26,11 @@ Over stdio (the default) the caller is spec.gateway.stdio in harness.yaml, or
 --principal and --tenant. Over --http every request needs `Authorization:
 Bearer <token>`, checked against spec.gateway.http.keys or .jwt; otherwise 401.
 --http 127.0.0.1:0 picks a free port; the address is printed on stderr.
+With spec.gateway.oauth the gateway is an OAuth 2.1 resource server: metadata
+at /.well-known/oauth-protected-resource/mcp, JWTs bound to its resource URI.
+--tls-cert and --tls-key (or spec.gateway.tls) serve HTTPS; plain HTTP with
+bearer tokens off loopback is refused unless --insecure-plain-http is given.
+--console (or spec.gateway.console: true) serves the approvals console at /console/.
 
 http, code and mcp tools run from the command line; native tools need their
 host (hw.serve_mcp in Python, serveMcp in TypeScript) and are hidden here. Diagnostics go to stderr.
@@ -34,6 +39,10 @@ the server fails, 2 on a usage error. See docs/gateway.md.",
     opts: &[
         Opt::flag("stdio", "serve one client over stdin/stdout (the default)"),
         Opt::value("http", "ADDR", "serve streamable HTTP at http://ADDR/mcp"),
+        Opt::value("tls-cert", "FILE", "serve HTTPS with this PEM certificate chain (with --tls-key)"),
+        Opt::value("tls-key", "FILE", "the PEM private key of --tls-cert"),
+        Opt::flag("console", "serve the approvals console at /console/ (see docs/console.md)"),
+        Opt::flag("insecure-plain-http", "allow bearer tokens over plain HTTP on an address that is not loopback"),
         Opt::value("principal", "JSON|ID", "the stdio caller (overrides spec.gateway.stdio)"),
         Opt::value("tenant", "T", "the stdio caller's tenant"),
     ],
@@ -92,6 +101,15 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
         Err(e) => return io.usage(&SPEC, &format!("`--principal`: {e}")),
     };
     let tenant = a.value("tenant").map(str::to_string);
+    let options = crate::gateway::front::HttpOptions {
+        tls_cert: a.value("tls-cert").map(std::path::PathBuf::from),
+        tls_key: a.value("tls-key").map(std::path::PathBuf::from),
+        console: a.flag("console"),
+        insecure_plain_http: a.flag("insecure-plain-http"),
+    };
+    if http.is_none() && (options.tls_cert.is_some() || options.tls_key.is_some() || options.console || options.insecure_plain_http) {
+        return io.usage(&SPEC, "`--tls-cert`, `--tls-key`, `--console` and `--insecure-plain-http` go with `--http`");
+    }
     if a.pos(1).is_some() {
         return io.usage(&SPEC, &format!("unexpected argument `{}`", a.pos(1).unwrap_or_default()));
     }
@@ -125,8 +143,13 @@ pub(crate) fn run(args: &[&str], io: &mut Io<'_>) -> i32 {
     }
     let gateway = Arc::new(Gateway::new(Arc::new(runtime), None));
     let _ = io.err.flush();
-    match server::serve_harness(gateway, http, principal, tenant, &mut |addr| {
-        eprintln!("harnessweaver gateway: serving MCP at http://{addr}/mcp");
+    let scheme = if options.uses_tls(&gateway) { "https" } else { "http" };
+    let console = options.console || harness.spec().gateway.console;
+    match server::serve_harness_with(gateway, http, principal, tenant, options, &mut |addr| {
+        eprintln!("harnessweaver gateway: serving MCP at {scheme}://{addr}/mcp");
+        if console {
+            eprintln!("harnessweaver gateway: serving the console at {scheme}://{addr}/console/");
+        }
     }) {
         Ok(()) => 0,
         Err(server::ServeError::Usage(e)) => io.usage(&SPEC, &e),

@@ -31,7 +31,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
 use crate::gateway::auth::Authenticator;
-use crate::gateway::Identity;
+use crate::gateway::{HostRuntime, Identity};
 use harnessweaver_core::governor::Governor;
 use harnessweaver_core::harness::Harness;
 use harnessweaver_core::store::PendingApproval;
@@ -62,11 +62,23 @@ struct Session {
 /// gateway's credential check, and the sessions.
 pub struct Console {
     harness: Harness,
-    governor: Governor,
-    auth: Authenticator,
+    decider: Decider,
+    auth: Arc<Authenticator>,
     sessions: Mutex<HashMap<String, Session>>,
     /// Built-in tools' candidates dismissed here (issue 24).
     dismissed: candidates::Dismissed,
+    /// Where it is served: `""` (its own server) or `/console` (mounted in the gateway).
+    prefix: &'static str,
+    /// Served over TLS: the cookie is `Secure`.
+    tls: bool,
+}
+
+/// The governor that grants and denies: the console's own over the state
+/// store, or (mounted in the gateway) the gateway's, so even a memory store
+/// is shared.
+enum Decider {
+    Own(Box<Governor>),
+    Gateway(Arc<dyn HostRuntime>),
 }
 
 impl std::fmt::Debug for Console {
@@ -83,7 +95,47 @@ impl Console {
             return Err("the harness names no approver identities: add bearer keys or a JWT issuer under `spec.gateway.http` (the console signs in with the gateway's identities)".into());
         }
         let governor = candidates::with_builtins(&harness, governor)?;
-        Ok(Self { harness, governor, auth, sessions: Mutex::new(HashMap::new()), dismissed: candidates::Dismissed::default() })
+        Ok(Self {
+            harness,
+            decider: Decider::Own(Box::new(governor)),
+            dismissed: candidates::Dismissed::default(),
+            auth: Arc::new(auth),
+            sessions: Mutex::new(HashMap::new()),
+            prefix: "",
+            tls: false,
+        })
+    }
+
+    /// The console mounted at `prefix` of the gateway's HTTP server: the
+    /// gateway's harness, governor (and so state store) and credential check.
+    pub fn mounted(host: Arc<dyn HostRuntime>, auth: Arc<Authenticator>, prefix: &'static str, tls: bool) -> Self {
+        let harness = host.runtime().harness().clone();
+        Self {
+            harness,
+            decider: Decider::Gateway(host),
+            auth,
+            sessions: Mutex::new(HashMap::new()),
+            prefix,
+            tls,
+            dismissed: candidates::Dismissed::default(),
+        }
+    }
+
+    fn governor(&self) -> &Governor {
+        match &self.decider {
+            Decider::Own(g) => g,
+            Decider::Gateway(host) => host.runtime().governor(),
+        }
+    }
+
+    /// Serves a request for `prefix/…` of the gateway (the security headers included).
+    pub async fn serve_mounted(self: Arc<Self>, mut req: Request) -> http::Response<Body> {
+        let stripped = req.uri().path_and_query().map(|pq| pq.as_str().strip_prefix(self.prefix).unwrap_or(pq.as_str()).to_string());
+        match stripped.as_deref().map(str::parse::<http::Uri>) {
+            Some(Ok(uri)) => *req.uri_mut() = uri,
+            _ => return http_util::secure(error(http::StatusCode::BAD_REQUEST, "bad_request", "a path the console cannot read")),
+        }
+        http_util::secure(self.handle(req).await)
     }
 
     fn session(&self, req: &Request) -> Option<Session> {
@@ -167,7 +219,8 @@ impl Console {
         let value = me(&session);
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), session);
         let mut response = json_response(http::StatusCode::OK, &value);
-        let cookie = format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", SESSION_MS / 1000);
+        let secure = if self.tls { "; Secure" } else { "" };
+        let cookie = format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path={}/; Max-Age={}{secure}", self.prefix, SESSION_MS / 1000);
         if let Ok(v) = http::HeaderValue::from_str(&cookie) {
             response.headers_mut().insert(http::header::SET_COOKIE, v);
         }
@@ -181,7 +234,7 @@ impl Console {
 
     /// Open approvals; the arguments only of those this approver may decide.
     fn approvals(&self, session: &Session) -> Result<Value, Fail> {
-        let list = self.governor.open_approvals().map_err(|e| fail(http::StatusCode::SERVICE_UNAVAILABLE, e.code(), e.to_string()))?;
+        let list = self.governor().open_approvals().map_err(|e| fail(http::StatusCode::SERVICE_UNAVAILABLE, e.code(), e.to_string()))?;
         let me = &session.identity.principal;
         let items: Vec<Value> = list
             .iter()
@@ -189,7 +242,7 @@ impl Console {
                 let entitled = a.approver_role.as_deref().is_none_or(|r| me.has_role(r));
                 let mut v = approval_json(a, entitled, self.harness.tool(&a.tool).map(|t| t.manifest().description.as_str()));
                 if let (true, Some(o)) = (entitled, v.as_object_mut()) {
-                    o.insert("candidates".into(), candidates::offered(&self.governor, &self.dismissed, a));
+                    o.insert("candidates".into(), candidates::offered(self.governor(), &self.dismissed, a));
                 }
                 v
             })
@@ -238,13 +291,13 @@ impl Console {
             "approve" => {
                 let edited = body.get("args").filter(|v| !v.is_null()).cloned();
                 if let Some(args) = &edited {
-                    let approval = self.governor.open_approvals().map_err(refused)?.into_iter().find(|a| a.id == id);
+                    let approval = self.governor().open_approvals().map_err(refused)?.into_iter().find(|a| a.id == id);
                     let tool = approval.as_ref().and_then(|a| self.harness.tool(&a.tool));
                     if let Some(tool) = tool {
                         Governor::check_edited_args(tool, args).map_err(|e| fail(http::StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string()))?;
                     }
                 }
-                self.governor.approve_edited(id, me, edited).map_err(refused)?
+                self.governor().approve_edited(id, me, edited).map_err(refused)?
             }
             "deny" => {
                 let reason = body.get("reason").and_then(Value::as_str).map(str::trim).filter(|r| !r.is_empty());
@@ -252,17 +305,17 @@ impl Console {
                     return Err(fail(http::StatusCode::UNPROCESSABLE_ENTITY, "reason_required", "say why the call is denied"));
                 };
                 // The same role rule as approving: deny only what you may decide.
-                let open = self.governor.open_approvals().map_err(refused)?;
+                let open = self.governor().open_approvals().map_err(refused)?;
                 if let Some(role) = open.iter().find(|a| a.id == id).and_then(|a| a.approver_role.as_deref()) {
                     if !me.has_role(role) {
                         return Err(fail(http::StatusCode::FORBIDDEN, "approver_not_allowed", format!("denying needs role `{role}`")));
                     }
                 }
-                self.governor.deny(id, &me.id, reason).map_err(refused)?
+                self.governor().deny(id, &me.id, reason).map_err(refused)?
             }
             // Issue 24: a built-in tool's "always allow" candidates.
-            "accept_candidate" => return candidates::accept(&self.governor, session, id, body, refused),
-            "dismiss_candidate" => return candidates::dismiss(&self.governor, &self.dismissed, session, id, body),
+            "accept_candidate" => return candidates::accept(self.governor(), session, id, body, refused),
+            "dismiss_candidate" => return candidates::dismiss(self.governor(), &self.dismissed, session, id, body),
             _ => return Err(fail(http::StatusCode::NOT_FOUND, "not_found", "approve, deny, accept_candidate or dismiss_candidate")),
         };
         Ok(approval_json(&decided, true, None))

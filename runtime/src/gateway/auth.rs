@@ -26,9 +26,16 @@ impl std::fmt::Debug for Authenticator {
 }
 
 struct JwtVerifier {
-    key: DecodingKey,
+    keys: VerifyingKeys,
     validation: Validation,
     spec: JwtSpec,
+}
+
+/// The key a JWT is checked with: one (a secret or a PEM public key), or a
+/// JWK Set whose entry the token's `kid` names.
+enum VerifyingKeys {
+    One(DecodingKey),
+    Set(Vec<(Option<String>, DecodingKey)>),
 }
 
 /// Why a request was refused (the text goes into the 401's body; no secrets).
@@ -71,6 +78,19 @@ impl Authenticator {
         Ok(Authenticator { keys, jwt })
     }
 
+    /// Binds JWTs to this resource (RFC 8707, the MCP authorization spec):
+    /// from now on a JWT's `aud` must name `resource` (or the configured
+    /// `jwt.audience`), and a JWT without `aud` is refused.
+    pub fn bind_audience(&mut self, resource: &str) {
+        if let Some(v) = &mut self.jwt {
+            let mut accepted = vec![resource.to_string()];
+            accepted.extend(v.spec.audience.iter().cloned());
+            v.validation.set_audience(&accepted);
+            v.validation.validate_aud = true;
+            v.validation.required_spec_claims.insert("aud".into());
+        }
+    }
+
     /// Whether any credential is configured (without one every request is refused).
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty() && self.jwt.is_none()
@@ -97,6 +117,38 @@ impl Authenticator {
     }
 }
 
+/// The keys of a JWK Set (RFC 7517), with their `kid`s; `what` names its source in errors.
+fn jwk_set(text: &str, what: &str) -> Result<Vec<(Option<String>, DecodingKey)>, String> {
+    let set: jsonwebtoken::jwk::JwkSet = serde_json::from_str(text).map_err(|e| format!("{what} is not a JWK Set: {e}"))?;
+    let mut keys = Vec::new();
+    for (i, jwk) in set.keys.iter().enumerate() {
+        let key = DecodingKey::from_jwk(jwk).map_err(|e| format!("{what}: key {i} cannot verify: {e}"))?;
+        keys.push((jwk.common.key_id.clone(), key));
+    }
+    if keys.is_empty() {
+        return Err(format!("{what} holds no key"));
+    }
+    Ok(keys)
+}
+
+/// The JWK Set at `url`: `https://` (the platform's roots), or `http://` to a
+/// loopback host; no redirects; at most 1 MiB; 10 seconds.
+fn fetch_jwks(url: &str) -> Result<String, String> {
+    let host = url.strip_prefix("http://").map(|rest| rest.split(['/', '?']).next().unwrap_or_default());
+    let loopback = host.is_some_and(|h| {
+        let name = h.rsplit_once(':').map_or(h, |(n, _)| n).trim_matches(['[', ']']);
+        name == "localhost" || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    });
+    if !url.starts_with("https://") && !loopback {
+        return Err(format!("`{url}` is not an https:// URL (http:// only to a loopback host)"));
+    }
+    let tls = ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::PlatformVerifier).build();
+    let agent =
+        ureq::Agent::config_builder().max_redirects(0).tls_config(tls).timeout_global(Some(std::time::Duration::from_secs(10))).build().new_agent();
+    let mut response = agent.get(url).call().map_err(|e| format!("cannot fetch `{url}`: {e}"))?;
+    response.body_mut().with_config().limit(1024 * 1024).read_to_string().map_err(|e| format!("cannot read `{url}`: {e}"))
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
@@ -107,9 +159,16 @@ impl JwtVerifier {
         let algorithm: Algorithm = spec.algorithm.parse().map_err(|_| format!("{at}.algorithm: unknown algorithm `{}`", spec.algorithm))?;
         let key = if let Some(name) = &spec.secret_env {
             match std::env::var(name) {
-                Ok(secret) if !secret.is_empty() => DecodingKey::from_secret(secret.as_bytes()),
+                Ok(secret) if !secret.is_empty() => VerifyingKeys::One(DecodingKey::from_secret(secret.as_bytes())),
                 _ => return Err(format!("{at}.secret_env: environment variable `{name}` is not set")),
             }
+        } else if let Some(file) = &spec.jwks_file {
+            let at = format!("{at}.jwks_file");
+            let text = std::fs::read_to_string(dir.join(file)).map_err(|e| format!("{at}: cannot read `{file}`: {e}"))?;
+            VerifyingKeys::Set(jwk_set(&text, &format!("{at}: `{file}`"))?)
+        } else if let Some(url) = &spec.jwks_url {
+            let at = format!("{at}.jwks_url");
+            VerifyingKeys::Set(jwk_set(&fetch_jwks(url).map_err(|e| format!("{at}: {e}"))?, &format!("{at}: `{url}`"))?)
         } else {
             let file = spec.public_key_file.as_deref().unwrap_or_default();
             let pem = std::fs::read(dir.join(file)).map_err(|e| format!("{at}.public_key_file: cannot read `{file}`: {e}"))?;
@@ -118,7 +177,7 @@ impl JwtVerifier {
                 Some("ES") => DecodingKey::from_ec_pem(&pem),
                 _ => DecodingKey::from_ed_pem(&pem),
             };
-            parsed.map_err(|e| format!("{at}.public_key_file: `{file}` is not a {} public key in PEM: {e}", spec.algorithm))?
+            VerifyingKeys::One(parsed.map_err(|e| format!("{at}.public_key_file: `{file}` is not a {} public key in PEM: {e}", spec.algorithm))?)
         };
         let mut validation = Validation::new(algorithm);
         validation.leeway = spec.leeway_s;
@@ -143,13 +202,25 @@ impl JwtVerifier {
         validation.set_required_spec_claims(&required);
         // A token not yet valid (`nbf` past now + leeway) is refused.
         validation.validate_nbf = true;
-        Ok(JwtVerifier { key, validation, spec: spec.clone() })
+        Ok(JwtVerifier { keys: key, validation, spec: spec.clone() })
     }
 
     fn verify(&self, token: &str) -> Result<Identity, AuthError> {
         let bad = |message: String| AuthError { code: "invalid_token", message };
-        let data =
-            jsonwebtoken::decode::<Map<String, Value>>(token, &self.key, &self.validation).map_err(|e| bad(format!("the JWT was refused: {e}")))?;
+        let key = match &self.keys {
+            VerifyingKeys::One(key) => key,
+            VerifyingKeys::Set(set) => {
+                let kid = jsonwebtoken::decode_header(token).map_err(|e| bad(format!("the JWT was refused: {e}")))?.kid;
+                // The `kid` named, or the set's only key when the token names none.
+                let found = match &kid {
+                    Some(kid) => set.iter().find(|(k, _)| k.as_deref() == Some(kid.as_str())),
+                    None if set.len() == 1 => set.first(),
+                    None => None,
+                };
+                &found.ok_or_else(|| bad("the JWT's `kid` names no key of the configured key set".into()))?.1
+            }
+        };
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, &self.validation).map_err(|e| bad(format!("the JWT was refused: {e}")))?;
         let claims = data.claims;
         let id = match claims.get(&self.spec.principal_claim) {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),

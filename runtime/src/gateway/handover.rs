@@ -82,7 +82,8 @@ pub fn serve_handed_over(host: &Host, http: Option<&str>, who: Option<Principal>
     });
     let gateway = Arc::new(Gateway::with_executor(runtime, executor));
     let spawned = std::thread::Builder::new().name("harnessweaver-gateway".into()).spawn(move || {
-        let served = serve_harness(gateway, http, who, tenant, &mut |addr| eprintln!("harnessweaver gateway: serving MCP at http://{addr}/mcp"));
+        let scheme = if gateway.runtime().harness().spec().gateway.tls.is_some() { "https" } else { "http" };
+        let served = serve_harness(gateway, http, who, tenant, &mut |addr| eprintln!("harnessweaver gateway: serving MCP at {scheme}://{addr}/mcp"));
         if let Err(ServeError::Usage(m) | ServeError::Failed(m)) = served {
             eprintln!("harnessweaver gateway: {m}");
         }

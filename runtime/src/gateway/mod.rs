@@ -23,6 +23,10 @@ pub mod handover;
 // Issue 22: MCP shapes for both protocol generations, content blocks.
 pub mod protocol;
 pub mod server;
+// Issue 22 item 7 and issue 24: OAuth resource server, TLS, the console mounted.
+pub mod front;
+pub mod oauth;
+pub mod tls;
 
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;

@@ -10,7 +10,6 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
     ServerConfig, Tool as McpTool,
@@ -25,6 +24,8 @@ use harnessweaver_core::host::{ArgumentCode, Error as CoreError, Host};
 use harnessweaver_core::runtime::Runtime;
 
 use super::auth::Authenticator;
+use super::front::{Front, HttpOptions};
+use super::oauth::ResourceServer;
 use super::{Gateway, Identity, APPROVAL_META_KEY};
 
 /// The header naming a streamable-HTTP session.
@@ -103,9 +104,7 @@ impl ServerHandler for Session {
         let run_id = match self.run_for(&who) {
             Ok(run_id) => run_id,
             Err(e) => {
-                return Ok(serde_json::from_value::<CallToolResult>(super::admission::not_admitted(&request.name, &e).to_mcp())
-                    .map_err(internal)?
-                    .into())
+                return Ok(super::protocol::call_tool_result(super::admission::not_admitted(&request.name, &e).to_mcp())?.into())
             }
         };
         // `_meta` of the request: rmcp hands it over in the context (and
@@ -138,13 +137,18 @@ pub async fn serve_stdio(gateway: Arc<Gateway>, identity: Identity) -> Result<()
 
 type Body = BoxBody<Bytes, Infallible>;
 
-fn unauthorized(code: &str, message: &str) -> http::Response<Body> {
+fn unauthorized(code: &str, message: &str, oauth: Option<&ResourceServer>) -> http::Response<Body> {
     let body = serde_json::json!({"error": code, "error_description": message}).to_string();
     let mut response = http::Response::new(Full::new(Bytes::from(body)).boxed());
     *response.status_mut() = http::StatusCode::UNAUTHORIZED;
     let headers = response.headers_mut();
     headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-    let challenge = format!("Bearer error=\"{}\"", if code == "missing_token" { "invalid_request" } else { "invalid_token" });
+    let challenge = match (oauth, code) {
+        // The MCP authorization spec: the 401 says where the resource's metadata is (RFC 9728).
+        (Some(rs), "missing_token") => rs.challenge(&[]),
+        (Some(rs), _) => rs.challenge(&[("error", "invalid_token"), ("error_description", message)]),
+        (None, _) => format!("Bearer error=\"{}\"", if code == "missing_token" { "invalid_request" } else { "invalid_token" }),
+    };
     if let Ok(v) = http::HeaderValue::from_str(&challenge) {
         headers.insert(http::header::WWW_AUTHENTICATE, v);
     }
@@ -232,14 +236,15 @@ pub async fn bind(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAd
 
 /// Serves streamable HTTP at `/mcp` on `listener` until the process ends.
 /// Every request must carry a bearer token `auth` accepts; others get 401.
-pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listener: tokio::net::TcpListener) -> Result<(), String> {
+/// `front`: TLS, the OAuth metadata and scope challenges, the console.
+pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listener: tokio::net::TcpListener, front: Front) -> Result<(), String> {
     let factory_gateway = Arc::clone(&gateway);
     let manager = Arc::new(LocalSessionManager::default());
-    let service = StreamableHttpService::new(
-        move || Ok(Session::new(Arc::clone(&factory_gateway), None)),
-        Arc::clone(&manager),
-        StreamableHttpServerConfig::default(),
-    );
+    let mut config = StreamableHttpServerConfig::default();
+    // The configured resource's host passes rmcp's DNS-rebinding check too.
+    config.allowed_hosts.extend(front.oauth.as_ref().map(|o| o.authority().to_string()));
+    let service = StreamableHttpService::new(move || Ok(Session::new(Arc::clone(&factory_gateway), None)), Arc::clone(&manager), config);
+    let front = Arc::new(front);
     let owners = Arc::new(SessionOwners::default());
     loop {
         let (stream, _) = match listener.accept().await {
@@ -253,20 +258,27 @@ pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listene
         let auth = Arc::clone(&auth);
         let owners = Arc::clone(&owners);
         let manager = Arc::clone(&manager);
+        let (front, gateway) = (Arc::clone(&front), Arc::clone(&gateway));
+        let tls = front.tls.clone();
         tokio::spawn(async move {
-            let handler = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+            let handler = service_fn(move |req: http::Request<hyper::body::Incoming>| {
                 let service = service.clone();
                 let auth = Arc::clone(&auth);
                 let owners = Arc::clone(&owners);
                 let manager = Arc::clone(&manager);
+                let (front, gateway) = (Arc::clone(&front), Arc::clone(&gateway));
                 async move {
+                    let req = match front.route(req).await {
+                        Ok(response) => return Ok::<_, Infallible>(response),
+                        Err(req) => req,
+                    };
                     if req.uri().path() != "/mcp" {
                         return Ok::<_, Infallible>(not_found());
                     }
                     let header = req.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
                     let identity = match auth.check(header) {
                         Ok(identity) => identity,
-                        Err(e) => return Ok(unauthorized(e.code, &e.message)),
+                        Err(e) => return Ok(unauthorized(e.code, &e.message, front.oauth.as_deref())),
                     };
                     // A session belongs to the caller who opened it: anyone
                     // else naming it (POST, GET, DELETE) gets rmcp's 404.
@@ -277,6 +289,14 @@ pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listene
                         Some(_) => return Ok(session_not_found()),
                     };
                     let deleting = req.method() == http::Method::DELETE;
+                    // OAuth: a call the token lacks scopes for is a 403 challenge (oauth.rs).
+                    let mut req = match (&front.oauth, req.method() == http::Method::POST) {
+                        (Some(rs), true) => match super::oauth::scope_check(rs, &gateway, &identity, req).await {
+                            Ok(req) => req.map(http_body_util::Either::Right),
+                            Err(response) => return Ok(response),
+                        },
+                        _ => req.map(http_body_util::Either::Left),
+                    };
                     req.extensions_mut().insert(identity.clone());
                     let response = service.handle(req).await;
                     match session {
@@ -293,7 +313,7 @@ pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listene
                     Ok(response)
                 }
             });
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler).await;
+            super::tls::serve_connection(stream, tls, handler).await;
         });
     }
 }
@@ -308,7 +328,9 @@ pub enum Serve {
         /// Where to listen (port 0: any free port).
         addr: SocketAddr,
         /// The bearer-token check.
-        auth: Arc<Authenticator>,
+        auth: Box<Authenticator>,
+        /// TLS, console and the plain-HTTP opt-out.
+        options: HttpOptions,
     },
 }
 
@@ -327,11 +349,16 @@ pub fn run(gateway: Arc<Gateway>, how: Serve, on_bound: &mut dyn FnMut(SocketAdd
     let keep = Arc::clone(&gateway);
     let served = match how {
         Serve::Stdio(identity) => rt.block_on(serve_stdio(gateway, identity)),
-        Serve::Http { addr, auth } => match rt.block_on(bind(addr)) {
-            Ok((listener, local)) => {
-                on_bound(local);
-                rt.block_on(serve_http(gateway, auth, listener))
-            }
+        Serve::Http { addr, auth, options } => match options.prepare(&gateway, addr) {
+            Ok(tls) => match rt.block_on(bind(addr)) {
+                Ok((listener, local)) => {
+                    let host: Arc<dyn super::HostRuntime> = Arc::new(GatewayHost(Arc::clone(&gateway)));
+                    let (front, auth) = options.front(&gateway, host, tls, local, *auth);
+                    on_bound(local);
+                    rt.block_on(serve_http(gateway, auth, listener, front))
+                }
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         },
     };
@@ -385,6 +412,19 @@ pub fn serve_harness(
     tenant: Option<String>,
     on_bound: &mut dyn FnMut(SocketAddr),
 ) -> Result<(), ServeError> {
+    serve_harness_with(gateway, http, principal, tenant, HttpOptions::default(), on_bound)
+}
+
+/// [`serve_harness`] with the command line's `--http` choices (TLS files,
+/// console, the plain-HTTP opt-out) over `spec.gateway`'s.
+pub fn serve_harness_with(
+    gateway: Arc<Gateway>,
+    http: Option<SocketAddr>,
+    principal: Option<harnessweaver_core::governor::Principal>,
+    tenant: Option<String>,
+    options: HttpOptions,
+    on_bound: &mut dyn FnMut(SocketAddr),
+) -> Result<(), ServeError> {
     let harness = gateway.runtime().harness();
     let spec = &harness.spec().gateway;
     let how = match http {
@@ -396,7 +436,7 @@ pub fn serve_harness(
                         .into(),
                 ));
             }
-            Serve::Http { addr, auth: Arc::new(auth) }
+            Serve::Http { addr, auth: Box::new(auth), options }
         }
         None => {
             let configured = match spec.stdio.as_ref().map(Identity::from_spec).transpose() {
@@ -416,4 +456,13 @@ pub fn serve_harness(
         }
     };
     run(gateway, how, on_bound).map_err(ServeError::Failed)
+}
+
+/// The gateway's runtime lent to the console mounted beside it.
+struct GatewayHost(Arc<Gateway>);
+
+impl super::HostRuntime for GatewayHost {
+    fn runtime(&self) -> &Runtime {
+        self.0.runtime()
+    }
 }

@@ -77,7 +77,7 @@ function approvalCard(a) {
     }
     const body = JSON.stringify(edited) === original ? {} : { args: edited };
     try {
-      const done = await api('POST', `/api/approvals/${encodeURIComponent(a.id)}/approve`, body);
+      const done = await api('POST', `api/approvals/${encodeURIComponent(a.id)}/approve`, body);
       status.className = 'status ok';
       status.textContent = body.args ? `approved with edited arguments as ${done.id}` : 'approved';
       setTimeout(loadApprovals, 400);
@@ -88,7 +88,7 @@ function approvalCard(a) {
   });
   deny.addEventListener('click', async () => {
     try {
-      await api('POST', `/api/approvals/${encodeURIComponent(a.id)}/deny`, { reason: reason.value });
+      await api('POST', `api/approvals/${encodeURIComponent(a.id)}/deny`, { reason: reason.value });
       status.className = 'status ok';
       status.textContent = 'denied';
       setTimeout(loadApprovals, 400);
@@ -132,7 +132,7 @@ function candidateList(a, status) {
 }
 
 async function loadApprovals() {
-  const data = await api('GET', '/api/approvals');
+  const data = await api('GET', 'api/approvals');
   const pending = data.approvals.filter((a) => a.state === 'pending');
   const list = $('approval-list');
   list.replaceChildren(...pending.map(approvalCard));
@@ -149,7 +149,7 @@ async function loadAudit() {
   for (const k of ['tool', 'principal', 'decision', 'code']) if (form.get(k)) q.set(k, form.get(k));
   if (form.get('since')) q.set('since_ms', String(Date.parse(form.get('since'))));
   if (form.get('until')) q.set('until_ms', String(Date.parse(form.get('until'))));
-  const data = await api('GET', '/api/audit?' + q.toString());
+  const data = await api('GET', 'api/audit?' + q.toString());
   $('audit-total').textContent = `${data.total} event(s)`;
   $('audit-table').tBodies[0].replaceChildren(...data.events.map((e) => el('tr', { class: e.decision },
     el('td', {}, time(e.ts_ms)), el('td', {}, e.decision), el('td', {}, e.tool), el('td', {}, e.principal),
@@ -177,20 +177,20 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('signin-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     try {
-      signedIn(await api('POST', '/api/login', { token: $('token').value }));
+      signedIn(await api('POST', 'api/login', { token: $('token').value }));
       $('token').value = '';
     } catch (e) {
       $('signin-error').textContent = `${e.code}: ${e.message}`;
     }
   });
   $('logout').addEventListener('click', async () => {
-    await api('POST', '/api/logout', {}).catch(() => {});
+    await api('POST', 'api/logout', {}).catch(() => {});
     location.reload();
   });
   $('refresh').addEventListener('click', () => { loadApprovals(); loadAudit(); });
   $('audit-filter').addEventListener('submit', (ev) => { ev.preventDefault(); loadAudit(); });
   try {
-    signedIn(await api('GET', '/api/me'));
+    signedIn(await api('GET', 'api/me'));
   } catch (e) {
     // Not signed in yet.
   }
