@@ -14,6 +14,9 @@ mod builtin_steps;
 mod effects;
 mod explain;
 mod flow;
+// Issue 22: in-band approvals and relays through the MCP gateway.
+mod inband;
+mod relay;
 mod output;
 mod provenance;
 mod runs;
@@ -38,6 +41,7 @@ pub use effects::ToolEffect;
 pub use explain::Explanation;
 pub use output::{cut, truncate};
 pub use provenance::DEFAULT_SINKS;
+pub use relay::{relay_decision_value, RelayDenial, RelayKind};
 pub use runs::MAX_HISTORY;
 pub use trace::StepTrace;
 
@@ -140,6 +144,8 @@ pub struct ToolRuntime {
     pub approval_when: Option<Arc<Program>>,
     /// `approval.approver_role`.
     pub approver_role: Option<String>,
+    /// `approval.by` (issue 22): whether the caller may confirm in band.
+    pub approval_by: crate::manifest::ApprovalBy,
     /// `risk`.
     pub risk: String,
     /// `timeout`, in ms.

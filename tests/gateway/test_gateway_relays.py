@@ -1,0 +1,238 @@
+"""Relays and in-band approvals through `harnessweaver gateway mcp` (issue 22),
+driven by the official Python MCP SDK client (its progress, logging, sampling
+and elicitation callbacks) against a real upstream MCP server
+(tests/gateway/relay/relay_server.py, official Python SDK) fronted under
+pinned manifests (tests/gateway/relay/make_relay_harness.py).
+"""
+import asyncio
+import json
+import subprocess
+import sys
+
+import mcp_types as t
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from gateway_support import HERE, HW, gateway_env, http_gateway
+
+
+def relay_harness(dest):
+    out = subprocess.run([sys.executable, str(HERE / "relay" / "make_relay_harness.py"), str(dest)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+@pytest.fixture
+def harness(tmp_path):
+    return relay_harness(tmp_path / "h")
+
+
+class Client:
+    """What one client saw: log messages, sampling and elicitation requests, with canned answers."""
+
+    def __init__(self, *, sampling=True, elicitation=True, elicit_action="accept", elicit_content=None):
+        self.logs = []
+        self.samplings = []
+        self.elicitations = []
+        self.elicit_action = elicit_action
+        self.elicit_content = elicit_content
+        self.kwargs = {"logging_callback": self.on_log}
+        if sampling:
+            self.kwargs["sampling_callback"] = self.on_sampling
+        if elicitation:
+            self.kwargs["elicitation_callback"] = self.on_elicitation
+
+    async def on_log(self, params):
+        self.logs.append((params.level, params.data))
+
+    async def on_sampling(self, context, params):
+        self.samplings.append(params)
+        return t.CreateMessageResult(role="assistant", content=t.TextContent(type="text", text="forty-two"), model="test-model")
+
+    async def on_elicitation(self, context, params):
+        self.elicitations.append(params)
+        return t.ElicitResult(action=self.elicit_action, content=self.elicit_content)
+
+
+async def stdio_session(info, client, body):
+    params = StdioServerParameters(command=HW, args=["gateway", "mcp", info["dir"], "--stdio"], env=gateway_env(info))
+    async with stdio_client(params) as (r, w):
+        async with ClientSession(r, w, **client.kwargs) as s:
+            await s.initialize()
+            return await body(s)
+
+
+async def http_session(url, token, client, body):
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+        async with streamable_http_client(url, http_client=http) as (r, w):
+            async with ClientSession(r, w, **client.kwargs) as s:
+                await s.initialize()
+                return await body(s)
+
+
+def text(result):
+    return result.content[0].text
+
+
+def audit(info):
+    with open(f"{info['dir']}/audit.jsonl") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def approvals(info):
+    out = subprocess.run([HW, "approvals", "list", "--json", "--harness", info["dir"]], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_progress_of_an_upstream_tool_reaches_its_caller(harness):
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total, message))
+
+    async def body(s):
+        return await s.call_tool("count", {"steps": 3}, progress_callback=on_progress)
+
+    result = asyncio.run(stdio_session(harness, Client(), body))
+    assert text(result) == "counted 3"
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+def test_two_concurrent_clients_each_get_only_their_own_progress_and_logs(harness):
+    """Two principals over streamable HTTP, calling the same upstream server at
+    the same time: each sees the progress of its own call only, and never a log
+    message of the other's (log messages of overlapping calls carry no call id
+    and are dropped rather than guessed)."""
+    alice, bob = Client(), Client()
+    progress = {"alice": [], "bob": []}
+    both_running = asyncio.Event
+
+    def recorder(who):
+        async def on_progress(p, total, message):
+            progress[who].append((p, total))
+        return on_progress
+
+    with http_gateway(harness) as url:
+        async def session(name, token, client, steps, tag):
+            async def body(s):
+                counted = await s.call_tool("count", {"steps": steps}, progress_callback=recorder(name))
+                chattered = await s.call_tool("chatter", {"tag": tag})
+                return text(counted), text(chattered)
+            return await http_session(url, token, client, body)
+
+        async def both():
+            return await asyncio.gather(
+                session("alice", harness["alice_token"], alice, 6, "alice-secret"),
+                session("bob", harness["bob_token"], bob, 2, "bob-secret"),
+            )
+
+        results = asyncio.run(both())
+
+        # Alone on the connection, a call's log messages reach its caller.
+        async def solo(s):
+            return text(await s.call_tool("chatter", {"tag": "solo"}))
+        alice_solo = Client()
+        assert asyncio.run(http_session(url, harness["alice_token"], alice_solo, solo)) == "chattered solo"
+
+    assert results == [("counted 6", "chattered alice-secret"), ("counted 2", "chattered bob-secret")]
+    assert progress["alice"] == [(i, 6) for i in range(1, 7)]
+    assert progress["bob"] == [(i, 2) for i in range(1, 3)]
+    assert not any("bob" in str(data) for _, data in alice.logs), alice.logs
+    assert not any("alice" in str(data) for _, data in bob.logs), bob.logs
+    assert [data for _, data in alice_solo.logs] == ["solo debug", "solo info", "solo warning"]
+
+
+def test_logging_set_level_filters_relayed_log_messages(harness):
+    everything, warnings = Client(), Client()
+
+    async def all_levels(s):
+        return text(await s.call_tool("chatter", {"tag": "a"}))
+
+    async def warnings_only(s):
+        await s.set_logging_level("warning")
+        return text(await s.call_tool("chatter", {"tag": "b"}))
+
+    assert asyncio.run(stdio_session(harness, everything, all_levels)) == "chattered a"
+    assert asyncio.run(stdio_session(harness, warnings, warnings_only)) == "chattered b"
+    assert everything.logs == [("debug", "a debug"), ("info", "a info"), ("warning", "a warning")]
+    assert warnings.logs == [("warning", "b warning")]
+
+
+def test_sampling_is_relayed_to_the_callers_client(harness):
+    client = Client()
+
+    async def body(s):
+        return text(await s.call_tool("ask_model", {"prompt": "what is six times seven?"}))
+
+    assert asyncio.run(stdio_session(harness, client, body)) == "model said: forty-two"
+    assert len(client.samplings) == 1
+    assert client.samplings[0].messages[0].content.text == "what is six times seven?"
+
+
+def test_sampling_to_a_client_without_the_capability_is_an_error_upstream(harness):
+    client = Client(sampling=False)
+
+    async def body(s):
+        return text(await s.call_tool("ask_model", {"prompt": "hi"}))
+
+    out = asyncio.run(stdio_session(harness, client, body))
+    assert out.startswith("sampling refused:") and "does not support" in out, out
+
+
+def test_sampling_in_a_private_untrusted_run_is_refused_and_audited(harness):
+    """summarise_patient reads pii:health and its request is untrusted: relaying
+    it would send private data out (the trifecta). The upstream gets an error,
+    the client is never asked, and the refusal is audited."""
+    client = Client()
+
+    async def body(s):
+        return text(await s.call_tool("summarise_patient", {"name": "Ann"}))
+
+    out = asyncio.run(stdio_session(harness, client, body))
+    assert out.startswith("sampling refused:") and "relay_denied" in out, out
+    assert client.samplings == []
+    denied = [e for e in audit(harness) if e.get("code") == "relay_denied"]
+    assert len(denied) == 1, audit(harness)
+    assert denied[0]["tool"] == "summarise_patient" and denied[0]["step"] == "flow"
+    assert denied[0]["subject"] == "relay sampling/createMessage" and denied[0]["principal"] == "desktop"
+
+
+def test_the_same_sampling_is_relayed_when_the_harness_turns_the_trifecta_off(harness):
+    path = f"{harness['dir']}/harness.yaml"
+    with open(path) as f:
+        text_ = f.read()
+    with open(path, "w") as f:
+        f.write(text_.replace("  state: sqlite:state.db\n", "  state: sqlite:state.db\n  flow: { trifecta: \"off\" }\n"))
+    client = Client()
+
+    async def body(s):
+        return text(await s.call_tool("summarise_patient", {"name": "Ann"}))
+
+    assert asyncio.run(stdio_session(harness, client, body)) == "model said: forty-two"
+    assert len(client.samplings) == 1
+
+
+def test_sampling_with_the_context_of_every_server_is_refused(harness):
+    client = Client()
+
+    async def body(s):
+        return text(await s.call_tool("ask_model_everything", {"prompt": "hi"}))
+
+    out = asyncio.run(stdio_session(harness, client, body))
+    assert out.startswith("sampling refused:") and "relay_denied" in out, out
+    assert client.samplings == []
+    assert any(e.get("code") == "relay_denied" and e["tool"] == "ask_model_everything" for e in audit(harness))
+
+
+def test_elicitation_is_relayed_to_the_callers_user(harness):
+    client = Client(elicit_content={"answer": "blue"})
+
+    async def body(s):
+        return text(await s.call_tool("ask_user", {"question": "Favourite colour?"}))
+
+    assert asyncio.run(stdio_session(harness, client, body)) == "user said: blue"
+    assert [e.message for e in client.elicitations] == ["Favourite colour?"]
