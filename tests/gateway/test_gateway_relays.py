@@ -236,3 +236,137 @@ def test_elicitation_is_relayed_to_the_callers_user(harness):
 
     assert asyncio.run(stdio_session(harness, client, body)) == "user said: blue"
     assert [e.message for e in client.elicitations] == ["Favourite colour?"]
+
+
+# In-band approvals: transfer is `approval.by: caller` (over 100), wipe is a
+# `role` tool (approver_role ops).
+
+
+def test_caller_confirms_a_caller_approval_in_band(harness):
+    client = Client(elicit_action="accept", elicit_content={})
+
+    async def body(s):
+        small = await s.call_tool("transfer", {"amount": 5})
+        big = await s.call_tool("transfer", {"amount": 500})
+        return small, big
+
+    small, big = asyncio.run(stdio_session(harness, client, body))
+    # No approval needed: nobody is asked.
+    assert text(small) == "sent 5"
+    assert big.is_error is False and text(big) == "sent 500"
+    assert len(client.elicitations) == 1
+    message = client.elicitations[0].message
+    assert "transfer" in message and '{"amount":500}' in message
+    # Audited as any approval: the pending call, then the call that used the
+    # approval the caller granted.
+    events = [e for e in audit(harness) if e["tool"] == "transfer" and e["args_digest"] == audit_digest({"amount": 500})]
+    assert [(e["decision"], e["code"]) for e in events] == [("pending", "approval_required"), ("allowed", None)]
+    assert events[0]["approval_id"] == events[1]["approval_id"]
+    assert approvals(harness) == []
+
+
+def audit_digest(args):
+    import hashlib
+    return "sha256:" + hashlib.sha256(json.dumps(args, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def test_caller_declines_in_band_and_the_call_is_refused(harness):
+    client = Client(elicit_action="decline")
+
+    async def body(s):
+        return await s.call_tool("transfer", {"amount": 500})
+
+    result = asyncio.run(stdio_session(harness, client, body))
+    assert result.is_error is True
+    assert (result.structured_content["code"], result.structured_content["step"]) == ("approval_denied", "approval")
+    assert len(client.elicitations) == 1
+
+
+def test_a_client_without_elicitation_gets_the_out_of_band_answer(harness):
+    client = Client(elicitation=False)
+
+    async def body(s):
+        return await s.call_tool("transfer", {"amount": 500})
+
+    result = asyncio.run(stdio_session(harness, client, body))
+    assert result.is_error is True
+    s = result.structured_content
+    assert (s["status"], s["code"]) == ("pending", "approval_required")
+    assert [a["id"] for a in approvals(harness)] == [s["approval_id"]]
+
+
+def test_a_role_approval_is_never_put_to_the_caller_and_cannot_be_answered_in_band(harness):
+    """wipe needs a reviewer with role ops. A client that accepts every
+    elicitation is never asked; answering anyway (a retry carrying an accept
+    and the approval id as requestState) approves nothing; the ops reviewer's
+    out-of-band grant then lets the same call run."""
+    client = Client(elicit_action="accept", elicit_content={})
+
+    async def first(s):
+        return await s.call_tool("wipe", {"db": "prod"})
+
+    pending = asyncio.run(stdio_session(harness, client, first)).structured_content
+    assert (pending["status"], pending["code"]) == ("pending", "approval_required")
+    assert client.elicitations == []
+    apr = pending["approval_id"]
+
+    async def forged(s):
+        return await s.call_tool("wipe", {"db": "prod"}, request_state=apr,
+                                 input_responses={"harnessweaver_approval": {"action": "accept", "content": {}}})
+
+    again = asyncio.run(stdio_session(harness, client, forged)).structured_content
+    assert (again["status"], again["code"], again["approval_id"]) == ("pending", "approval_required", apr)
+    assert [(a["id"], a["state"]) for a in approvals(harness)] == [(apr, "pending")]
+
+    granted = subprocess.run([HW, "approvals", "approve", apr, "--approver", '{"id": "olga", "roles": ["ops"]}', "--harness", harness["dir"]],
+                             capture_output=True, text=True, timeout=60)
+    assert granted.returncode == 0, granted.stderr
+
+    async def after(s):
+        return await s.call_tool("wipe", {"db": "prod"})
+
+    assert text(asyncio.run(stdio_session(harness, client, after))) == "wiped prod"
+    assert client.elicitations == []
+
+
+def test_another_principal_cannot_answer_a_callers_approval(harness):
+    """bob retries alice's pending transfer naming her approval with an accept:
+    the core refuses (only the caller whose call waits decides in band), and her
+    approval stays pending."""
+    alice = Client(elicitation=False)
+    bob = Client(elicitation=False)
+    with http_gateway(harness) as url:
+        async def ask(s):
+            return (await s.call_tool("transfer", {"amount": 500})).structured_content
+
+        pending = asyncio.run(http_session(url, harness["alice_token"], alice, ask))
+        apr = pending["approval_id"]
+
+        async def forged(s):
+            return (await s.call_tool("transfer", {"amount": 500}, request_state=apr,
+                                      input_responses={"harnessweaver_approval": {"action": "accept", "content": {}}})).structured_content
+
+        bobs = asyncio.run(http_session(url, harness["bob_token"], bob, forged))
+    assert (bobs["status"], bobs["code"]) == ("pending", "approval_required")
+    assert bobs["approval_id"] != apr
+    states = {a["id"]: a["state"] for a in approvals(harness)}
+    assert states[apr] == "pending"
+
+
+def test_a_retry_carrying_the_callers_answer_resumes_a_caller_approval(harness):
+    """The InputRequiredResult path (2026-07-28) from the gateway's side: a retry
+    naming the approval as requestState with an accept under inputResponses
+    resumes the caller's own `approval.by: caller` call (the same retry that
+    approves nothing for a role tool or for another principal, above)."""
+    client = Client(elicitation=False)
+
+    async def body(s):
+        pending = (await s.call_tool("transfer", {"amount": 700})).structured_content
+        retried = await s.call_tool("transfer", {"amount": 700}, request_state=pending["approval_id"],
+                                    input_responses={"harnessweaver_approval": {"action": "accept", "content": {}}})
+        return pending, retried
+
+    pending, retried = asyncio.run(stdio_session(harness, client, body))
+    assert pending["status"] == "pending"
+    assert retried.is_error is False and text(retried) == "sent 700"
+    assert approvals(harness) == []
