@@ -64,7 +64,9 @@ impl Governor {
         self.check_in_band(&approval, caller, tenant)?;
         let note = "confirmed in band by the caller";
         match self.store.transition(id, ApprovalState::Pending, ApprovalState::Approved, Some(&caller.id), Some(note)) {
-            Ok(true) => Ok(PendingApproval { state: ApprovalState::Approved, decided_by: Some(caller.id.clone()), note: Some(note.into()), ..approval }),
+            Ok(true) => {
+                Ok(PendingApproval { state: ApprovalState::Approved, decided_by: Some(caller.id.clone()), note: Some(note.into()), ..approval })
+            }
             Ok(false) => Err(super::approvals::not_pending(id)),
             Err(e) => Err(super::approvals::store_error(e)),
         }

@@ -16,9 +16,9 @@ mod explain;
 mod flow;
 // Issue 22: in-band approvals and relays through the MCP gateway.
 mod inband;
-mod relay;
 mod output;
 mod provenance;
+mod relay;
 mod runs;
 mod secrets;
 mod steps;

@@ -98,7 +98,8 @@ impl Governor {
         if self.settings.trifecta == TrifectaMode::Off {
             return Ok(());
         }
-        let labels = self.store.labels(run_id).map_err(|e| RelayDenial::new(tool, kind, format!("the run's labels could not be read: {}", e.message)))?;
+        let labels =
+            self.store.labels(run_id).map_err(|e| RelayDenial::new(tool, kind, format!("the run's labels could not be read: {}", e.message)))?;
         let private = labels.private || rt.private;
         let untrusted = labels.untrusted || rt.output.untrusted;
         if private && untrusted {

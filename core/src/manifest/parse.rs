@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::model::{
-    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, ApprovalBy, CodeLimits, Constraint, Duration, Location, Manifest, OutputPolicy,
-    PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
+    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, ApprovalBy, CodeLimits, Constraint, Duration, Location, Manifest,
+    OutputPolicy, PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
 };
 use super::schema::check_schema;
 use crate::cel_lite::Program;

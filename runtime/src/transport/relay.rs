@@ -100,14 +100,26 @@ pub fn by_token(table: &InFlightTable, token: &str) -> Option<Arc<dyn CallRelay>
     lock(table).calls.get(token).cloned().flatten()
 }
 
-/// The relay of the only call in flight, if exactly one is and it relays;
-/// `Err` when several are (the message cannot be attributed).
-pub fn sole(table: &InFlightTable) -> Result<Option<Arc<dyn CallRelay>>, ()> {
+/// Who an upstream message without a call id belongs to.
+pub enum Attribution {
+    /// The only call in flight, which relays.
+    Call(Arc<dyn CallRelay>),
+    /// No call in flight, or the only one relays nothing.
+    Nobody,
+    /// Several calls are in flight: the message cannot be attributed.
+    Several,
+}
+
+/// The call of the connection a message without a call id belongs to.
+pub fn sole(table: &InFlightTable) -> Attribution {
     let t = lock(table);
     if t.calls.len() + t.starting > 1 {
-        return Err(());
+        return Attribution::Several;
     }
-    Ok(t.calls.values().next().cloned().flatten())
+    match t.calls.values().next().cloned().flatten() {
+        Some(relay) => Attribution::Call(relay),
+        None => Attribution::Nobody,
+    }
 }
 
 /// The client side of one upstream connection: declares sampling and
@@ -127,9 +139,9 @@ impl Upstream {
 
     async fn relay_request(&self, kind: RelayKind, params: Value) -> Result<Value, rmcp::ErrorData> {
         let relay = match sole(&self.calls) {
-            Ok(Some(relay)) => relay,
-            Ok(None) => return Err(rmcp::ErrorData::invalid_request(format!("`{}` is not relayed for this call", kind.method()), None)),
-            Err(()) => {
+            Attribution::Call(relay) => relay,
+            Attribution::Nobody => return Err(rmcp::ErrorData::invalid_request(format!("`{}` is not relayed for this call", kind.method()), None)),
+            Attribution::Several => {
                 return Err(rmcp::ErrorData::invalid_request(
                     format!("`{}` refused: several calls are running on this connection and the request names none of them", kind.method()),
                     None,
@@ -183,11 +195,7 @@ impl rmcp::ClientHandler for Upstream {
         serde_json::from_value(value).map_err(|_| rmcp::ErrorData::internal_error("the client's elicitation result is not an ElicitResult", None))
     }
 
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
+    async fn on_progress(&self, params: rmcp::model::ProgressNotificationParam, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
         if let Some(relay) = by_token(&self.calls, &token_text(&params.progress_token)) {
             relay.progress(params.progress, params.total, params.message);
         }
@@ -198,7 +206,7 @@ impl rmcp::ClientHandler for Upstream {
         params: rmcp::model::LoggingMessageNotificationParam,
         _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
     ) {
-        if let Ok(Some(relay)) = sole(&self.calls) {
+        if let Attribution::Call(relay) = sole(&self.calls) {
             if let Ok(value) = serde_json::to_value(params) {
                 relay.log(value);
             }
