@@ -183,22 +183,26 @@ def test_sampling_to_a_client_without_the_capability_is_an_error_upstream(harnes
     assert out.startswith("sampling refused:") and "does not support" in out, out
 
 
-def test_sampling_in_a_private_untrusted_run_is_refused_and_audited(harness):
-    """summarise_patient reads pii:health and its request is untrusted: relaying
-    it would send private data out (the trifecta). The upstream gets an error,
-    the client is never asked, and the refusal is audited."""
+def assert_sampling_refused_and_audited(harness, tool, args):
+    """`tool`'s sampling request is refused upstream, never reaches the client, and is audited once."""
     client = Client()
 
     async def body(s):
-        return text(await s.call_tool("summarise_patient", {"name": "Ann"}))
+        return text(await s.call_tool(tool, args))
 
     out = asyncio.run(stdio_session(harness, client, body))
     assert out.startswith("sampling refused:") and "relay_denied" in out, out
     assert client.samplings == []
     denied = [e for e in audit(harness) if e.get("code") == "relay_denied"]
     assert len(denied) == 1, audit(harness)
-    assert denied[0]["tool"] == "summarise_patient" and denied[0]["step"] == "flow"
+    assert denied[0]["tool"] == tool and denied[0]["step"] == "flow"
     assert denied[0]["subject"] == "relay sampling/createMessage" and denied[0]["principal"] == "desktop"
+
+
+def test_sampling_in_a_private_untrusted_run_is_refused_and_audited(harness):
+    """summarise_patient reads pii:health and its request is untrusted: relaying
+    it would send private data out (the trifecta)."""
+    assert_sampling_refused_and_audited(harness, "summarise_patient", {"name": "Ann"})
 
 
 def test_the_same_sampling_is_relayed_when_the_harness_turns_the_trifecta_off(harness):
@@ -217,15 +221,7 @@ def test_the_same_sampling_is_relayed_when_the_harness_turns_the_trifecta_off(ha
 
 
 def test_sampling_with_the_context_of_every_server_is_refused(harness):
-    client = Client()
-
-    async def body(s):
-        return text(await s.call_tool("ask_model_everything", {"prompt": "hi"}))
-
-    out = asyncio.run(stdio_session(harness, client, body))
-    assert out.startswith("sampling refused:") and "relay_denied" in out, out
-    assert client.samplings == []
-    assert any(e.get("code") == "relay_denied" and e["tool"] == "ask_model_everything" for e in audit(harness))
+    assert_sampling_refused_and_audited(harness, "ask_model_everything", {"prompt": "hi"})
 
 
 def test_elicitation_is_relayed_to_the_callers_user(harness):

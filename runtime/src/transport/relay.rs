@@ -156,6 +156,16 @@ impl Upstream {
     }
 }
 
+impl Upstream {
+    /// [`Upstream::relay_request`] from and to the SDK's types.
+    async fn relay_typed<P: serde::Serialize, R: serde::de::DeserializeOwned>(&self, kind: RelayKind, params: P) -> Result<R, rmcp::ErrorData> {
+        let params = serde_json::to_value(params).map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
+        let value = self.relay_request(kind, params).await?;
+        serde_json::from_value(value)
+            .map_err(|_| rmcp::ErrorData::internal_error(format!("the client's answer to `{}` has the wrong shape", kind.method()), None))
+    }
+}
+
 impl Default for Upstream {
     fn default() -> Self {
         Self::new()
@@ -180,9 +190,7 @@ impl rmcp::ClientHandler for Upstream {
         params: rmcp::model::CreateMessageRequestParams,
         _context: rmcp::service::RequestContext<rmcp::RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        let params = serde_json::to_value(params).map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
-        let value = self.relay_request(RelayKind::Sampling, params).await?;
-        serde_json::from_value(value).map_err(|_| rmcp::ErrorData::internal_error("the client's sampling result is not a CreateMessageResult", None))
+        self.relay_typed(RelayKind::Sampling, params).await
     }
 
     async fn create_elicitation(
@@ -190,9 +198,7 @@ impl rmcp::ClientHandler for Upstream {
         params: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<rmcp::RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        let params = serde_json::to_value(params).map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
-        let value = self.relay_request(RelayKind::Elicitation, params).await?;
-        serde_json::from_value(value).map_err(|_| rmcp::ErrorData::internal_error("the client's elicitation result is not an ElicitResult", None))
+        self.relay_typed(RelayKind::Elicitation, params).await
     }
 
     async fn on_progress(&self, params: rmcp::model::ProgressNotificationParam, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
