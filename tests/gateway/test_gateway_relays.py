@@ -366,3 +366,48 @@ def test_a_retry_carrying_the_callers_answer_resumes_a_caller_approval(harness):
     assert pending["status"] == "pending"
     assert retried.is_error is False and text(retried) == "sent 700"
     assert approvals(harness) == []
+
+
+async def modern_session(info, client, body):
+    """A 2026-07-28 session: `server/discover`, no initialize."""
+    params = StdioServerParameters(command=HW, args=["gateway", "mcp", info["dir"], "--stdio"], env=gateway_env(info))
+    async with stdio_client(params) as (r, w):
+        async with ClientSession(r, w, **client.kwargs) as s:
+            await s.discover()
+            return await body(s)
+
+
+def test_at_2026_07_28_a_caller_approval_is_asked_as_an_input_required_result(harness):
+    client = Client()
+
+    async def body(s):
+        return await s.call_tool("transfer", {"amount": 500}, allow_input_required=True)
+
+    asked = asyncio.run(modern_session(harness, client, body))
+    assert isinstance(asked, t.InputRequiredResult)
+    request = asked.input_requests["harnessweaver_approval"]
+    assert request.method == "elicitation/create"
+    assert "transfer" in request.params.message and '{"amount":500}' in request.params.message
+    assert [(a["id"], a["state"]) for a in approvals(harness)] == [(asked.request_state, "pending")]
+
+
+@pytest.mark.xfail(strict=True, reason="the retried call's CallToolResult needs `resultType` at 2026-07-28 "
+                   "(issue 22 item 2, h22p's branch); remove this mark once that lands")
+def test_at_2026_07_28_the_callers_answer_resumes_the_call(harness):
+    client = Client(elicit_action="accept", elicit_content={})
+
+    async def body(s):
+        asked = await s.call_tool("transfer", {"amount": 500}, allow_input_required=True)
+        answer = {"harnessweaver_approval": {"action": "accept", "content": {}}}
+        return await s.call_tool("transfer", {"amount": 500}, input_responses=answer, request_state=asked.request_state)
+
+    done = asyncio.run(modern_session(harness, client, body))
+    assert done.is_error is False and text(done) == "sent 500"
+    assert approvals(harness) == []
+
+    # A role tool is not asked in band at 2026-07-28 either: the out-of-band answer.
+    async def role(s):
+        return await s.call_tool("wipe", {"db": "x"}, allow_input_required=True)
+
+    pending = asyncio.run(modern_session(harness, client, role))
+    assert isinstance(pending, t.CallToolResult) and pending.structured_content["status"] == "pending"
