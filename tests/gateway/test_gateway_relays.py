@@ -4,6 +4,7 @@ and elicitation callbacks) against a real upstream MCP server
 (tests/gateway/relay/relay_server.py, official Python SDK) fronted under
 pinned manifests (tests/gateway/relay/make_relay_harness.py).
 """
+
 import asyncio
 import json
 import subprocess
@@ -11,17 +12,17 @@ import sys
 
 import mcp_types as t
 import pytest
+from gateway_support import HERE, HW, gateway_env, http_gateway
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from gateway_support import HERE, HW, gateway_env, http_gateway
-
 
 def relay_harness(dest):
-    out = subprocess.run([sys.executable, str(HERE / "relay" / "make_relay_harness.py"), str(dest)],
-                         check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, str(HERE / "relay" / "make_relay_harness.py"), str(dest)], check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout)
 
 
@@ -83,7 +84,9 @@ def audit(info):
 
 
 def approvals(info):
-    out = subprocess.run([HW, "approvals", "list", "--json", "--harness", info["dir"]], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [HW, "approvals", "list", "--json", "--harness", info["dir"]], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -109,19 +112,21 @@ def test_two_concurrent_clients_each_get_only_their_own_progress_and_logs(harnes
     and are dropped rather than guessed)."""
     alice, bob = Client(), Client()
     progress = {"alice": [], "bob": []}
-    both_running = asyncio.Event
 
     def recorder(who):
         async def on_progress(p, total, message):
             progress[who].append((p, total))
+
         return on_progress
 
     with http_gateway(harness) as url:
+
         async def session(name, token, client, steps, tag):
             async def body(s):
                 counted = await s.call_tool("count", {"steps": steps}, progress_callback=recorder(name))
                 chattered = await s.call_tool("chatter", {"tag": tag})
                 return text(counted), text(chattered)
+
             return await http_session(url, token, client, body)
 
         async def both():
@@ -135,6 +140,7 @@ def test_two_concurrent_clients_each_get_only_their_own_progress_and_logs(harnes
         # Alone on the connection, a call's log messages reach its caller.
         async def solo(s):
             return text(await s.call_tool("chatter", {"tag": "solo"}))
+
         alice_solo = Client()
         assert asyncio.run(http_session(url, harness["alice_token"], alice_solo, solo)) == "chattered solo"
 
@@ -210,7 +216,7 @@ def test_the_same_sampling_is_relayed_when_the_harness_turns_the_trifecta_off(ha
     with open(path) as f:
         text_ = f.read()
     with open(path, "w") as f:
-        f.write(text_.replace("  state: sqlite:state.db\n", "  state: sqlite:state.db\n  flow: { trifecta: \"off\" }\n"))
+        f.write(text_.replace("  state: sqlite:state.db\n", '  state: sqlite:state.db\n  flow: { trifecta: "off" }\n'))
     client = Client()
 
     async def body(s):
@@ -263,6 +269,7 @@ def test_caller_confirms_a_caller_approval_in_band(harness):
 
 def audit_digest(args):
     import hashlib
+
     return "sha256:" + hashlib.sha256(json.dumps(args, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -307,15 +314,23 @@ def test_a_role_approval_is_never_put_to_the_caller_and_cannot_be_answered_in_ba
     apr = pending["approval_id"]
 
     async def forged(s):
-        return await s.call_tool("wipe", {"db": "prod"}, request_state=apr,
-                                 input_responses={"harnessweaver_approval": {"action": "accept", "content": {}}})
+        return await s.call_tool(
+            "wipe",
+            {"db": "prod"},
+            request_state=apr,
+            input_responses={"harnessweaver_approval": {"action": "accept", "content": {}}},
+        )
 
     again = asyncio.run(stdio_session(harness, client, forged)).structured_content
     assert (again["status"], again["code"], again["approval_id"]) == ("pending", "approval_required", apr)
     assert [(a["id"], a["state"]) for a in approvals(harness)] == [(apr, "pending")]
 
-    granted = subprocess.run([HW, "approvals", "approve", apr, "--approver", '{"id": "olga", "roles": ["ops"]}', "--harness", harness["dir"]],
-                             capture_output=True, text=True, timeout=60)
+    granted = subprocess.run(
+        [HW, "approvals", "approve", apr, "--approver", '{"id": "olga", "roles": ["ops"]}', "--harness", harness["dir"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert granted.returncode == 0, granted.stderr
 
     async def after(s):
@@ -332,6 +347,7 @@ def test_another_principal_cannot_answer_a_callers_approval(harness):
     alice = Client(elicitation=False)
     bob = Client(elicitation=False)
     with http_gateway(harness) as url:
+
         async def ask(s):
             return (await s.call_tool("transfer", {"amount": 500})).structured_content
 
@@ -339,8 +355,14 @@ def test_another_principal_cannot_answer_a_callers_approval(harness):
         apr = pending["approval_id"]
 
         async def forged(s):
-            return (await s.call_tool("transfer", {"amount": 500}, request_state=apr,
-                                      input_responses={"harnessweaver_approval": {"action": "accept", "content": {}}})).structured_content
+            return (
+                await s.call_tool(
+                    "transfer",
+                    {"amount": 500},
+                    request_state=apr,
+                    input_responses={"harnessweaver_approval": {"action": "accept", "content": {}}},
+                )
+            ).structured_content
 
         bobs = asyncio.run(http_session(url, harness["bob_token"], bob, forged))
     assert (bobs["status"], bobs["code"]) == ("pending", "approval_required")
@@ -358,8 +380,12 @@ def test_a_retry_carrying_the_callers_answer_resumes_a_caller_approval(harness):
 
     async def body(s):
         pending = (await s.call_tool("transfer", {"amount": 700})).structured_content
-        retried = await s.call_tool("transfer", {"amount": 700}, request_state=pending["approval_id"],
-                                    input_responses={"harnessweaver_approval": {"action": "accept", "content": {}}})
+        retried = await s.call_tool(
+            "transfer",
+            {"amount": 700},
+            request_state=pending["approval_id"],
+            input_responses={"harnessweaver_approval": {"action": "accept", "content": {}}},
+        )
         return pending, retried
 
     pending, retried = asyncio.run(stdio_session(harness, client, body))
@@ -391,8 +417,11 @@ def test_at_2026_07_28_a_caller_approval_is_asked_as_an_input_required_result(ha
     assert [(a["id"], a["state"]) for a in approvals(harness)] == [(asked.request_state, "pending")]
 
 
-@pytest.mark.xfail(strict=True, reason="the retried call's CallToolResult needs `resultType` at 2026-07-28 "
-                   "(issue 22 item 2, h22p's branch); remove this mark once that lands")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the retried call's CallToolResult needs `resultType` at 2026-07-28 "
+    "(issue 22 item 2, h22p's branch); remove this mark once that lands",
+)
 def test_at_2026_07_28_the_callers_answer_resumes_the_call(harness):
     client = Client(elicit_action="accept", elicit_content={})
 

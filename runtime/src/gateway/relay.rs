@@ -195,7 +195,13 @@ pub async fn pump<T: Send + 'static>(
     let mut join = tokio::task::spawn_blocking(move || work(sink));
     loop {
         tokio::select! {
-            done = &mut join => return done,
+            done = &mut join => {
+                // What the call relayed before it ended still goes out, in order.
+                while let Ok(event) = events.try_recv() {
+                    forward(peer, side, event).await;
+                }
+                return done;
+            }
             Some(event) = events.recv() => forward(peer, side, event).await,
         }
     }

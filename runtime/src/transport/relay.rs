@@ -55,13 +55,38 @@ pub fn current() -> Option<Arc<dyn CallRelay>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// How long a call's entry outlives its answer, until the next call of the
+/// connection starts. rmcp hands each notification to a task of its own, so
+/// a log message the server sent just before its answer may be handled just
+/// after it: the ended call still takes it. A call that starts forgets the
+/// ended ones (so calls one after another each get their own messages); a
+/// message of an ended call handled after that is the one window where
+/// attribution could err, as narrow as a task's scheduling delay.
+pub const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One call of the connection.
+struct Entry {
+    /// The call's relay (`None`: the caller relays nothing).
+    relay: Option<Arc<dyn CallRelay>>,
+    /// When its answer came.
+    ended: Option<std::time::Instant>,
+}
+
 /// The calls in flight on one upstream connection.
 #[derive(Default)]
 pub struct InFlight {
-    /// Progress token → the call's relay (`None`: the caller relays nothing).
-    calls: HashMap<String, Option<Arc<dyn CallRelay>>>,
+    /// Progress token → the call.
+    calls: HashMap<String, Entry>,
     /// Calls sent whose token is not known yet.
     starting: usize,
+}
+
+impl InFlight {
+    /// Forgets the calls that ended more than [`LINGER`] ago.
+    fn prune(&mut self) {
+        let now = std::time::Instant::now();
+        self.calls.retain(|_, e| e.ended.is_none_or(|at| now.duration_since(at) < LINGER));
+    }
 }
 
 /// The shared table of one connection's calls.
@@ -74,14 +99,17 @@ fn lock(table: &InFlightTable) -> std::sync::MutexGuard<'_, InFlight> {
 /// A call about to be sent: counted, so no message is attributed to
 /// another call while its token is unknown.
 pub fn starting(table: &InFlightTable) {
-    lock(table).starting += 1;
+    let mut t = lock(table);
+    t.calls.retain(|_, e| e.ended.is_none());
+    t.starting += 1;
 }
 
 /// The call sent has `token`.
 pub fn started(table: &InFlightTable, token: String, relay: Option<Arc<dyn CallRelay>>) {
     let mut t = lock(table);
     t.starting = t.starting.saturating_sub(1);
-    t.calls.insert(token, relay);
+    t.calls.retain(|_, e| e.ended.is_none());
+    t.calls.insert(token, Entry { relay, ended: None });
 }
 
 /// A call that could not be sent.
@@ -90,14 +118,18 @@ pub fn not_started(table: &InFlightTable) {
     t.starting = t.starting.saturating_sub(1);
 }
 
-/// The call of `token` ended.
+/// The call of `token` got its answer (its entry lingers, see [`LINGER`]).
 pub fn ended(table: &InFlightTable, token: &str) {
-    lock(table).calls.remove(token);
+    let mut t = lock(table);
+    if let Some(entry) = t.calls.get_mut(token) {
+        entry.ended = Some(std::time::Instant::now());
+    }
+    t.prune();
 }
 
 /// The relay of the call with progress token `token`.
 pub fn by_token(table: &InFlightTable, token: &str) -> Option<Arc<dyn CallRelay>> {
-    lock(table).calls.get(token).cloned().flatten()
+    lock(table).calls.get(token).and_then(|e| e.relay.clone())
 }
 
 /// Who an upstream message without a call id belongs to.
@@ -112,11 +144,12 @@ pub enum Attribution {
 
 /// The call of the connection a message without a call id belongs to.
 pub fn sole(table: &InFlightTable) -> Attribution {
-    let t = lock(table);
+    let mut t = lock(table);
+    t.prune();
     if t.calls.len() + t.starting > 1 {
         return Attribution::Several;
     }
-    match t.calls.values().next().cloned().flatten() {
+    match t.calls.values().next().and_then(|e| e.relay.clone()) {
         Some(relay) => Attribution::Call(relay),
         None => Attribution::Nobody,
     }

@@ -9,6 +9,7 @@ with `harnessweaver tools pin`.
 Prints one JSON object: {"dir", "env", "alice_token", "bob_token"}. Used by
 the Python and Node relay tests alike.
 """
+
 import asyncio
 import json
 import os
@@ -24,17 +25,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 SERVER = os.path.join(HERE, "relay_server.py")
 HW = os.environ.get("HW_GATEWAY_BIN") or os.path.join(
-    ROOT, "target", os.environ.get("CARGO_BUILD_TARGET", "x86_64-unknown-linux-gnu"), "debug", "harnessweaver")
+    ROOT, "target", os.environ.get("CARGO_BUILD_TARGET", "x86_64-unknown-linux-gnu"), "debug", "harnessweaver"
+)
 
 # What each tool's manifest adds to its served definition.
 GOVERNANCE = {
     # Reads private data: running it makes the run private, and its request
     # (its output, untrusted) makes a relay the lethal trifecta.
-    "summarise_patient": "  data_access: [\"pii:health\"]\n",
+    "summarise_patient": '  data_access: ["pii:health"]\n',
     # The caller's own user may confirm it (in band).
-    "transfer": "  approval: { when: \"args.amount > 100\", by: caller }\n",
+    "transfer": '  approval: { when: "args.amount > 100", by: caller }\n',
     # Only a reviewer with role ops may approve it (out of band).
-    "wipe": "  approval: { when: \"true\", approver_role: ops }\n",
+    "wipe": '  approval: { when: "true", approver_role: ops }\n',
 }
 
 
@@ -63,8 +65,7 @@ def main():
             "  transport: mcp\n"
             "  server: mcp://relay\n"
             f"  description: {json.dumps(tool.description)}\n"
-            f"  input_schema: {json.dumps(tool.input_schema)}\n"
-            + GOVERNANCE.get(tool.name, "")
+            f"  input_schema: {json.dumps(tool.input_schema)}\n" + GOVERNANCE.get(tool.name, "")
         )
         with open(os.path.join(dest, "tools", f"{tool.name}.yaml"), "w") as f:
             f.write(manifest)

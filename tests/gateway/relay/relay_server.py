@@ -5,10 +5,12 @@ official Python SDK: tools that report progress, log, ask the client's model
 tools whose manifests ask for approval. The gateway fronts it (transport: mcp)
 under manifests make_relay_harness.py writes and pins.
 """
+
 import asyncio
 
 import mcp_types as t
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 server = MCPServer("relay-fixtures")
@@ -39,7 +41,7 @@ async def sample(ctx: Context, prompt: str, include_context=None) -> str:
             max_tokens=50,
             include_context=include_context,
         )
-    except Exception as e:  # the gateway refused the relay: say so in the result
+    except MCPError as e:  # the gateway refused the relay: say so in the result
         return f"sampling refused: {e}"
     content = result.content
     return f"model said: {content.text}" if isinstance(content, t.TextContent) else "model said something else"
@@ -68,7 +70,7 @@ class Answer(BaseModel):
 async def ask_user(question: str, ctx: Context) -> str:
     try:
         result = await ctx.elicit(question, Answer)
-    except Exception as e:
+    except MCPError as e:
         return f"elicitation refused: {e}"
     if result.action == "accept":
         return f"user said: {result.data.answer}"
