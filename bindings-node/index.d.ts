@@ -358,6 +358,19 @@ export declare class Harness {
   compensate(callId: string, options: { principal: Principal; tenant?: string | null; task?: string | null; run?: Run | string | null }): { [key: string]: JsonValue }
   /** Grants approval `id` of a built-in tool and writes its permission `candidate` to the permission file. */
   acceptCandidate(id: string | ApprovalRequest, candidate: string, options: { approver: Principal }): { state: string; candidate: JsonValue }
+  /**
+   * The caller `by` confirms its own waiting call of an `approval.by: caller` tool (issue 22).
+   * @throws {@link HarnessweaverError} `approval_not_in_band` (a `role` tool, or an approval something besides
+   * `approval.when` asked for) or `approver_not_allowed` (another principal's call).
+   */
+  approveInBand(id: string | ApprovalRequest, options: { by: Principal; tenant?: string | null }): { state: string; decided_by: string | null }
+  /** The caller `by` declines its own waiting call in band (then refused `approval_denied`); the same rule as `approveInBand`. */
+  declineInBand(id: string | ApprovalRequest, options: { by: Principal; tenant?: string | null }): { state: string; decided_by: string | null }
+  /**
+   * Whether `tool`, running in `run`, may send a `kind` (`sampling` or `elicitation`) request to the caller's
+   * client: `{decision: "allowed"}` or `{decision: "denied", code: "relay_denied", step, message, reasons}`.
+   */
+  relayDecision(tool: string, kind: "sampling" | "elicitation", options: { run: Run | string; includeContext?: string | null }): { [key: string]: JsonValue }
 }
 
 /**

@@ -249,6 +249,12 @@ codes! {
         RunExpired => "run_expired",
         /// A secret handle's source gave no value (its command failed, timed out or printed nothing).
         SecretUnavailable => "secret_unavailable",
+        // Issue 22 (relays through the MCP gateway): an upstream tool's
+        // sampling or elicitation request is egress of the run's data.
+        /// A sampling or elicitation request relayed from a running tool to
+        /// the caller's client is refused by the flow rules (the trifecta,
+        /// `includeContext: allServers`); the upstream gets an error.
+        RelayDenied => "relay_denied",
     }
 }
 
@@ -262,7 +268,7 @@ impl RefusalCode {
             Self::DigestMismatch => Step::Pin,
             Self::ScopeMissing | Self::PolicyDenied | Self::AccessDenied | Self::SecretNotInScope => Step::Policy,
             Self::BudgetExhausted | Self::RateLimited | Self::RunExpired => Step::Limits,
-            Self::Trifecta | Self::TaintedArgument => Step::Flow,
+            Self::Trifecta | Self::TaintedArgument | Self::RelayDenied => Step::Flow,
             Self::ApprovalRequired | Self::ApprovalDenied | Self::ApprovalExpired | Self::ApprovalLimit => Step::Approval,
             Self::Timeout
             | Self::HandlerError
@@ -631,6 +637,11 @@ codes! {
         /// A run started from a source `spec.runs` does not list or enable, or
         /// past its `max_runs_per_day`.
         RunNotAdmitted => "run_not_admitted",
+        // Issue 22 (in-band approvals through the MCP gateway).
+        /// An in-band (caller) decision on an approval the caller may not
+        /// decide: its tool is `approval.by: role`, or something besides
+        /// `approval.when` asked for it (the trifecta, the risk, a rule).
+        ApprovalNotInBand => "approval_not_in_band",
     }
 }
 

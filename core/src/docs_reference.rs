@@ -46,7 +46,7 @@ spec:
   rate_limit: { per_principal: 1/s, per_tenant: 1/s }
   effect: { kind: external_write, retry_mode: reconcile, compensation: t, reconcile: t }
   secrets: [K]
-  approval: { when: "true", approver_role: r }
+  approval: { when: "true", approver_role: r, by: caller }
   output: { max_bytes: 10, sanitize: [pii_redact], label: trusted, content: text_only }
   payload_constraints:
     input: { KEY: { non_empty: true, max_length: 1, min: 0, max: 1, allowed_values: [1], min_items: 0, max_items: 1 } }

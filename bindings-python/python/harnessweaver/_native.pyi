@@ -499,6 +499,18 @@ class Host:
     def accept_candidate(self, id: Any, candidate: str, *, approver: Union[Principal, PrincipalDict]) -> JSONObject:
         """Grants approval ``id`` of a built-in tool and writes its permission ``candidate`` to the
         permission file: ``{"state", "candidate"}``."""
+    def approve_in_band(self, id: Any, *, by: Union[Principal, PrincipalDict], tenant: Optional[str] = None) -> JSONObject:
+        """The caller ``by`` confirms its own waiting call of an ``approval.by: caller`` tool
+        (issue 22): ``{"state", "decided_by"}``. Raises ``approval_not_in_band`` for a ``role``
+        tool or an approval something besides ``approval.when`` asked for, ``approver_not_allowed``
+        for another principal's call."""
+    def decline_in_band(self, id: Any, *, by: Union[Principal, PrincipalDict], tenant: Optional[str] = None) -> JSONObject:
+        """The caller ``by`` declines its own waiting call in band (the call is then refused
+        ``approval_denied``): ``{"state", "decided_by"}``; the same rule as ``approve_in_band``."""
+    def relay_decision(self, tool: str, kind: str, *, run: Any, include_context: Optional[str] = None) -> JSONObject:
+        """Whether ``tool``, running in ``run``, may send a ``kind`` (``sampling`` or
+        ``elicitation``) request to the caller's client: ``{"decision": "allowed"}`` or
+        ``{"decision": "denied", "code": "relay_denied", "step", "message", "reasons"}``."""
 
 def serve_mcp(
     host: Host,

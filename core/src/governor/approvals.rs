@@ -118,7 +118,7 @@ impl Governor {
         }
     }
 
-    fn open_approval(&self, id: &str) -> Result<PendingApproval, Error> {
+    pub(super) fn open_approval(&self, id: &str) -> Result<PendingApproval, Error> {
         let approval = self
             .store
             .approval(id)
@@ -143,13 +143,13 @@ impl Governor {
     }
 }
 
-fn not_pending(id: &str) -> Error {
+pub(super) fn not_pending(id: &str) -> Error {
     Error::InvalidArgument {
         code: ArgumentCode::ApprovalNotPending.as_str(),
         message: format!("approval `{id}` is not pending (already decided or used)"),
     }
 }
 
-fn store_error(e: StoreError) -> Error {
+pub(super) fn store_error(e: StoreError) -> Error {
     Error::InvalidArgument { code: ArgumentCode::StoreUnavailable.as_str(), message: e.message }
 }

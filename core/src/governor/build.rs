@@ -116,6 +116,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         identifies: m.identifies.iter().filter_map(|(arg, path)| Some((arg.clone(), manifest::ValuePath::parse(path)?))).collect(),
         approval_when: approval_program(tool, problems),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
+        approval_by: m.approval.as_ref().map(|a| a.by).unwrap_or_default(),
         risk: manifest::risk_name(m.risk).to_string(),
         timeout_ms: m.timeout.ms,
         output: OutputPolicy {

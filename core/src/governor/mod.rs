@@ -15,9 +15,12 @@ mod content;
 mod effects;
 mod explain;
 mod flow;
+// Issue 22: in-band approvals and relays through the MCP gateway.
+mod inband;
 mod output;
 mod provenance;
 mod reconcile_op;
+mod relay;
 mod run_timeout;
 mod runs;
 mod secrets;
@@ -41,6 +44,7 @@ pub use effects::ToolEffect;
 pub use explain::Explanation;
 pub use output::{cut, truncate};
 pub use provenance::DEFAULT_SINKS;
+pub use relay::{relay_decision_value, RelayDenial, RelayKind};
 pub use runs::MAX_HISTORY;
 pub use trace::StepTrace;
 
@@ -149,6 +153,8 @@ pub struct ToolRuntime {
     pub approval_when: Option<Arc<Program>>,
     /// `approval.approver_role`.
     pub approver_role: Option<String>,
+    /// `approval.by` (issue 22): whether the caller may confirm in band.
+    pub approval_by: crate::manifest::ApprovalBy,
     /// `risk`.
     pub risk: String,
     /// `timeout`, in ms.

@@ -30,7 +30,7 @@ pub const ERROR_CLASSES: [[&str; 2]; 3] = [["load", "LoadError"], ["value", "Inv
 /// each name with its arguments in order, `*` before the keyword-only ones,
 /// `name=default` (JSON) for an optional one. An `id` or `run` argument takes
 /// the id, or what a host holds it in (an approval, a run).
-pub const METHODS: [(&str, &[&str]); 13] = [
+pub const METHODS: [(&str, &[&str]); 16] = [
     ("describe_tools", &[]),
     ("grant", &["id", "*", "approver"]),
     ("deny", &["id", "reason=\"\"", "*", "by"]),
@@ -45,6 +45,10 @@ pub const METHODS: [(&str, &[&str]); 13] = [
     ("resolve_effect", &["call_id", "applied", "*", "by"]),
     ("compensate", &["call_id", "*", "principal", "tenant=null", "task=null", "run=null"]),
     ("accept_candidate", &["id", "candidate", "*", "approver"]),
+    // Issue 22: in-band approvals (`approval.by: caller`) and the relay decision.
+    ("approve_in_band", &["id", "*", "by", "tenant=null"]),
+    ("decline_in_band", &["id", "*", "by", "tenant=null"]),
+    ("relay_decision", &["tool", "kind", "*", "run", "include_context=null"]),
 ];
 
 /// The core's tables a binding builds its classes and checks from: the
@@ -172,7 +176,9 @@ impl Host {
     /// `compensate` (`call_id`, `principal`, `tenant`, `task`, `run`); issue 24: `span` (`event`: an audit
     /// event's JSON form; its [`SpanRecord`], the tool's description filled in), `observe` (`listening`: the
     /// observer's switch); issue 20: `accept_candidate` (`id`,
-    /// `candidate`, `approver`). [`METHODS`] lists those a dynamic language exposes as methods.
+    /// `candidate`, `approver`); issue 22: `approve_in_band` and `decline_in_band` (`id`, `by`, `tenant`: the
+    /// caller decides its own `approval.by: caller` call), `relay_decision` (`tool`, `kind`, `run`,
+    /// `include_context`). [`METHODS`] lists those a dynamic language exposes as methods.
     pub fn request(&self, method: &str, args: &Value) -> Result<Value, Error> {
         let a = Args::of(args)?;
         match method {
@@ -234,6 +240,22 @@ impl Host {
                 let (tenant, task, run_id) = (a.string("tenant")?, a.string("task")?, a.string("run")?);
                 let ctx = CallContext { principal: a.principal("principal")?, tenant, task, run_id, ..CallContext::default() };
                 self.compensate_through_core(a.required("call_id")?, &ctx).map(|r| r.to_value())
+            }
+            // Issue 22: in-band approvals and the relay decision.
+            "approve_in_band" => {
+                let approval = self.gov()?.approve_in_band(a.required("id")?, &a.principal("by")?, a.text("tenant")?)?;
+                Ok(json!({"state": approval.state.as_str(), "decided_by": approval.decided_by}))
+            }
+            "decline_in_band" => {
+                let approval = self.gov()?.decline_in_band(a.required("id")?, &a.principal("by")?, a.text("tenant")?)?;
+                Ok(json!({"state": approval.state.as_str(), "decided_by": approval.decided_by}))
+            }
+            "relay_decision" => {
+                let kind = a.required("kind")?;
+                let kind = crate::governor::RelayKind::parse(kind)
+                    .ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`kind` must be `sampling` or `elicitation`"))?;
+                let decision = self.gov()?.relay_decision(a.required("tool")?, a.required("run")?, kind, a.text("include_context")?);
+                Ok(crate::governor::relay_decision_value(&decision))
             }
             other => Err(unknown(other)),
         }

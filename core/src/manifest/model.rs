@@ -249,6 +249,29 @@ pub struct Approval {
     pub when_location: Location,
     /// The role that may approve.
     pub approver_role: Option<String>,
+    /// `approval.by` (issue 22): who may confirm the call.
+    pub by: ApprovalBy,
+}
+
+/// `approval.by` (issue 22): who may confirm a call that needs approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApprovalBy {
+    /// A reviewer holding the approver role, out of band (the default).
+    #[default]
+    Role,
+    /// The caller's own user, in band when the client can ask (MCP
+    /// elicitation); otherwise out of band like `role`.
+    Caller,
+}
+
+impl ApprovalBy {
+    /// `role` or `caller`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Role => "role",
+            Self::Caller => "caller",
+        }
+    }
 }
 
 /// `output`.

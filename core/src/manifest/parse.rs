@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::model::{
-    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, CodeLimits, Constraint, ContentKinds, Duration, Location, Manifest,
-    OutputPolicy, PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
+    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, ApprovalBy, CodeLimits, Constraint, ContentKinds, Duration, Location,
+    Manifest, OutputPolicy, PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
 };
 use super::schema::check_schema;
 use crate::cel_lite::Program;
@@ -463,10 +463,12 @@ fn parse_approval(node: &Node, cx: &mut Checker) -> Option<(Approval, Option<Pro
         },
     };
     let approver_role = cx.opt_string(m.get("approver_role"), "spec.approval.approver_role");
+    let by_choices = [("role", ApprovalBy::Role), ("caller", ApprovalBy::Caller)];
+    let by = m.get("by").and_then(|n| cx.choice(n, "spec.approval.by", &by_choices)).unwrap_or_default();
     m.finish(cx);
     let program = when.as_deref().and_then(|text| check_condition(cx, text, when_location, "spec.approval.when"));
     let when = when.unwrap_or_default();
-    let approval = Approval { when, when_location, approver_role };
+    let approval = Approval { when, when_location, approver_role, by };
     Some((approval, program))
 }
 

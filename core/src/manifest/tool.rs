@@ -164,7 +164,7 @@ impl Tool {
             "approval".into(),
             match &m.approval {
                 None => Value::Null,
-                Some(a) => json!({"when": a.when, "approver_role": a.approver_role}),
+                Some(a) => json!({"when": a.when, "approver_role": a.approver_role, "by": a.by.as_str()}),
             },
         );
         let mut output = Map::new();
@@ -211,6 +211,8 @@ impl Tool {
                 canonical::enter(depth)?;
                 out.push_str("{\"approver_role\":");
                 canonical::write_opt_str(out, a.approver_role.as_deref());
+                out.push_str(",\"by\":");
+                canonical::write_str(out, a.by.as_str());
                 out.push_str(",\"when\":");
                 canonical::write_str(out, &a.when);
                 out.push('}');

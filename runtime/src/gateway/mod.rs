@@ -22,6 +22,9 @@ pub use harnessweaver_core::gateway_spec as config;
 pub mod handover;
 // Issue 22: MCP shapes for both protocol generations, content blocks.
 pub mod protocol;
+// Issue 22: relays (progress, logs, sampling, elicitation) and in-band approvals.
+pub mod inband;
+pub mod relay;
 pub mod server;
 // Issue 22 item 7 and issue 24: OAuth resource server, TLS, the console mounted.
 pub mod front;
@@ -209,6 +212,20 @@ impl Gateway {
     /// `tools/call`: the nine steps. Blocking (transports and host handlers
     /// run here); call it from a worker thread.
     pub fn call(&self, who: &Identity, run_id: Option<String>, tool: &str, args: Value, approval_id: Option<String>) -> GatewayResult {
+        self.call_relayed(who, run_id, tool, args, approval_id, None)
+    }
+
+    /// [`Gateway::call`], relaying what the running tool sends its caller to
+    /// `relay` (issue 22, [`relay`]).
+    pub fn call_relayed(
+        &self,
+        who: &Identity,
+        run_id: Option<String>,
+        tool: &str,
+        args: Value,
+        approval_id: Option<String>,
+        relay: Option<relay::RelaySink>,
+    ) -> GatewayResult {
         let mut waiting_on = None;
         let approval_id = approval_id.or_else(|| match self.matching_approval(tool, &args, who) {
             Some((id, true)) => Some(id),
@@ -233,7 +250,8 @@ impl Gateway {
                     runtime.finish(ticket, InvokeOutcome::TransportRefused { reason })
                 }
                 _ => {
-                    let outcome = runtime.invoke(&ticket);
+                    let relay = relay.map(|sink| Arc::new(relay::TicketRelay::new(Arc::clone(&self.runtime), ticket.clone(), sink)) as _);
+                    let outcome = crate::transport::relay::with_relay(relay, || runtime.invoke(&ticket));
                     runtime.finish(ticket, outcome)
                 }
             },

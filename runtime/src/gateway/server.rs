@@ -43,12 +43,14 @@ pub struct Session {
     /// The stdio client's identity; HTTP callers are identified per request.
     fixed: Option<Identity>,
     runs: Runs,
+    /// `logging/setLevel` (issue 22: relayed log messages below it are dropped).
+    log_level: super::relay::LogLevel,
 }
 
 impl Session {
     /// A session of `gateway`; `fixed` is the caller of a stdio session.
     pub fn new(gateway: Arc<Gateway>, fixed: Option<Identity>) -> Self {
-        Self { gateway, fixed, runs: Arc::new(Mutex::new(HashMap::new())) }
+        Self { gateway, fixed, runs: Arc::new(Mutex::new(HashMap::new())), log_level: super::relay::LogLevel::default() }
     }
 
     fn identity(&self, ctx: &RequestContext<RoleServer>) -> Result<Identity, ErrorData> {
@@ -83,9 +85,11 @@ fn internal(e: impl std::fmt::Display) -> ErrorData {
 }
 
 impl ServerHandler for Session {
+    // Issue 22: `logging` (deprecated by SEP-2577 at 2026-07-28) for the log relay.
+    #[expect(deprecated, reason = "logging is part of 2025-11-25")]
     fn get_info(&self) -> ServerConfig {
         let name = self.gateway.runtime().harness().spec().name.clone().unwrap_or_else(|| "harnessweaver".into());
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
             .with_server_info(Implementation::new(format!("harnessweaver gateway ({name})"), env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Every tool call is governed by harnessweaver. A refused call returns isError with a stable code; \
@@ -103,9 +107,7 @@ impl ServerHandler for Session {
         let who = self.identity(&context)?;
         let run_id = match self.run_for(&who) {
             Ok(run_id) => run_id,
-            Err(e) => {
-                return Ok(super::protocol::call_tool_result(super::admission::not_admitted(&request.name, &e).to_mcp())?.into())
-            }
+            Err(e) => return Ok(super::protocol::call_tool_result(super::admission::not_admitted(&request.name, &e).to_mcp())?.into()),
         };
         // `_meta` of the request: rmcp hands it over in the context (and
         // may leave a copy in the params).
@@ -114,16 +116,34 @@ impl ServerHandler for Session {
             .flatten()
             .find_map(|m| m.get(APPROVAL_META_KEY).and_then(Value::as_str).map(str::to_string));
         let tool = request.name.to_string();
+        // Issue 22: a 2026-07-28 retry carrying the user's in-band answer.
+        let answered = request.request_state.clone().zip(request.input_responses.as_ref().and_then(|r| r.get(super::inband::INPUT_KEY)).cloned());
         let args = Value::Object(request.arguments.unwrap_or_default());
         let gateway = Arc::clone(&self.gateway);
-        let result =
-            tokio::task::spawn_blocking(move || gateway.call(&who, Some(run_id), &tool, args, approval_id).to_mcp()).await.map_err(internal)?;
+        let answer = super::inband::governed_call(gateway, who, run_id, tool, args, approval_id, answered, &context, Arc::clone(&self.log_level))
+            .await
+            .map_err(internal)?;
+        let result = match answer {
+            super::inband::Answer::Done(result) => result.to_mcp(),
+            super::inband::Answer::InputRequired(ask) => {
+                let ask: rmcp::model::InputRequiredResult = serde_json::from_value(ask).map_err(internal)?;
+                return Ok(ask.into());
+            }
+        };
         Ok(super::protocol::call_tool_result(result)?.into())
     }
 
     /// Issue 22: the tool's pinned schema, for rmcp's `Mcp-Param-*` header check.
     fn get_tool(&self, name: &str) -> Option<McpTool> {
         super::protocol::tool_definition(&self.gateway, name)
+    }
+
+    /// `logging/setLevel` (issue 22): the lowest level of relayed log messages.
+    #[expect(deprecated, reason = "logging is deprecated by SEP-2577 (2026-07-28), still part of 2025-11-25")]
+    async fn set_level(&self, request: rmcp::model::SetLevelRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let rank = serde_json::to_value(request.level).map(|v| super::relay::rank(&v)).map_err(internal)?;
+        *self.log_level.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(rank);
+        Ok(())
     }
 }
 

@@ -48,6 +48,8 @@ use harnessweaver_core::error::Problem;
 use harnessweaver_core::governor::{InvokeOutcome, Ticket};
 use harnessweaver_core::harness::{McpConnect, McpServer};
 
+use super::relay::{self, Upstream};
+
 /// Variables a `command` server inherits from the host (besides its `env`).
 pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR", "SYSTEMROOT"];
 
@@ -76,7 +78,9 @@ pub struct McpTool {
     pub file: Option<String>,
 }
 
-type Client = RunningService<RoleClient, ()>;
+/// The client of one connection: [`Upstream`] routes what the server sends
+/// during a call to that call's relay (issue 22).
+type Client = RunningService<RoleClient, Upstream>;
 
 /// The values handed to a server when it was started or reached (its `env`
 /// or `headers_env` values); none when it was handed nothing.
@@ -293,7 +297,9 @@ impl McpHub {
         let arguments: Map<String, Value> = ticket.args.as_object().cloned().unwrap_or_default();
         let params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);
         let timeout = Duration::from_millis(ticket.timeout_ms);
-        let called = self.block(async { tokio::time::timeout(timeout, client.call_tool(params)).await });
+        // Read here, on the caller's thread: `block` may poll on another.
+        let relay_of_call = relay::current();
+        let called = self.block(async { tokio::time::timeout(timeout, call_relayed(&client, params, relay_of_call)).await });
         match called {
             Err(_) => InvokeOutcome::TimedOut,
             Ok(Err(e)) => {
@@ -405,6 +411,55 @@ pub fn list_served(name: &str, config: &McpServer) -> Result<Vec<Value>, String>
     })
 }
 
+/// `tools/call` with the call's relay (issue 22, [`relay`]): the relay gets the progress notifications of this call's token, and
+/// the log messages and requests the server sends while it is the only call
+/// of the connection. A call dropped at its timeout is cancelled upstream.
+async fn call_relayed(
+    client: &Client,
+    params: CallToolRequestParams,
+    relay_of_call: Option<Arc<dyn relay::CallRelay>>,
+) -> Result<CallToolResult, rmcp::ServiceError> {
+    use rmcp::model::{CallToolRequest, CancelledNotificationParam, ClientRequest, ServerResult};
+    use rmcp::service::PeerRequestOptions;
+    let calls = client.service().calls.clone();
+    relay::starting(&calls);
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = match client.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
+        Ok(handle) => handle,
+        Err(e) => {
+            relay::not_started(&calls);
+            return Err(e);
+        }
+    };
+    let key = relay::progress_key(&handle.progress_token);
+    relay::started(&calls, key.clone(), relay_of_call);
+    /// Ends the call's entry, and cancels it upstream when dropped unanswered (a timeout).
+    struct Guard<'a> {
+        client: &'a Client,
+        calls: relay::InFlightTable,
+        key: String,
+        id: Option<rmcp::model::RequestId>,
+    }
+    impl Drop for Guard<'_> {
+        fn drop(&mut self) {
+            relay::ended(&self.calls, &self.key);
+            if let Some(request_id) = self.id.take() {
+                let peer = self.client.peer().clone();
+                tokio::spawn(async move {
+                    let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(request_id), Some("timed out".into()))).await;
+                });
+            }
+        }
+    }
+    let mut guard = Guard { client, calls, key, id: Some(handle.id.clone()) };
+    let answer = handle.await_response().await;
+    guard.id = None;
+    match answer? {
+        ServerResult::CallToolResult(result) => Ok(result),
+        _ => Err(rmcp::ServiceError::UnexpectedResponse),
+    }
+}
+
 /// Starts or reaches the server; also returns the values it was handed
 /// from the host's environment (`env` values, `headers_env` values).
 async fn connect(name: &str, config: &McpServer) -> Result<(Client, Vec<String>), String> {
@@ -431,7 +486,7 @@ async fn connect(name: &str, config: &McpServer) -> Result<(Client, Vec<String>)
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .map_err(|e| format!("MCP server `{name}` could not start `{command}` ({})", e.kind()))?;
-            let client = ().serve(transport).await.map_err(|_| format!("MCP server `{name}` did not complete the MCP handshake"))?;
+            let client = Upstream::new().serve(transport).await.map_err(|_| format!("MCP server `{name}` did not complete the MCP handshake"))?;
             Ok((client, secrets))
         }
         McpServer::Url { url, headers_env } => {
@@ -463,7 +518,8 @@ async fn connect(name: &str, config: &McpServer) -> Result<(Client, Vec<String>)
             }
             let client = reqwest::Client::builder().build().map_err(|_| format!("MCP server `{name}`: the HTTP client could not be built (TLS)"))?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
-            let client = ().serve(transport).await.map_err(|_| format!("MCP server `{name}` at `{url}` did not complete the MCP handshake"))?;
+            let client =
+                Upstream::new().serve(transport).await.map_err(|_| format!("MCP server `{name}` at `{url}` did not complete the MCP handshake"))?;
             Ok((client, secrets))
         }
     }

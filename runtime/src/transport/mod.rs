@@ -48,6 +48,7 @@ pub mod http;
 mod locate;
 pub mod mcp;
 pub mod process;
+pub mod relay;
 mod secret_command;
 
 use std::collections::HashMap;

@@ -83,5 +83,24 @@ async def test_missing_capability(ctx: Context) -> str:
     return f"the client's model said: {result.content}"
 
 
+# Issue 22 (relays): the tools-call-sampling and tools-call-elicitation
+# scenarios' tools; the gateway relays their requests to the suite's client.
+@server.tool(description="Asks the client's model to complete `prompt`.", structured_output=False)
+async def test_sampling(prompt: str, ctx: Context) -> str:
+    result = await ctx.session.create_message(
+        [t.SamplingMessage(role="user", content=t.TextContent(type="text", text=prompt))], max_tokens=100)
+    content = result.content
+    return f"LLM response: {content.text if isinstance(content, t.TextContent) else content}"
+
+
+@server.tool(description="Asks the client's user for a username and an e-mail address.", structured_output=False)
+async def test_elicitation(message: str, ctx: Context) -> str:
+    schema = {"type": "object", "required": ["username", "email"], "properties": {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"}}}
+    result = await ctx.session.elicit(message, schema)
+    return f"User response: <action: {result.action}, content: {result.content}>"
+
+
 if __name__ == "__main__":
     server.run()

@@ -1,0 +1,264 @@
+//! Relays of the call running on this thread (issue 22): what an upstream
+//! MCP tool sends back while it runs (progress, log messages) and what it
+//! asks of the caller's client (sampling, elicitation), handed to whoever
+//! serves the caller (the MCP gateway). The gateway sets the relay around
+//! [`Governor::invoke`](harnessweaver_core::governor::Governor::invoke) with
+//! [`with_relay`]; the `mcp` transport picks it up with [`current`] on the
+//! same thread and routes the upstream's messages of that call to it only.
+//!
+//! Which call an upstream message belongs to: a progress notification by its
+//! progress token (one per `tools/call`, exact); a log message, a sampling or
+//! an elicitation request (MCP gives them no call id over stdio) to the one
+//! call of that connection in flight, and to nobody when there are several:
+//! the log message is dropped and the request answered with an error, never
+//! guessed, so no session ever sees another's messages.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use harnessweaver_core::governor::RelayKind;
+use serde_json::Value;
+
+/// What the caller's side does with a call's relays. Called from the MCP
+/// transport's runtime: every method returns at once.
+pub trait CallRelay: Send + Sync {
+    /// A progress notification (`progress`, `total`, `message`) of the call.
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
+    /// A log message of the call (the `notifications/message` params: `level`, `logger`, `data`).
+    fn log(&self, params: Value);
+    /// A sampling or elicitation request of the call (its params): the
+    /// client's result, or an error message for the upstream.
+    fn request(&self, kind: RelayKind, params: Value) -> tokio::sync::oneshot::Receiver<Result<Value, String>>;
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Arc<dyn CallRelay>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `relay` as this thread's call relay (restored afterwards).
+pub fn with_relay<R>(relay: Option<Arc<dyn CallRelay>>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<dyn CallRelay>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = previous);
+        }
+    }
+    let previous = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), relay));
+    let _restore = Restore(previous);
+    f()
+}
+
+/// The relay of the call running on this thread, if its caller set one.
+pub fn current() -> Option<Arc<dyn CallRelay>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// How long a call's entry outlives its answer, until the next call of the
+/// connection starts. rmcp hands each notification to a task of its own, so
+/// a log message the server sent just before its answer may be handled just
+/// after it: the ended call still takes it. A call that starts forgets the
+/// ended ones (so calls one after another each get their own messages); a
+/// message of an ended call handled after that is the one window where
+/// attribution could err, as narrow as a task's scheduling delay.
+pub const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One call of the connection.
+struct Entry {
+    /// The call's relay (`None`: the caller relays nothing).
+    relay: Option<Arc<dyn CallRelay>>,
+    /// When its answer came.
+    ended: Option<std::time::Instant>,
+}
+
+/// The calls in flight on one upstream connection.
+#[derive(Default)]
+pub struct InFlight {
+    /// Progress token → the call.
+    calls: HashMap<String, Entry>,
+    /// Calls sent whose token is not known yet.
+    starting: usize,
+}
+
+impl InFlight {
+    /// Forgets the calls that ended more than [`LINGER`] ago.
+    fn prune(&mut self) {
+        let now = std::time::Instant::now();
+        self.calls.retain(|_, e| e.ended.is_none_or(|at| now.duration_since(at) < LINGER));
+    }
+}
+
+/// The shared table of one connection's calls.
+pub type InFlightTable = Arc<Mutex<InFlight>>;
+
+fn lock(table: &InFlightTable) -> std::sync::MutexGuard<'_, InFlight> {
+    table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A call about to be sent: counted, so no message is attributed to
+/// another call while its token is unknown.
+pub fn starting(table: &InFlightTable) {
+    let mut t = lock(table);
+    t.calls.retain(|_, e| e.ended.is_none());
+    t.starting += 1;
+}
+
+/// The call sent has `token`.
+pub fn started(table: &InFlightTable, token: String, relay: Option<Arc<dyn CallRelay>>) {
+    let mut t = lock(table);
+    t.starting = t.starting.saturating_sub(1);
+    t.calls.retain(|_, e| e.ended.is_none());
+    t.calls.insert(token, Entry { relay, ended: None });
+}
+
+/// A call that could not be sent.
+pub fn not_started(table: &InFlightTable) {
+    let mut t = lock(table);
+    t.starting = t.starting.saturating_sub(1);
+}
+
+/// The call of `token` got its answer (its entry lingers, see [`LINGER`]).
+pub fn ended(table: &InFlightTable, token: &str) {
+    let mut t = lock(table);
+    if let Some(entry) = t.calls.get_mut(token) {
+        entry.ended = Some(std::time::Instant::now());
+    }
+    t.prune();
+}
+
+/// The relay of the call with progress token `token`.
+pub fn by_token(table: &InFlightTable, token: &str) -> Option<Arc<dyn CallRelay>> {
+    lock(table).calls.get(token).and_then(|e| e.relay.clone())
+}
+
+/// Who an upstream message without a call id belongs to.
+pub enum Attribution {
+    /// The only call in flight, which relays.
+    Call(Arc<dyn CallRelay>),
+    /// No call in flight, or the only one relays nothing.
+    Nobody,
+    /// Several calls are in flight: the message cannot be attributed.
+    Several,
+}
+
+/// The call of the connection a message without a call id belongs to.
+pub fn sole(table: &InFlightTable) -> Attribution {
+    let mut t = lock(table);
+    t.prune();
+    if t.calls.len() + t.starting > 1 {
+        return Attribution::Several;
+    }
+    match t.calls.values().next().and_then(|e| e.relay.clone()) {
+        Some(relay) => Attribution::Call(relay),
+        None => Attribution::Nobody,
+    }
+}
+
+/// The client side of one upstream connection: declares sampling and
+/// elicitation to the server and routes what it sends during a call to that
+/// call's relay.
+#[derive(Clone)]
+pub struct Upstream {
+    /// The connection's calls in flight.
+    pub calls: InFlightTable,
+}
+
+impl Upstream {
+    /// A client for a new connection with its own table.
+    pub fn new() -> Self {
+        Self { calls: Arc::new(Mutex::new(InFlight::default())) }
+    }
+
+    async fn relay_request(&self, kind: RelayKind, params: Value) -> Result<Value, rmcp::ErrorData> {
+        let relay = match sole(&self.calls) {
+            Attribution::Call(relay) => relay,
+            Attribution::Nobody => return Err(rmcp::ErrorData::invalid_request(format!("`{}` is not relayed for this call", kind.method()), None)),
+            Attribution::Several => {
+                return Err(rmcp::ErrorData::invalid_request(
+                    format!("`{}` refused: several calls are running on this connection and the request names none of them", kind.method()),
+                    None,
+                ))
+            }
+        };
+        match relay.request(kind, params).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(message)) => Err(rmcp::ErrorData::invalid_request(message, None)),
+            Err(_) => Err(rmcp::ErrorData::internal_error("the call ended before its client answered", None)),
+        }
+    }
+}
+
+impl Upstream {
+    /// [`Upstream::relay_request`] from and to the SDK's types.
+    async fn relay_typed<P: serde::Serialize, R: serde::de::DeserializeOwned>(&self, kind: RelayKind, params: P) -> Result<R, rmcp::ErrorData> {
+        let params = serde_json::to_value(params).map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
+        let value = self.relay_request(kind, params).await?;
+        serde_json::from_value(value)
+            .map_err(|_| rmcp::ErrorData::internal_error(format!("the client's answer to `{}` has the wrong shape", kind.method()), None))
+    }
+}
+
+impl Default for Upstream {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn token_text(token: &rmcp::model::ProgressToken) -> String {
+    serde_json::to_string(&token.0).unwrap_or_default()
+}
+
+/// The text of a progress token as [`InFlight`] keys it.
+pub fn progress_key(token: &rmcp::model::ProgressToken) -> String {
+    token_text(token)
+}
+
+// Sampling and logging are deprecated by SEP-2577 (2026-07-28), still what
+// 2025-11-25 servers send.
+#[expect(deprecated, reason = "relaying 2025-11-25 sampling and logging")]
+impl rmcp::ClientHandler for Upstream {
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        self.relay_typed(RelayKind::Sampling, params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.relay_typed(RelayKind::Elicitation, params).await
+    }
+
+    async fn on_progress(&self, params: rmcp::model::ProgressNotificationParam, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+        if let Some(relay) = by_token(&self.calls, &token_text(&params.progress_token)) {
+            relay.progress(params.progress, params.total, params.message);
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        if let Attribution::Call(relay) = sole(&self.calls) {
+            if let Ok(value) = serde_json::to_value(params) {
+                relay.log(value);
+            }
+        }
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        // Declared so upstream tools may ask; each request is decided per
+        // call (the caller's client, the flow rules) and may be refused.
+        if let Ok(caps) = serde_json::from_value(serde_json::json!({"sampling": {}, "elicitation": {"form": {}}})) {
+            info.capabilities = caps;
+        }
+        info
+    }
+}
