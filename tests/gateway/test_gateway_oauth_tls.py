@@ -118,7 +118,7 @@ def test_the_protected_resource_metadata_document(oauth):
             assert doc["resource"] == url
             assert doc["authorization_servers"] == ["https://idp.example"]
             # Every scope a manifest names (none configured in scopes_supported).
-            assert doc["scopes_supported"] == ["calc:run", "payroll:admin"]
+            assert doc["scopes_supported"] == ["calc:run", "payroll:admin", "records:admin"]
             assert doc["bearer_methods_supported"] == ["header"]
             assert doc["resource_name"] == "gateway under test"
         assert httpx2.get(origin + "/.well-known/oauth-protected-resource/other", verify=oauth["ca"], timeout=30).status_code == 404
