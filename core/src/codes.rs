@@ -255,6 +255,10 @@ codes! {
         /// the caller's client is refused by the flow rules (the trifecta,
         /// `includeContext: allServers`); the upstream gets an error.
         RelayDenied => "relay_denied",
+        // Issue 22 (structured content): a tool that declares `output_schema`.
+        /// The cleaned output does not meet the tool's `output_schema`
+        /// (step 9): withheld, never sent as `structuredContent`.
+        OutputSchemaMismatch => "output_schema_mismatch",
     }
 }
 
@@ -282,7 +286,7 @@ impl RefusalCode {
             | Self::EffectUnknown
             | Self::EffectApplied
             | Self::SecretUnavailable => Step::Invoke,
-            Self::InvalidOutput => Step::Output,
+            Self::InvalidOutput | Self::OutputSchemaMismatch => Step::Output,
             Self::StoreUnavailable => return None,
         })
     }

@@ -19,6 +19,26 @@ pub fn definition_digest(name: &str, description: &str, input_schema: &Value) ->
     Ok(definition_digest_canonical(name, description, &schema))
 }
 
+/// The definition digest of a tool that may declare an output schema
+/// (issue 22): with one, the canonical JSON of `{"description": …,
+/// "input_schema": …, "name": …, "output_schema": …}`, so a changed output
+/// schema is a changed definition; without one, [`definition_digest`]
+/// (pins written before output schemas existed still hold).
+pub fn tool_definition_digest(name: &str, description: &str, input_schema: &Value, output_schema: Option<&Value>) -> Result<String, Error> {
+    let Some(output_schema) = output_schema else {
+        return definition_digest(name, description, input_schema);
+    };
+    let mut text = String::with_capacity(256);
+    let definition = serde_json::json!({
+        "description": description,
+        "input_schema": input_schema,
+        "name": name,
+        "output_schema": output_schema,
+    });
+    canonical::write_value(&mut text, &definition, 0)?;
+    Ok(sha256_tagged(text.as_bytes()))
+}
+
 /// [`definition_digest`] of a schema given as its canonical JSON text.
 pub fn definition_digest_canonical(name: &str, description: &str, input_schema: &str) -> String {
     // Keys in code point order: description, input_schema, name.

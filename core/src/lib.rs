@@ -42,7 +42,7 @@ mod yaml;
 pub use call::{CallContext, CallResult, Decision, Principal, Step};
 pub use clock::{Clock, IdSource, ManualClock, SystemClock};
 pub use codes::{ArgumentCode, AuditFinding, ContentDrop, LoadCode, ProblemCode, RefusalClass, RefusalCode, ValueCode};
-pub use digest::{definition_digest, is_well_formed as digest_is_well_formed, sha256_tagged};
+pub use digest::{definition_digest, is_well_formed as digest_is_well_formed, sha256_tagged, tool_definition_digest};
 pub use error::{Error, Problem};
 pub use harness::Harness;
 pub use manifest::{PinState, Tool};

@@ -278,6 +278,10 @@ pub fn tool_specs<'a>(tools: impl Iterator<Item = &'a Tool>, format: SpecFormat)
                     if let (Some(title), Some(o)) = (&m.title, spec.as_object_mut()) {
                         o.insert("title".into(), json!(title));
                     }
+                    // Issue 22: the tool's output is sent as `structuredContent`.
+                    if let (Some(schema), Some(o)) = (&m.output_schema, spec.as_object_mut()) {
+                        o.insert("outputSchema".into(), schema.clone());
+                    }
                     spec
                 }
             }

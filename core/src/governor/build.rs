@@ -103,6 +103,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         validator,
         input_constraints,
         output_constraints,
+        output_schema: tool.output_validator().cloned(),
         pin_mismatch: tool.pin() == PinState::Mismatched,
         pinned: tool.pin() == PinState::Pinned,
         digest: tool.digest().to_string(),

@@ -126,6 +126,8 @@ pub struct ToolRuntime {
     pub input_constraints: Constraints,
     /// Payload constraints on the output.
     pub output_constraints: Constraints,
+    /// The compiled `output_schema` (issue 22): step 9 checks the cleaned output with it.
+    pub output_schema: Option<SchemaValidator>,
     /// The pin does not match the current definition.
     pub pin_mismatch: bool,
     /// The manifest carries a pin that matches.
@@ -751,6 +753,12 @@ impl Governor {
             let (value, truncated) = cut(value, rt.output.max_bytes);
             (value, truncated, None)
         };
+        // Issue 22: what leaves is what the schema promised (sent as `structuredContent`).
+        if let Some(v) = rt.output_schema.as_ref().and_then(|schema| schema.check(&value)) {
+            let at = if v.pointer.is_empty() { "/" } else { v.pointer.as_str() };
+            let message = format!("the output of `{}` at `{at}` does not meet its output_schema (`{}`)", ticket.tool, v.keyword);
+            return Err(Refusal::new(RefusalCode::OutputSchemaMismatch, Step::Output, message));
+        }
         if self.provenance_on {
             self.runs.with(&ticket.run_id, |m, hasher| {
                 m.values.add_output(hasher, !rt.output.untrusted, &value, &ticket.args);

@@ -50,14 +50,15 @@ impl Tool {
         max_output_bytes: u64,
         cx: &mut Checker,
     ) -> Option<Tool> {
-        let ParsedManifest { manifest, schema_pos, validator, approval_when } = parsed;
-        let digest = match digest::definition_digest(&manifest.name, &manifest.description, &manifest.input_schema) {
-            Ok(d) => d,
-            Err(e) => {
-                cx.report("invalid_schema", schema_pos, "spec.input_schema", format!("`spec.input_schema` cannot be pinned: {e}"));
-                return None;
-            }
-        };
+        let ParsedManifest { manifest, schema_pos, validator, output_validator, approval_when } = parsed;
+        let digest =
+            match digest::tool_definition_digest(&manifest.name, &manifest.description, &manifest.input_schema, manifest.output_schema.as_ref()) {
+                Ok(d) => d,
+                Err(e) => {
+                    cx.report("invalid_schema", schema_pos, "spec.input_schema", format!("`spec.input_schema` cannot be pinned: {e}"));
+                    return None;
+                }
+            };
         let pin = match &manifest.definition_digest {
             None => PinState::Unpinned,
             Some(p) if *p == digest => PinState::Pinned,
@@ -72,7 +73,7 @@ impl Tool {
                 return None;
             }
         };
-        Some(Tool { manifest, digest, pin, file, path, max_output_bytes, validator, approval_when: approval_when.map(Arc::new) })
+        Some(Tool { manifest, digest, pin, file, path, max_output_bytes, validator, output_validator, approval_when: approval_when.map(Arc::new) })
     }
 }
 

@@ -455,6 +455,10 @@ pub struct Manifest {
     pub description: String,
     /// `spec.input_schema` (default `{"type": "object"}`).
     pub input_schema: Value,
+    /// `spec.output_schema` (issue 22): the JSON Schema the output must meet
+    /// at step 9 (`output_schema_mismatch`); the MCP `outputSchema`, with the
+    /// output sent as `structuredContent`. Part of the definition digest.
+    pub output_schema: Option<Value>,
     /// `spec.definition_digest`.
     pub definition_digest: Option<String>,
     /// `spec.handler` (native).

@@ -74,6 +74,8 @@ pub(crate) struct ParsedManifest {
     pub(crate) schema_pos: Pos,
     /// The compiled `spec.input_schema`, when the manifest gives one.
     pub(crate) validator: Option<SchemaValidator>,
+    /// The compiled `spec.output_schema` (issue 22), when the manifest gives one.
+    pub(crate) output_validator: Option<SchemaValidator>,
     /// The compiled `spec.approval.when`, when the manifest has an approval.
     pub(crate) approval_when: Option<Program>,
 }
@@ -140,10 +142,15 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let description = spec.get("description").and_then(|n| cx.string(n, "spec.description")).unwrap_or_default();
     let (input_schema, validator, schema_pos) = match spec.get("input_schema") {
         None => (json!({"type": "object"}), None, spec_node.pos),
-        Some(n) => match check_schema(n, cx) {
+        Some(n) => match check_schema(n, "input_schema", cx) {
             Some((schema, compiled)) => (schema, Some(compiled), n.pos),
             None => (json!({"type": "object"}), None, n.pos),
         },
+    };
+    // Issue 22: the shape of the tool's output (MCP `outputSchema`), checked at step 9.
+    let (output_schema, output_validator) = match spec.get("output_schema").and_then(|n| check_schema(n, "output_schema", cx)) {
+        Some((schema, compiled)) => (Some(schema), Some(compiled)),
+        None => (None, None),
     };
     let definition_digest = match spec.get("definition_digest") {
         None => None,
@@ -281,6 +288,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         transport,
         description,
         input_schema,
+        output_schema,
         definition_digest,
         handler,
         url,
@@ -310,7 +318,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         secrets,
         native_secrets,
     };
-    Some(ParsedManifest { manifest, schema_pos, validator, approval_when })
+    Some(ParsedManifest { manifest, schema_pos, validator, output_validator, approval_when })
 }
 
 fn meta_string_or_number(cx: &mut Checker, node: Option<&Node>, path: &str) -> Option<String> {

@@ -10,32 +10,26 @@ use crate::yaml::{Node, NodeValue};
 
 const SCHEMA_TYPES: &[&str] = &["object", "array", "string", "number", "integer", "boolean", "null"];
 
-/// Checks `input_schema`: a mapping, convertible to JSON, whose top-level
-/// `type` (when given) is `object`, and whose common keywords have the right
-/// shape. Returns the schema as JSON with its compiled form.
-pub(super) fn check_schema(node: &Node, cx: &mut Checker) -> Option<(Value, SchemaValidator)> {
+/// Checks `input_schema` (or `output_schema`, issue 22: `field` names it):
+/// a mapping, convertible to JSON, whose top-level `type` (when given) is
+/// `object`, and whose common keywords have the right shape. Returns the
+/// schema as JSON with its compiled form.
+pub(super) fn check_schema(node: &Node, field: &str, cx: &mut Checker) -> Option<(Value, SchemaValidator)> {
+    let path = format!("spec.{field}");
+    let path = path.as_str();
     if !matches!(node.value, NodeValue::Map(_)) {
-        cx.report(
-            "wrong_type",
-            node.pos,
-            "spec.input_schema",
-            format!("`spec.input_schema` must be a mapping (a JSON Schema object), not {}", node.kind()),
-        );
+        cx.report("wrong_type", node.pos, path, format!("`{path}` must be a mapping (a JSON Schema object), not {}", node.kind()));
         return None;
     }
     let before = cx.problems.len();
     if let Some(t) = node.get("type") {
         if t.as_str() != Some("object") {
             let shown = t.as_str().map_or_else(|| t.to_json().map(|v| v.to_string()).unwrap_or_default(), str::to_string);
-            cx.report(
-                "invalid_schema",
-                t.pos,
-                "spec.input_schema.type",
-                format!("`spec.input_schema.type` must be `object` (arguments are named), not `{shown}`"),
-            );
+            let why = if field == "input_schema" { "arguments are named" } else { "MCP structured content is an object" };
+            cx.report("invalid_schema", t.pos, &format!("{path}.type"), format!("`{path}.type` must be `object` ({why}), not `{shown}`"));
         }
     }
-    schema_shape(node, "spec.input_schema", cx, 0);
+    schema_shape(node, path, cx, 0);
     if cx.problems.len() > before {
         return None;
     }
@@ -45,12 +39,12 @@ pub(super) fn check_schema(node: &Node, cx: &mut Checker) -> Option<(Value, Sche
         Ok(v) => match SchemaValidator::compile(&v) {
             Ok(compiled) => Some((v, compiled)),
             Err(msg) => {
-                cx.report("invalid_schema", node.pos, "spec.input_schema", msg);
+                cx.report("invalid_schema", node.pos, path, msg);
                 None
             }
         },
         Err((pos, msg)) => {
-            cx.report("invalid_schema", pos, "spec.input_schema", msg);
+            cx.report("invalid_schema", pos, path, msg);
             None
         }
     }

@@ -23,6 +23,8 @@ pub struct Tool {
     pub(super) path: Option<PathBuf>,
     pub(super) max_output_bytes: u64,
     pub(super) validator: SchemaValidator,
+    /// The compiled `spec.output_schema` (issue 22; what step 9 checks the output with).
+    pub(super) output_validator: Option<SchemaValidator>,
     /// `spec.approval.when`, compiled once when the manifest was checked.
     pub(super) approval_when: Option<Arc<Program>>,
 }
@@ -58,6 +60,11 @@ impl Tool {
     /// The compiled `spec.input_schema` (what step 2 validates arguments with).
     pub fn validator(&self) -> &SchemaValidator {
         &self.validator
+    }
+
+    /// The compiled `spec.output_schema` (issue 22), when the manifest gives one.
+    pub fn output_validator(&self) -> Option<&SchemaValidator> {
+        self.output_validator.as_ref()
     }
 
     /// The compiled `spec.approval.when` (shared with the governor, which
@@ -96,6 +103,10 @@ impl Tool {
         o.insert("name".into(), json!(m.name));
         o.insert("description".into(), json!(m.description));
         o.insert("input_schema".into(), m.input_schema.clone());
+        // Only a tool that declares one has the key (issue 22).
+        if let Some(schema) = &m.output_schema {
+            o.insert("output_schema".into(), schema.clone());
+        }
         o.insert("digest".into(), json!(self.digest));
         o.insert("pinned_digest".into(), json!(m.definition_digest));
         o.insert("pin".into(), json!(self.pin.as_str()));
@@ -293,7 +304,12 @@ impl Tool {
             }
             canonical::write_str(out, sanitizer_name(*s));
         }
-        out.push_str("]},\"owner\":");
+        out.push_str("]}");
+        if let Some(schema) = &m.output_schema {
+            out.push_str(",\"output_schema\":");
+            canonical::write_value(out, schema, depth)?;
+        }
+        out.push_str(",\"owner\":");
         canonical::write_opt_str(out, m.owner.as_deref());
         out.push_str(",\"payload_constraints\":");
         match &m.payload_constraints {

@@ -26,6 +26,8 @@ pub mod protocol;
 pub mod inband;
 pub mod relay;
 pub mod server;
+/// Issue 22: `structuredContent` for tools that declare `output_schema`.
+pub mod structured;
 // Issue 22 item 7 and issue 24: OAuth resource server, TLS, the console mounted.
 pub mod front;
 pub mod oauth;

@@ -124,7 +124,11 @@ impl ServerHandler for Session {
             .await
             .map_err(internal)?;
         let result = match answer {
-            super::inband::Answer::Done(result) => result.to_mcp(),
+            super::inband::Answer::Done(result) => {
+                let mut mcp = result.to_mcp();
+                super::structured::attach(&self.gateway, &result, &mut mcp);
+                mcp
+            }
             super::inband::Answer::InputRequired(ask) => {
                 let ask: rmcp::model::InputRequiredResult = serde_json::from_value(ask).map_err(internal)?;
                 return Ok(ask.into());

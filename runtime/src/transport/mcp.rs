@@ -43,10 +43,10 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
-use harnessweaver_core::definition_digest;
 use harnessweaver_core::error::Problem;
 use harnessweaver_core::governor::{InvokeOutcome, Ticket};
 use harnessweaver_core::harness::{McpConnect, McpServer};
+use harnessweaver_core::tool_definition_digest;
 
 use super::relay::{self, Upstream};
 
@@ -76,6 +76,9 @@ pub struct McpTool {
     pub digest: String,
     /// The manifest file, for load problems.
     pub file: Option<String>,
+    /// The manifest's `output_schema` (issue 22): the gateway's own, part of
+    /// the digest the served definition is compared under.
+    pub output_schema: Option<Value>,
 }
 
 /// The client of one connection: [`Upstream`] routes what the server sends
@@ -372,7 +375,7 @@ fn compare(server: &str, tools: &[McpTool], served: &[rmcp::model::Tool]) -> Has
         };
         let description = live.description.as_deref().unwrap_or_default();
         let schema = Value::Object((*live.input_schema).clone());
-        match definition_digest(&tool.tool, description, &schema) {
+        match tool_definition_digest(&tool.tool, description, &schema, tool.output_schema.as_ref()) {
             Ok(digest) if digest == tool.digest => {}
             Ok(digest) => {
                 out.insert(

@@ -157,8 +157,13 @@ impl Transports {
                         compiled.insert(m.name.clone(), ToolTransport::McpUrlInTestMode);
                         continue;
                     }
-                    let t =
-                        mcp::McpTool { server: name, tool: m.name.clone(), digest: tool.digest().to_string(), file: tool.file().map(str::to_string) };
+                    let t = mcp::McpTool {
+                        server: name,
+                        tool: m.name.clone(),
+                        digest: tool.digest().to_string(),
+                        file: tool.file().map(str::to_string),
+                        output_schema: m.output_schema.clone(),
+                    };
                     mcp_tools.push(t.clone());
                     compiled.insert(m.name.clone(), ToolTransport::Mcp(t));
                 }

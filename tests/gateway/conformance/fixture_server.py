@@ -102,5 +102,37 @@ async def test_elicitation(message: str, ctx: Context) -> str:
     return f"User response: <action: {result.action}, content: {result.content}>"
 
 
+
+# Issue 22: the elicitation-sep1034-defaults and elicitation-sep1330-enums
+# scenarios' tools; the suite checks the schema its client receives, so the
+# gateway's relay must keep `default`, `enum`, `enumNames`, `oneOf`/`anyOf`.
+@server.tool(description="Asks the client's user for five fields, each with a default.", structured_output=False)
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": True}}}
+    result = await ctx.session.elicit("Please review your details.", schema)
+    return f"Elicitation completed: action={result.action}, content={result.content}"
+
+
+@server.tool(description="Asks the client's user to choose, in each of the five enum forms.", structured_output=False)
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    schema = {"type": "object", "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": [
+            {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"},
+            {"const": "value3", "title": "Third Option"}]},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                       "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": [
+            {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"},
+            {"const": "value3", "title": "Third Choice"}]}}}}
+    result = await ctx.session.elicit("Please choose.", schema)
+    return f"Elicitation completed: action={result.action}, content={result.content}"
+
 if __name__ == "__main__":
     server.run()
