@@ -219,8 +219,9 @@ pub async fn scope_check(
         return Err(server.insufficient_scope(&scopes, message));
     }
     // The same result rmcp's handler would give (`resultType` included).
-    let result =
-        super::protocol::call_tool_result(result.to_mcp()).ok().and_then(|r| serde_json::to_value(r).ok()).unwrap_or_else(|| result.to_mcp());
+    let mut mcp = result.to_mcp();
+    super::structured::attach(gateway, &result, &mut mcp);
+    let result = super::protocol::call_tool_result(mcp.clone()).ok().and_then(|r| serde_json::to_value(r).ok()).unwrap_or(mcp);
     let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
     let mut response = http::Response::new(Full::new(Bytes::from(body)).boxed());
     response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
