@@ -28,7 +28,8 @@ $(GATEWAY_NODE_STAMP): $(GATEWAY_DIR)/package.json $(GATEWAY_DIR)/package-lock.j
 	cd $(GATEWAY_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-gateway-deps: $(GATEWAY_BIN_STAMP) $(GATEWAY_PY_STAMP) $(GATEWAY_NODE_STAMP) build-sandbox
+# (the host-served gateways: hw.serve_mcp in py_host.py, serveMcp in ts_host.mjs)
+gateway-deps: $(GATEWAY_BIN_STAMP) $(GATEWAY_PY_STAMP) $(GATEWAY_NODE_STAMP) build-sandbox build-python build-node
 
 test-gateway: gateway-deps ## run the MCP gateway tests (official Python and TypeScript MCP clients, approvals CLI)
 	HW_GATEWAY_BIN=$(GATEWAY_BIN) $(PY) -m pytest -q -p no:cacheprovider $(GATEWAY_DIR)
