@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use harnessweaver_runtime::gateway::front::HttpOptions;
 use harnessweaver_runtime::gateway::server::{host_target, serve_harness};
 use harnessweaver_runtime::gateway::{Gateway, NativeInvoker};
 use pyo3::prelude::*;
@@ -31,8 +32,10 @@ fn serve_mcp(py: Python<'_>, host: Py<Host>, http: Option<String>, principal: Op
         })
     });
     let gateway = Arc::new(Gateway::new(runtime, Some(native)));
-    let served = py
-        .detach(|| serve_harness(gateway, http, principal, tenant, &mut |addr| eprintln!("harnessweaver gateway: serving MCP at http://{addr}/mcp")));
+    let url = |addr| HttpOptions::default().mcp_url(&gateway, addr);
+    let served = py.detach(|| {
+        serve_harness(Arc::clone(&gateway), http, principal, tenant, &mut |addr| eprintln!("harnessweaver gateway: serving MCP at {}", url(addr)))
+    });
     served.map_err(|e| to_py_err(py, &e.into()))
 }
 

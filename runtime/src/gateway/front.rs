@@ -58,6 +58,13 @@ impl HttpOptions {
         self.tls_cert.is_some() || gateway.runtime().harness().spec().gateway.tls.is_some()
     }
 
+    /// The URL a client reaches `gateway`'s MCP endpoint at once bound to
+    /// `addr` (`https` when TLS is on), for the line every host prints.
+    pub fn mcp_url(&self, gateway: &Gateway, addr: std::net::SocketAddr) -> String {
+        let scheme = if self.uses_tls(gateway) { "https" } else { "http" };
+        format!("{scheme}://{addr}/mcp")
+    }
+
     /// The acceptor, from the flags (both or neither) or `spec.gateway.tls`.
     fn acceptor(&self, gateway: &Gateway) -> Result<Option<TlsAcceptor>, String> {
         let harness = gateway.runtime().harness();

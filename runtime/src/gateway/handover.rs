@@ -82,8 +82,9 @@ pub fn serve_handed_over(host: &Host, http: Option<&str>, who: Option<Principal>
     });
     let gateway = Arc::new(Gateway::with_executor(runtime, executor));
     let spawned = std::thread::Builder::new().name("harnessweaver-gateway".into()).spawn(move || {
-        let scheme = if gateway.runtime().harness().spec().gateway.tls.is_some() { "https" } else { "http" };
-        let served = serve_harness(gateway, http, who, tenant, &mut |addr| eprintln!("harnessweaver gateway: serving MCP at {scheme}://{addr}/mcp"));
+        let url = |addr| super::front::HttpOptions::default().mcp_url(&gateway, addr);
+        let served =
+            serve_harness(Arc::clone(&gateway), http, who, tenant, &mut |addr| eprintln!("harnessweaver gateway: serving MCP at {}", url(addr)));
         if let Err(ServeError::Usage(m) | ServeError::Failed(m)) = served {
             eprintln!("harnessweaver gateway: {m}");
         }
