@@ -79,7 +79,18 @@ pub struct InFlight {
     calls: HashMap<String, Entry>,
     /// Calls sent whose token is not known yet.
     starting: usize,
+    /// Progress that came for a token not yet known while calls were being
+    /// sent: the server may answer before the sender learns its token. Handed
+    /// to the call when it is; bounded by [`EARLY_MAX`] and forgotten when no
+    /// call is starting.
+    early: Vec<(String, Progress)>,
 }
+
+/// A progress notification's `progress`, `total` and `message`.
+type Progress = (f64, Option<f64>, Option<String>);
+
+/// At most this many early progress notifications are kept per connection.
+pub const EARLY_MAX: usize = 256;
 
 impl InFlight {
     /// Forgets the calls that ended more than [`LINGER`] ago.
@@ -109,13 +120,39 @@ pub fn started(table: &InFlightTable, token: String, relay: Option<Arc<dyn CallR
     let mut t = lock(table);
     t.starting = t.starting.saturating_sub(1);
     t.calls.retain(|_, e| e.ended.is_none());
-    t.calls.insert(token, Entry { relay, ended: None });
+    let (early, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut t.early).into_iter().partition(|(k, _)| *k == token);
+    t.early = if t.starting == 0 { Vec::new() } else { rest };
+    t.calls.insert(token, Entry { relay: relay.clone(), ended: None });
+    drop(t);
+    if let Some(relay) = relay {
+        for (_, (progress, total, message)) in early {
+            relay.progress(progress, total, message);
+        }
+    }
 }
 
 /// A call that could not be sent.
 pub fn not_started(table: &InFlightTable) {
     let mut t = lock(table);
     t.starting = t.starting.saturating_sub(1);
+    if t.starting == 0 {
+        t.early.clear();
+    }
+}
+
+/// Hands a progress notification to the call of its token; one for a token
+/// not known yet, while a call is being sent, waits for [`started`].
+fn progress(table: &InFlightTable, token: String, progress: Progress) {
+    let mut t = lock(table);
+    if let Some(entry) = t.calls.get(&token) {
+        let relay = entry.relay.clone();
+        drop(t);
+        if let Some(relay) = relay {
+            relay.progress(progress.0, progress.1, progress.2);
+        }
+    } else if t.starting > 0 && t.early.len() < EARLY_MAX {
+        t.early.push((token, progress));
+    }
 }
 
 /// The call of `token` got its answer (its entry lingers, see [`LINGER`]).
@@ -235,9 +272,7 @@ impl rmcp::ClientHandler for Upstream {
     }
 
     async fn on_progress(&self, params: rmcp::model::ProgressNotificationParam, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
-        if let Some(relay) = by_token(&self.calls, &token_text(&params.progress_token)) {
-            relay.progress(params.progress, params.total, params.message);
-        }
+        progress(&self.calls, token_text(&params.progress_token), (params.progress, params.total, params.message));
     }
 
     async fn on_logging_message(
@@ -260,5 +295,52 @@ impl rmcp::ClientHandler for Upstream {
             info.capabilities = caps;
         }
         info
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<f64>>);
+
+    impl CallRelay for Recorder {
+        fn progress(&self, progress: f64, _total: Option<f64>, _message: Option<String>) {
+            self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(progress);
+        }
+        fn log(&self, _params: Value) {}
+        fn request(&self, _kind: RelayKind, _params: Value) -> tokio::sync::oneshot::Receiver<Result<Value, String>> {
+            tokio::sync::oneshot::channel().1
+        }
+    }
+
+    fn seen(recorder: &Recorder) -> Vec<f64> {
+        recorder.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    #[test]
+    fn progress_that_comes_before_the_sender_knows_its_token_reaches_the_call() {
+        let table: InFlightTable = Arc::default();
+        let (a, b) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+        starting(&table);
+        starting(&table);
+        progress(&table, "1".into(), (1.0, Some(2.0), None));
+        progress(&table, "2".into(), (7.0, None, None));
+        started(&table, "1".into(), Some(a.clone()));
+        progress(&table, "1".into(), (2.0, Some(2.0), None));
+        assert_eq!(seen(&a), vec![1.0, 2.0]);
+        started(&table, "2".into(), Some(b.clone()));
+        assert_eq!(seen(&b), vec![7.0]);
+    }
+
+    #[test]
+    fn progress_of_an_unknown_token_with_no_call_starting_is_dropped() {
+        let table: InFlightTable = Arc::default();
+        let a = Arc::new(Recorder::default());
+        progress(&table, "1".into(), (1.0, None, None));
+        starting(&table);
+        started(&table, "1".into(), Some(a.clone()));
+        assert!(seen(&a).is_empty());
     }
 }
