@@ -360,6 +360,46 @@ pub async fn resume(gateway: Arc<Gateway>, call: &CallRequest, state: &str, clie
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harnessweaver_core::governor::Principal;
+
+    fn call(tool: &str, args: Value, principal: &str, tenant: Option<&str>) -> CallRequest {
+        let who = Identity { principal: Principal::new(principal), tenant: tenant.map(str::to_string) };
+        CallRequest { who, session: None, tool: tool.into(), args, approval: None, capabilities: Some(json!({})) }
+    }
+
+    fn held_call(of: &CallRequest) -> HeldCall {
+        let join = tokio::spawn(async { GatewayResult { result: json!({}), model: String::new(), waiting_on: None } });
+        let (_, events) = mpsc::unbounded_channel();
+        HeldCall { join, events, asked: Vec::new(), call_digest: call_digest(of), caller_digest: caller_digest(&of.who), expires_ms: 0, keys_used: 0 }
+    }
+
+    fn reason(held: &Held, state: &str, call: &CallRequest, now: u64) -> String {
+        match held.open(state, call, now) {
+            Ok(_) => "opened".into(),
+            Err(e) => e.data.and_then(|d| d.get("reason").and_then(Value::as_str).map(str::to_string)).unwrap_or_default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_state_opens_once_for_its_call_and_caller_before_it_expires() {
+        let table = Held::new();
+        let mine = call("pay", json!({"amount": 5}), "alice", Some("acme"));
+        let asked = table.hold(held_call(&mine), 1_000);
+        let state = asked.get("requestState").and_then(Value::as_str).unwrap_or_default().to_string();
+        assert!(state.starts_with(STATE_PREFIX));
+        // Another tenant, principal, tool or argument, a changed byte, another
+        // gateway's key, or too late: refused, and the call stays held.
+        assert_eq!(reason(&table, &state, &call("pay", json!({"amount": 5}), "alice", Some("other")), 2_000), "other_caller");
+        assert_eq!(reason(&table, &state, &call("pay", json!({"amount": 5}), "bob", Some("acme")), 2_000), "other_caller");
+        assert_eq!(reason(&table, &state, &call("pay", json!({"amount": 6}), "alice", Some("acme")), 2_000), "other_call");
+        assert_eq!(reason(&table, &state, &call("refund", json!({"amount": 5}), "alice", Some("acme")), 2_000), "other_call");
+        let flipped = format!("{}{}", &state[..state.len() - 1], if state.ends_with('0') { '1' } else { '0' });
+        assert_eq!(reason(&table, &flipped, &mine, 2_000), "tampered");
+        assert_eq!(reason(&Held::new(), &state, &mine, 2_000), "tampered");
+        assert_eq!(reason(&table, &state, &mine, 1_000 + HOLD_MS), "expired");
+        assert_eq!(reason(&table, &state, &mine, 2_000), "opened");
+        assert_eq!(reason(&table, &state, &mine, 2_000), "gone");
+    }
 
     #[test]
     fn hmac_matches_rfc_4231_and_is_keyed() {
