@@ -54,7 +54,9 @@ impl CallRequest {
     /// before.
     pub fn precheck(&self, gateway: &Gateway) -> Result<(), ErrorData> {
         let Some(declared) = &self.capabilities else { return Ok(()) };
-        let Some(tool) = gateway.runtime().tools().find(|t| t.name() == self.tool) else { return Ok(()) };
+        // A tool the caller is not offered is the governor's to refuse (as
+        // unknown, disabled, ...): the refusal never says what it would need.
+        let Some(tool) = gateway.runtime().tools().find(|t| t.name() == self.tool && gateway.offered(t, &self.who)) else { return Ok(()) };
         let mut missing = Map::new();
         for need in &tool.manifest().client_capabilities {
             let name = need.as_str();
