@@ -7,9 +7,11 @@
 //! same thread and routes the upstream's messages of that call to it only.
 //!
 //! Which call an upstream message belongs to: a progress notification by its
-//! progress token (one per `tools/call`, exact); a log message, a sampling or
-//! an elicitation request (MCP gives them no call id over stdio) to the one
-//! call of that connection in flight, and to nobody when there are several:
+//! progress token (one per `tools/call`, exact); a sampling, elicitation or
+//! roots request by the progress token its `_meta` names, when it names the
+//! token of a call in flight (exact; an upstream may echo its call's token);
+//! a log message, or a request naming no token (MCP gives them no call id
+//! over stdio), to the one call of that connection in flight, and to nobody when there are several:
 //! the log message is dropped and the request answered with an error, never
 //! guessed, so no session ever sees another's messages.
 
@@ -27,7 +29,7 @@ pub trait CallRelay: Send + Sync {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
     /// A log message of the call (the `notifications/message` params: `level`, `logger`, `data`).
     fn log(&self, params: Value);
-    /// A sampling or elicitation request of the call (its params): the
+    /// A sampling, elicitation or roots request of the call (its params): the
     /// client's result, or an error message for the upstream.
     fn request(&self, kind: RelayKind, params: Value) -> tokio::sync::oneshot::Receiver<Result<Value, String>>;
 }
@@ -54,6 +56,10 @@ pub fn with_relay<R>(relay: Option<Arc<dyn CallRelay>>, f: impl FnOnce() -> R) -
 pub fn current() -> Option<Arc<dyn CallRelay>> {
     CURRENT.with(|c| c.borrow().clone())
 }
+
+/// The `_meta` key an upstream request may name itself with (the key of
+/// its `inputRequests` entry when the gateway asks a 2026-07-28 client).
+pub const INPUT_KEY_META: &str = "harnessweaver/input_key";
 
 /// How long a call's entry outlives its answer, until the next call of the
 /// connection starts. rmcp hands each notification to a task of its own, so
@@ -207,8 +213,18 @@ impl Upstream {
         Self { calls: Arc::new(Mutex::new(InFlight::default())) }
     }
 
-    async fn relay_request(&self, kind: RelayKind, params: Value) -> Result<Value, rmcp::ErrorData> {
-        let relay = match sole(&self.calls) {
+    /// The call a request of the upstream belongs to: the call in flight
+    /// whose progress token its `_meta` names (exact), else the only call of
+    /// the connection in flight.
+    fn attribute(&self, meta: &rmcp::model::RequestMetaObject) -> Attribution {
+        if let Some(relay) = meta.get_progress_token().and_then(|token| by_token(&self.calls, &token_text(&token))) {
+            return Attribution::Call(relay);
+        }
+        sole(&self.calls)
+    }
+
+    async fn relay_request(&self, kind: RelayKind, mut params: Value, meta: &rmcp::model::RequestMetaObject) -> Result<Value, rmcp::ErrorData> {
+        let relay = match self.attribute(meta) {
             Attribution::Call(relay) => relay,
             Attribution::Nobody => return Err(rmcp::ErrorData::invalid_request(format!("`{}` is not relayed for this call", kind.method()), None)),
             Attribution::Several => {
@@ -218,6 +234,14 @@ impl Upstream {
                 ))
             }
         };
+        // The name the upstream gave its request (the gateway's
+        // `inputRequests` key at 2026-07-28) rides in the params' `_meta`.
+        if let (Some(key), Some(p)) = (meta.get(INPUT_KEY_META), params.as_object_mut()) {
+            let slot = p.entry("_meta").or_insert_with(|| Value::Object(serde_json::Map::new()));
+            if let Some(m) = slot.as_object_mut() {
+                m.insert(INPUT_KEY_META.into(), key.clone());
+            }
+        }
         match relay.request(kind, params).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(message)) => Err(rmcp::ErrorData::invalid_request(message, None)),
@@ -228,9 +252,14 @@ impl Upstream {
 
 impl Upstream {
     /// [`Upstream::relay_request`] from and to the SDK's types.
-    async fn relay_typed<P: serde::Serialize, R: serde::de::DeserializeOwned>(&self, kind: RelayKind, params: P) -> Result<R, rmcp::ErrorData> {
+    async fn relay_typed<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        kind: RelayKind,
+        params: P,
+        context: &rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<R, rmcp::ErrorData> {
         let params = serde_json::to_value(params).map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
-        let value = self.relay_request(kind, params).await?;
+        let value = self.relay_request(kind, params, &context.meta).await?;
         serde_json::from_value(value)
             .map_err(|_| rmcp::ErrorData::internal_error(format!("the client's answer to `{}` has the wrong shape", kind.method()), None))
     }
@@ -258,17 +287,26 @@ impl rmcp::ClientHandler for Upstream {
     async fn create_message(
         &self,
         params: rmcp::model::CreateMessageRequestParams,
-        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+        context: rmcp::service::RequestContext<rmcp::RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        self.relay_typed(RelayKind::Sampling, params).await
+        self.relay_typed(RelayKind::Sampling, params, &context).await
     }
 
     async fn create_elicitation(
         &self,
         params: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+        context: rmcp::service::RequestContext<rmcp::RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        self.relay_typed(RelayKind::Elicitation, params).await
+        self.relay_typed(RelayKind::Elicitation, params, &context).await
+    }
+
+    /// Issue 22: relayed like sampling during a call; outside any call (a
+    /// server asking at start-up) the gateway has no roots: an empty list.
+    async fn list_roots(&self, context: rmcp::service::RequestContext<rmcp::RoleClient>) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        if matches!(self.attribute(&context.meta), Attribution::Nobody) {
+            return Ok(rmcp::model::ListRootsResult::default());
+        }
+        self.relay_typed(RelayKind::Roots, serde_json::json!({}), &context).await
     }
 
     async fn on_progress(&self, params: rmcp::model::ProgressNotificationParam, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
@@ -291,7 +329,7 @@ impl rmcp::ClientHandler for Upstream {
         let mut info = rmcp::model::ClientConfig::default();
         // Declared so upstream tools may ask; each request is decided per
         // call (the caller's client, the flow rules) and may be refused.
-        if let Ok(caps) = serde_json::from_value(serde_json::json!({"sampling": {}, "elicitation": {"form": {}}})) {
+        if let Ok(caps) = serde_json::from_value(serde_json::json!({"sampling": {}, "elicitation": {"form": {}}, "roots": {}})) {
             info.capabilities = caps;
         }
         info
