@@ -399,10 +399,11 @@ export declare const _testing: {
 }
 
 /**
- * `sha256:` + hex SHA-256 of the canonical JSON of `{description, input_schema, name}`.
+ * `sha256:` + hex SHA-256 of the canonical JSON of `{description, input_schema, name}`, with
+ * `output_schema` when the tool declares one.
  * @throws {@link InvalidValueError} for values with no portable JSON form.
  */
-export declare function definitionDigest(name: string, description: string, inputSchema: JsonValue): string
+export declare function definitionDigest(name: string, description: string, inputSchema: JsonValue, outputSchema?: JsonValue | null): string
 
 /** The canonical JSON text of a value (what every language hashes). */
 export declare function canonicalJson(value: JsonValue): string

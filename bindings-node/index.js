@@ -582,8 +582,8 @@ const _testing = {
   walk: (v) => textOf(v, 0, true),
 }
 
-function definitionDigest(name, description, inputSchema) {
-  return guard(() => native.definitionDigest(name, description, textOf(inputSchema)))
+function definitionDigest(name, description, inputSchema, outputSchema) {
+  return guard(() => native.definitionDigest(name, description, textOf(inputSchema), outputSchema == null ? null : textOf(outputSchema)))
 }
 
 function canonicalJson(value) {

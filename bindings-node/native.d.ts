@@ -64,8 +64,8 @@ export declare function celLiteCompile(text: string): [((...args: unknown[]) => 
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number
 
-/** The definition digest (`sha256:…`) of a tool's name, description and input schema (its JSON text). */
-export declare function definitionDigest(name: string, description: string, inputSchema: string): string
+/** The definition digest (`sha256:…`) of a tool's name, description, input schema and output schema, if any (JSON text). */
+export declare function definitionDigest(name: string, description: string, inputSchema: string, outputSchema?: string | undefined | null): string
 
 /** Reads `harness.yaml` and its manifests only: calls fail `not_loaded_for_calls`. */
 export declare function inspectHost(path: string): NativeHost

@@ -171,9 +171,10 @@ def request(method: str, args: Mapping[str, Any]) -> Any:
     ``handler_refusal`` (``text``, ``origin``, ``modules_in_path``, ``base``,
     ``roots``: why the core refuses a resolved handler ref, or None)."""
 
-def definition_digest(name: str, description: str, input_schema: Any) -> str:
+def definition_digest(name: str, description: str, input_schema: Any, output_schema: Any = None) -> str:
     """``sha256:`` + hex SHA-256 of the canonical JSON of ``{"description",
-    "input_schema", "name"}``: what ``definition_digest`` pins. Raises
+    "input_schema", "name"}`` (with ``"output_schema"`` when one is given):
+    what ``definition_digest`` pins. Raises
     :class:`InvalidValueError` for values with no portable JSON form."""
 
 def canonical_json(value: Any) -> str:

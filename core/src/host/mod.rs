@@ -26,7 +26,7 @@ use serde_json::Value;
 pub use crate::audit::{ApprovalDecided, AuditEvent, EventField, Timings};
 pub use crate::canonical;
 pub use crate::codes::{ArgumentCode, ClassExtra, ProblemCode, RefusalClass, RefusalCode};
-pub use crate::digest::{definition_digest, definition_digest_canonical};
+pub use crate::digest::{definition_digest, definition_digest_canonical, tool_definition_digest};
 pub use crate::error::{Error, Problem};
 pub use crate::governor::{ApprovalRequest, CallContext, CallResult, Decision, Explanation, InvokeOutcome as TransportOutcome, Principal, Step};
 pub use crate::manifest::Tool;
