@@ -88,6 +88,12 @@ export interface HandlerContext {
    * Never log or return them: an echo in the output is masked as `[SECRET]`.
    */
   secrets?: { [handle: string]: string }
+  /**
+   * Reports progress while the call runs (issue 22): relayed to the caller when it listens (an
+   * MCP client's progress token through `serveMcp`), each `progress` greater than the last, the
+   * message sanitized like the tool's output and cut to 1 KiB; dropped after the call ends.
+   */
+  progress(progress: number, total?: number | null, message?: string | null): void
 }
 
 /**
@@ -371,6 +377,12 @@ export declare class Harness {
    * client: `{decision: "allowed"}` or `{decision: "denied", code: "relay_denied", step, message, reasons}`.
    */
   relayDecision(tool: string, kind: "sampling" | "elicitation", options: { run: Run | string; includeContext?: string | null }): { [key: string]: JsonValue }
+  /**
+   * Issue 22: which of a running call's progress `reports` (`{progress, total?, message?}`, or
+   * `"end"` where the call ends) reach its caller, given the `secrets` handed out for the call:
+   * `{events: [{relayed: {progress, total?, message?}} | {dropped: code} | {ended: true}]}`.
+   */
+  progressDecision(tool: string, reports: JsonValue[], options?: { secrets?: string[] | null }): { [key: string]: JsonValue }
 }
 
 /**

@@ -296,7 +296,9 @@ function settle(rt, handlers, begun) {
   let out
   try {
     // `secrets`: the values the core hands a tool declaring `secrets_delivery: native`.
-    const ctx = secrets == null ? { idempotencyKey, tool } : { idempotencyKey, tool, secrets: JSON.parse(secrets) }
+    // `progress(n, total, message)`: to the core, which decides what reaches the caller (issue 22).
+    const progress = (n, total, message) => rt.progress(id, Number(n), total == null ? null : Number(total), typeof message === 'string' ? message : null)
+    const ctx = secrets == null ? { idempotencyKey, tool, progress } : { idempotencyKey, tool, progress, secrets: JSON.parse(secrets) }
     out = handlers.get(tool)(JSON.parse(args), ctx)
     if (out !== null && (typeof out === 'object' || typeof out === 'function') && typeof out.then === 'function') return race(rt, id, out, ms)
   } catch (err) {

@@ -43,6 +43,11 @@ export declare class NativeHost {
    */
   finish(id: number, how: 'returned' | 'invalid' | 'threw' | 'timeout', text: string | null): unknown
   /**
+   * `ctx.progress(progress, total, message)` of ticket `id`'s handler (issue 22): to the core, which
+   * decides what reaches the caller; nothing once the call has finished.
+   */
+  progress(id: number, progress: number, total?: number | null, message?: string | null): void
+  /**
    * Grants approval `id` as `approver` (JSON text, with the approver's
    * edited args' text, if any) and begins the approved call, as `call` does.
    */

@@ -304,7 +304,7 @@ class Ticket:
     def remaining(self) -> float:
         """Seconds left before the call's deadline."""
     def kwargs(self) -> Dict[str, Any]:
-        """The handler's keyword arguments (with ``idempotency_key`` if it takes one)."""
+        """The handler's keyword arguments (with ``idempotency_key``, ``progress`` if it takes them)."""
 
 @final
 class CallResult:
@@ -374,11 +374,11 @@ class Host:
     def __new__(
         cls,
         path: str,
-        handlers: Mapping[str, Tuple[Callable[..., Any], str, bool]],
+        handlers: Mapping[str, Tuple[Callable[..., Any], str, bool, bool]],
         tools: Sequence[Tuple[Any, Optional[str]]],
         audit: Optional[Callable[[Dict[str, Any]], Any]],
         on_approval: Optional[Callable[[Dict[str, Any], Dict[str, Any]], Any]],
-        resolve: Optional[Callable[[str, List[str], Any], Tuple[Callable[..., Any], Optional[str], List[str], str, bool]]],
+        resolve: Optional[Callable[[str, List[str], Any], Tuple[Callable[..., Any], Optional[str], List[str], str, bool, bool]]],
         roots: Sequence[str],
         runner: Callable[[Callable[..., Any], Dict[str, Any], float], Tuple[str, Any]],
         clock_ms: Optional[int] = None,
@@ -512,6 +512,10 @@ class Host:
         """Whether ``tool``, running in ``run``, may send a ``kind`` (``sampling`` or
         ``elicitation``) request to the caller's client: ``{"decision": "allowed"}`` or
         ``{"decision": "denied", "code": "relay_denied", "step", "message", "reasons"}``."""
+    def progress_decision(self, tool: str, reports: Any, *, secrets: Optional[Sequence[str]] = None) -> JSONObject:
+        """Issue 22: which of a running call's progress ``reports`` (``{"progress", "total"?,
+        "message"?}``, or ``"end"`` where the call ends) reach its caller, given the ``secrets``
+        handed out for the call: ``{"events": [{"relayed": {...}} | {"dropped": code} | {"ended": True}]}``."""
 
 def serve_mcp(
     host: Host,

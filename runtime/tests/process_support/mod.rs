@@ -70,6 +70,23 @@ pub fn call(rt: &Runtime, tool: &str, args: Value) -> CallResult {
     rt.call(tool, args, &CallContext { principal: Principal::new("alice"), ..CallContext::default() })
 }
 
+/// Calls `tool` as a caller that listens to its progress (issue 22): the
+/// result and the reports the core relayed, as `(progress, total, message)`.
+pub fn call_listening(rt: &Runtime, tool: &str, args: Value) -> (CallResult, Vec<(f64, Option<f64>, Option<String>)>) {
+    use harnessweaver_core::progress::{ProgressEvent, ProgressListener, ProgressSink};
+    struct Seen(std::sync::Mutex<Vec<(f64, Option<f64>, Option<String>)>>);
+    impl ProgressSink for Seen {
+        fn progress(&self, e: ProgressEvent) {
+            self.0.lock().unwrap().push((e.progress, e.total, e.message));
+        }
+    }
+    let seen = std::sync::Arc::new(Seen(std::sync::Mutex::new(Vec::new())));
+    let ctx = CallContext { principal: Principal::new("alice"), progress: Some(ProgressListener(seen.clone())), ..CallContext::default() };
+    let result = rt.call(tool, args, &ctx);
+    let reports = seen.0.lock().unwrap().clone();
+    (result, reports)
+}
+
 /// The refusal code of `r` (empty when it was allowed).
 pub fn code(r: &CallResult) -> &'static str {
     r.code.map_or("", |c| c.as_str())
