@@ -203,7 +203,13 @@ fn request<'py>(py: Python<'py>, method: &str, args: &Bound<'py, PyAny>) -> PyRe
 /// The definition digest (`sha256:…`) of a tool's name, description, input schema and output schema, if any.
 #[pyfunction]
 #[pyo3(signature = (name, description, input_schema, output_schema=None))]
-fn definition_digest(py: Python<'_>, name: &str, description: &str, input_schema: &Bound<'_, PyAny>, output_schema: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
+fn definition_digest(
+    py: Python<'_>,
+    name: &str,
+    description: &str,
+    input_schema: &Bound<'_, PyAny>,
+    output_schema: Option<&Bound<'_, PyAny>>,
+) -> PyResult<String> {
     let output_schema = output_schema.map(|o| convert(py, o)).transpose()?;
     core::tool_definition_digest(name, description, &convert(py, input_schema)?, output_schema.as_ref()).map_err(|e| to_py_err(py, &e))
 }

@@ -306,7 +306,10 @@ fn resolve_refs(
             Err(reason) => problems.push(fail(reason)),
             Ok(found) => match handler_refusal(text, found.origin.as_deref(), &found.modules_in_path, dir, &roots) {
                 None => {
-                    given.insert(tool.name().to_string(), HostHandler { mode: found.mode, takes_key: found.takes_idempotency_key, takes_progress: found.takes_progress });
+                    given.insert(
+                        tool.name().to_string(),
+                        HostHandler { mode: found.mode, takes_key: found.takes_idempotency_key, takes_progress: found.takes_progress },
+                    );
                 }
                 Some(reason) => problems.push(fail(reason)),
             },
@@ -342,8 +345,11 @@ impl Host {
                 Err(e) => problems.extend(e.problems().iter().cloned()),
             }
         }
-        let mut handlers: HashMap<String, HostHandler> =
-            options.handlers.iter().map(|d| (d.tool.clone(), HostHandler { mode: d.mode, takes_key: d.takes_idempotency_key, takes_progress: d.takes_progress })).collect();
+        let mut handlers: HashMap<String, HostHandler> = options
+            .handlers
+            .iter()
+            .map(|d| (d.tool.clone(), HostHandler { mode: d.mode, takes_key: d.takes_idempotency_key, takes_progress: d.takes_progress }))
+            .collect();
         // Only manifests in the harness name code to import: a tool registered
         // in code comes with its function or has none.
         if let Some(resolver) = options.resolver {

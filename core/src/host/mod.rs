@@ -30,6 +30,7 @@ pub use crate::digest::{definition_digest, definition_digest_canonical, tool_def
 pub use crate::error::{Error, Problem};
 pub use crate::governor::{ApprovalRequest, CallContext, CallResult, Decision, Explanation, InvokeOutcome as TransportOutcome, Principal, Step};
 pub use crate::manifest::Tool;
+pub use crate::progress::{Progress, ProgressDrop, ProgressEvent, ProgressListener, ProgressSink};
 pub use crate::runtime::SpecFormat;
 pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
@@ -38,7 +39,6 @@ pub use load::{
     handler_ref_problems, handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource,
     Resolved, TestOptions,
 };
-pub use crate::progress::{Progress, ProgressDrop, ProgressEvent, ProgressListener, ProgressSink};
 pub use request::{request, tables, ERROR_CLASSES, METHODS};
 pub use values::{value_error, value_of_text};
 pub use watchdog::{Interrupter, Watchdog};

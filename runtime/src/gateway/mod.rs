@@ -239,7 +239,8 @@ impl Gateway {
         });
         // Issue 22: the call's progress (any transport, any host handler) reaches this caller only.
         let progress = relay.as_ref().and_then(relay::Relays::listener);
-        let ctx = CallContext { principal: who.principal.clone(), tenant: who.tenant.clone(), run_id, approval_id, progress, ..CallContext::default() };
+        let ctx =
+            CallContext { principal: who.principal.clone(), tenant: who.tenant.clone(), run_id, approval_id, progress, ..CallContext::default() };
         if let Some(executor) = &self.executor {
             return GatewayResult { waiting_on, ..executor(&ctx, tool, args) };
         }

@@ -42,8 +42,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use harnessweaver_core::governor::{InvokeOutcome, Ticket};
-use harnessweaver_core::progress::Progress;
 use harnessweaver_core::manifest::{ProcessSpec, COMMAND_SEARCH_PATH};
+use harnessweaver_core::progress::Progress;
 
 use super::confine::{self, Confinement, Mode, PreparedCache};
 

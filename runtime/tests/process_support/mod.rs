@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use harnessweaver_core::governor::GovernorOptions;
+pub use harnessweaver_core::progress::ProgressEvent;
 use harnessweaver_core::{CallContext, CallResult, LoadOptions, Principal, Runtime};
 use harnessweaver_runtime::transport::confine::Probe;
 use harnessweaver_runtime::transport::TransportOptions;
@@ -71,13 +72,13 @@ pub fn call(rt: &Runtime, tool: &str, args: Value) -> CallResult {
 }
 
 /// Calls `tool` as a caller that listens to its progress (issue 22): the
-/// result and the reports the core relayed, as `(progress, total, message)`.
-pub fn call_listening(rt: &Runtime, tool: &str, args: Value) -> (CallResult, Vec<(f64, Option<f64>, Option<String>)>) {
-    use harnessweaver_core::progress::{ProgressEvent, ProgressListener, ProgressSink};
-    struct Seen(std::sync::Mutex<Vec<(f64, Option<f64>, Option<String>)>>);
+/// result and the reports the core relayed.
+pub fn call_listening(rt: &Runtime, tool: &str, args: Value) -> (CallResult, Vec<ProgressEvent>) {
+    use harnessweaver_core::progress::{ProgressListener, ProgressSink};
+    struct Seen(std::sync::Mutex<Vec<ProgressEvent>>);
     impl ProgressSink for Seen {
         fn progress(&self, e: ProgressEvent) {
-            self.0.lock().unwrap().push((e.progress, e.total, e.message));
+            self.0.lock().unwrap().push(e);
         }
     }
     let seen = std::sync::Arc::new(Seen(std::sync::Mutex::new(Vec::new())));
@@ -85,6 +86,11 @@ pub fn call_listening(rt: &Runtime, tool: &str, args: Value) -> (CallResult, Vec
     let result = rt.call(tool, args, &ctx);
     let reports = seen.0.lock().unwrap().clone();
     (result, reports)
+}
+
+/// The three progress lines `handler.py`'s `progress` attack writes on stderr, as the core relays them.
+pub fn three_steps() -> Vec<ProgressEvent> {
+    (1..=3).map(|i| ProgressEvent { progress: f64::from(i), total: Some(3.0), message: Some(format!("step {i}")) }).collect()
 }
 
 /// The refusal code of `r` (empty when it was allowed).
