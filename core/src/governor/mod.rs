@@ -599,6 +599,10 @@ impl Governor {
             }
         }
         let (timeout_ms, run_deadline_ms) = self.call_timeout(ctx.run_id.as_deref(), rt.timeout_ms, found.ts_ms);
+        // Issue 22: a report's message is output of the tool (its sanitizers, the secrets masked).
+        let progress = crate::progress::Progress::new(ctx.progress.as_ref(), || {
+            crate::progress::ProgressPolicy::new(&rt.output.sanitize, &secrets.values(), rt.output.max_bytes)
+        });
         Begin::Invoke(Ticket {
             rules: found.rules,
             call_id: found.call_id,
@@ -628,6 +632,7 @@ impl Governor {
             secrets,
             operation: None,
             sinks: found.sinks,
+            progress,
         })
     }
 
@@ -703,6 +708,8 @@ impl Governor {
 
     /// Steps 8 (the outcome) and 9, then the audit event.
     pub fn finish(&self, ticket: Ticket, outcome: InvokeOutcome) -> CallResult {
+        // Issue 22: nothing the call reports from now on reaches its caller.
+        ticket.progress.end();
         let invoke_us = self.elapsed_us(ticket.started).saturating_sub(ticket.decide_us);
         let output_started = self.stopwatch();
         let Some(rt) = self.tools.get(ticket.tool_index) else {

@@ -59,6 +59,34 @@ pub enum RelayEvent {
 /// The sending end the call's worker holds.
 pub type RelaySink = mpsc::UnboundedSender<RelayEvent>;
 
+/// What [`pump`] hands the call: where its relays go, and whether the caller
+/// listens to progress (it gave a progress token).
+#[derive(Debug, Clone)]
+pub struct Relays {
+    /// Where the call's relays go.
+    pub sink: RelaySink,
+    /// The caller gave a progress token.
+    pub progress: bool,
+}
+
+impl Relays {
+    /// The progress listener of the call (issue 22), set on its context:
+    /// every report (a native handler's, a process tool's, an upstream MCP
+    /// tool's) is decided by the core before it is sent here.
+    pub fn listener(&self) -> Option<harnessweaver_core::progress::ProgressListener> {
+        self.progress.then(|| harnessweaver_core::progress::ProgressListener(Arc::new(ProgressToCaller(self.sink.clone()))))
+    }
+}
+
+/// Reports the core relayed, to the task serving the caller.
+struct ProgressToCaller(RelaySink);
+
+impl harnessweaver_core::progress::ProgressSink for ProgressToCaller {
+    fn progress(&self, event: harnessweaver_core::progress::ProgressEvent) {
+        let _ = self.0.send(RelayEvent::Progress { progress: event.progress, total: event.total, message: event.message });
+    }
+}
+
 /// The relay of one call: its ticket (for the core's decisions) and the
 /// channel to the task serving its caller.
 pub struct TicketRelay {
@@ -76,7 +104,8 @@ impl TicketRelay {
 
 impl CallRelay for TicketRelay {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        let _ = self.sink.send(RelayEvent::Progress { progress, total, message });
+        // Decided by the core like any report of the call (sanitized, ordered, bounded).
+        let _ = self.ticket.progress().report(progress, total, message.as_deref());
     }
 
     fn log(&self, params: Value) {
@@ -190,10 +219,11 @@ fn strip_nulls(mut value: Value) -> Value {
 pub async fn pump<T: Send + 'static>(
     peer: &Peer<RoleServer>,
     side: &CallerSide,
-    work: impl FnOnce(RelaySink) -> T + Send + 'static,
+    work: impl FnOnce(Relays) -> T + Send + 'static,
 ) -> Result<T, tokio::task::JoinError> {
     let (sink, mut events) = mpsc::unbounded_channel();
-    let mut join = tokio::task::spawn_blocking(move || work(sink));
+    let relays = Relays { sink, progress: side.progress_token.is_some() };
+    let mut join = tokio::task::spawn_blocking(move || work(relays));
     loop {
         tokio::select! {
             done = &mut join => {
