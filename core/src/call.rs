@@ -357,6 +357,8 @@ pub struct Ticket {
     pub(crate) operation: Option<String>,
     /// The sink arguments provenance sent to a human, for the audit event (issue 23).
     pub(crate) sinks: Vec<crate::audit::SinkDigest>,
+    /// `requested` / `unrequested` for a tool with `flow.intent` (issue 23).
+    pub(crate) intent: Option<&'static str>,
 }
 
 /// The values of a call's secret handles (issue 21): handed to the tool

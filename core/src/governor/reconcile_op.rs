@@ -48,6 +48,7 @@ impl Governor {
             operation: Some(operation.to_string()),
             rules: Vec::new(),
             sinks: Vec::new(),
+            intent: None,
         };
         let outcome = self.invoke(&ticket);
         let result = self.finish(ticket, outcome);

@@ -10,6 +10,7 @@
 //! collected. Files and globs are the harness loader's (`crate::harness`).
 
 mod effect;
+mod intent;
 mod load;
 mod model;
 mod parse;
@@ -28,6 +29,7 @@ pub use model::{
     RateLimit, RatePeriod, ResolvedProcess, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, COMMAND_SEARCH_PATH,
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PAYLOAD_BYTES, SANDBOXES,
 };
+pub use intent::Intent;
 pub use tool::Tool;
 pub use value_path::ValuePath;
 
