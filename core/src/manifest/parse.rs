@@ -526,7 +526,7 @@ fn parse_flow(node: &Node, cx: &mut Checker) -> Flow {
         if let Some(entries) = cx.strings(n, "spec.flow.intent") {
             match super::Intent::compile(&entries) {
                 Ok(_) => intent = Some(entries),
-                Err(why) => cx.report("invalid_value", n.pos, "spec.flow.intent", format!("`spec.flow.intent`: {why}")),
+                Err(why) => cx.report("invalid_value", n.pos, "spec.flow.intent", why),
             }
         }
     }
