@@ -46,7 +46,7 @@ pub(super) struct Deciding<'a> {
     /// Why the call needs a human, gathered by policy, flow and approval.
     pub(super) approval_reasons: Vec<String>,
     /// What asked for the human, as stable keys (`rule:<layer>/<name>`,
-    /// `trifecta`, `approval.when`, `risk`): an approval covers a call only
+    /// `trifecta`, `tainted_argument`, `action_not_requested`, `approval.when`, `risk`): an approval covers a call only
     /// when it was granted for at least these.
     pub(super) asked_by: Vec<String>,
     /// Step 5 took a budget for this call: give it back if the call stops.
