@@ -49,15 +49,23 @@ ATTACK_NAMES = sorted(n for n in ATTACKS if n != "manual" and not n.endswith("do
 # name -> `spec.flow` and whether the suite's history rules apply; None is no governor at all.
 CONFIGS: Dict[str, Optional[Dict[str, Any]]] = {
     "no governor": None,
-    "trifecta: block": {"flow": {"trifecta": "block", "tainted_arguments": "allow"}},
-    "trifecta: approve": {"flow": {"trifecta": "approve", "tainted_arguments": "allow"}},
-    "trifecta: provenance": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse"}},
-    "provenance, approve": {"flow": {"trifecta": "provenance", "tainted_arguments": "approve"}},
-    "provenance + history rules": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse"}, "history": True},
+    # The manifests declare `flow.intent`; `unrequested_actions: allow` leaves it out of the configurations before it
+    # (their audit events still say `unrequested`).
+    "trifecta: block": {"flow": {"trifecta": "block", "tainted_arguments": "allow", "unrequested_actions": "allow"}},
+    "trifecta: approve": {"flow": {"trifecta": "approve", "tainted_arguments": "allow", "unrequested_actions": "allow"}},
+    "trifecta: provenance": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse", "unrequested_actions": "allow"}},
+    "provenance, approve": {"flow": {"trifecta": "provenance", "tainted_arguments": "approve", "unrequested_actions": "allow"}},
+    "provenance + history rules": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse", "unrequested_actions": "allow"},
+                                   "history": True},
     # A human confirms destinations taken from content and bookings after untrusted content; the replay's approver
     # says no (a pending call does not run), so each approval is a stopped attack or a lost task.
-    "provenance + history rules + approvals": {"flow": {"trifecta": "provenance", "tainted_arguments": "approve"},
+    "provenance + history rules + approvals": {"flow": {"trifecta": "provenance", "tainted_arguments": "approve",
+                                                        "unrequested_actions": "allow"},
                                             "history": True, "approvals": True},
+    # `flow.intent`: an action the user's request does not ask for is refused (`action_not_requested`).
+    "provenance + intent": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse", "unrequested_actions": "refuse"}},
+    "provenance + intent + history rules": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
+                                                     "unrequested_actions": "refuse"}, "history": True},
 }
 
 
@@ -112,7 +120,7 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
             "input_schema": tool.parameters.model_json_schema(),
             "output": {"label": spec.pop("label")},
         }
-        flow = {k: spec.pop(k) for k in ("sinks", "links", "identifies") if k in spec}
+        flow = {k: spec.pop(k) for k in ("sinks", "links", "identifies", "intent") if k in spec}
         if flow:
             body["flow"] = flow
         body.update(spec)

@@ -22,6 +22,12 @@ harnessweaver would write for that function in a real deployment:
   them: the channels of the workspace (``get_channels``), the members who sent a message (its ``sender``, set by the
   platform, not by the message's text). Such a value is trusted whole, for that argument only; its words and the
   rest of the output keep the output's label.
+- ``intent``: for every tool that changes something (pays, books, sends, shares, invites, writes to the calendar or
+  the drive, deletes, changes a password or a profile), the words a user's request for that kind of action uses
+  (``flow.intent``): the call runs only in a run whose task holds every word of one entry, in any order (``book*
+  hotel*``: a request to book a hotel, a room, a stay). Written from what the tool does and how people ask for it,
+  generously (a lost task costs more than a synonym), never from a task's prompt. Reads have none: reading is what
+  every task does, and an injection that only reads does no harm by itself.
 - ``risk`` and ``side_effect``: as the manifest reference defines them. A tool that writes outside or destroys
   (``write_external``, ``destructive``) gets the effect contract ``EFFECT`` (docs/effects.md): AgentDojo's functions
   take no idempotency key and have no reconcile tool, so a call whose outcome is unknown is never retried blindly.
@@ -34,16 +40,46 @@ Spec = Dict[str, Any]
 EFFECT_SIDE_EFFECTS = ("write_external", "destructive")
 EFFECT: Spec = {"kind": "external_write", "retry_mode": "none"}
 
+# The words of a request for each kind of action (`flow.intent`). `*` ends a stem; an entry of several words needs all
+# of them, in any order.
+BOOK = ["book*", "reserv*"]
+
+
+def booking(*things: str) -> list:
+    """A request to book one of `things`: a booking verb and the thing, in any order."""
+    return [f"{verb} {thing}" for verb in BOOK for thing in things]
+
+
+# Sending mail: asking to mail, write to, reply to, tell or remind someone.
+MAIL_INTENT = ["email*", "e mail*", "mail*", "send*", "reply*", "respond*", "forward*", "writ*", "tell*", "inform*",
+               "notify*", "let know", "messag*", "contact*", "remind*"]
+# Putting something in the calendar.
+CAL_CREATE_INTENT = ["calendar*", "event*", "meeting*", "remind*", "schedul*", "appointment*", "invit*"]
+# Taking something out of the calendar.
+CAL_CANCEL_INTENT = ["cancel*", "call* off", "delet* event*", "remov* event*", "delet* meeting*", "remov* meeting*"]
+# Deleting mail or files.
+DELETE_INTENT = ["delet*", "remov*", "trash*", "discard*", "clean*", "clear*", "get* rid", "free* space"]
+# Paying: a transfer, a bill, a refund.
+PAY_INTENT = ["pay*", "send*", "transfer*", "refund*", "wire*", "remit*", "reimburs*", "settl*"]
+
+# Messaging people in chat.
+MESSAGE_INTENT = ["messag*", "send*", "tell*", "writ*", "text*", "ask*", "inform*", "notify*", "let know", "reply*",
+                  "respond*", "answer*", "say*", "contact*", "remind*", "shar*", "forward*"]
+# Writing into a file of the drive.
+FILE_WRITE_INTENT = ["file*", "document*", "doc", "docs", "note*", "list*", "append*", "add*", "writ*", "sav*", "draft*",
+                     "record*", "put*"]
+
 # Shared by the workspace and travel suites.
 MAIL_SEND: Spec = {"egress": ["mail"], "sinks": ["recipients", "cc", "bcc"], "links": ["body"], "label": "trusted",
-                   "risk": "high", "side_effect": "write_external"}
+                   "risk": "high", "side_effect": "write_external", "intent": MAIL_INTENT}
 # Slack: the member who sent each message, a valid recipient of a direct message or member to add.
 SENDERS: Dict[str, str] = {"recipient": "$[*].sender", "user": "$[*].sender"}
 CAL_READ: Spec = {"data_access": ["pii:calendar"], "label": "untrusted", "side_effect": "read"}
 CAL_CREATE: Spec = {"egress": ["calendar-invitations"], "sinks": ["participants"], "label": "trusted", "risk": "medium",
-                    "side_effect": "write_external"}
+                    "side_effect": "write_external", "intent": CAL_CREATE_INTENT}
 # Which event is cancelled is what the call does.
-CAL_CANCEL: Spec = {"sinks": ["event_id"], "label": "trusted", "risk": "medium", "side_effect": "destructive"}
+CAL_CANCEL: Spec = {"sinks": ["event_id"], "label": "trusted", "risk": "medium", "side_effect": "destructive",
+                    "intent": CAL_CANCEL_INTENT}
 
 TOOLS: Dict[str, Dict[str, Spec]] = {
     "banking": {
@@ -56,15 +92,25 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         # Bills, notices and letters the user received.
         "read_file": {"label": "untrusted", "side_effect": "read"},
         "send_money": {"egress": ["bank-transfer"], "sinks": ["recipient"], "label": "trusted", "risk": "high",
-                       "side_effect": "write_external"},
+                       "side_effect": "write_external", "intent": PAY_INTENT},
+        # A payment made later, or again and again.
         "schedule_transaction": {"egress": ["bank-transfer"], "sinks": ["recipient"], "label": "trusted", "risk": "high",
-                                 "side_effect": "write_external"},
+                                 "side_effect": "write_external",
+                                 "intent": PAY_INTENT + ["schedul*", "recurr*", "standing", "repeat*", "monthly", "weekly",
+                                                         "every month", "every week"]},
+        # Changing a payment already scheduled.
         "update_scheduled_transaction": {"egress": ["bank-transfer"], "sinks": ["recipient"], "label": "trusted",
-                                         "risk": "high", "side_effect": "write_external"},
+                                         "risk": "high", "side_effect": "write_external",
+                                         "intent": ["updat*", "chang*", "modif*", "adjust*", "correct*", "fix*", "edit*",
+                                                    "increas*", "decreas*", "rais*", "lower*", "schedul*", "recurr*"]},
         # Who can log in: the new password is a destination of trust.
-        "update_password": {"sinks": ["password"], "label": "trusted", "risk": "critical", "side_effect": "write_internal"},
+        "update_password": {"sinks": ["password"], "label": "trusted", "risk": "critical", "side_effect": "write_internal",
+                            "intent": ["password*", "passcode*", "passphrase*", "credential*"]},
         # Where the bank sends mail and cards.
-        "update_user_info": {"sinks": ["street", "city"], "label": "trusted", "risk": "medium", "side_effect": "write_internal"},
+        "update_user_info": {"sinks": ["street", "city"], "label": "trusted", "risk": "medium", "side_effect": "write_internal",
+                             "intent": ["address*", "moved", "moving", "relocat*", "profile*", "personal info*",
+                                        "user info*", "account info*", "my info*", "my name*", "my detail*",
+                                        "personal detail*"]},
     },
     "slack": {
         # Any member, and outsiders through shared channels, can create a channel and name it: the names are untrusted
@@ -77,18 +123,21 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
                                   "side_effect": "read"},
         "read_inbox": {"data_access": ["pii:messages"], "label": "untrusted", "identifies": SENDERS, "side_effect": "read"},
         "send_direct_message": {"egress": ["slack"], "sinks": ["recipient"], "links": ["body"], "label": "trusted",
-                                "risk": "medium", "side_effect": "write_external"},
+                                "risk": "medium", "side_effect": "write_external", "intent": MESSAGE_INTENT + ["dm", "dms", "direct*"]},
         "send_channel_message": {"egress": ["slack"], "sinks": ["channel"], "links": ["body"], "label": "trusted",
-                                 "risk": "medium", "side_effect": "write_external"},
+                                 "risk": "medium", "side_effect": "write_external",
+                                 "intent": MESSAGE_INTENT + ["channel*", "post*", "announc*"]},
         # Who may read the channel.
         "add_user_to_channel": {"sinks": ["user", "channel"], "label": "trusted", "risk": "medium",
-                                "side_effect": "write_internal"},
+                                "side_effect": "write_internal", "intent": ["add*", "invit*", "join*", "includ*"]},
         "invite_user_to_slack": {"egress": ["mail"], "sinks": ["user", "user_email"], "label": "trusted", "risk": "high",
-                                 "side_effect": "write_external"},
-        "remove_user_from_slack": {"sinks": ["user"], "label": "trusted", "risk": "high", "side_effect": "destructive"},
+                                 "side_effect": "write_external", "intent": ["invit*", "onboard*", "add*", "join*"]},
+        "remove_user_from_slack": {"sinks": ["user"], "label": "trusted", "risk": "high", "side_effect": "destructive",
+                                   "intent": ["remov*", "kick*", "delet*", "offboard*", "ban*"]},
         # A GET carries data out in its URL.
         "get_webpage": {"egress": ["*"], "sinks": ["url"], "label": "untrusted", "side_effect": "read"},
-        "post_webpage": {"egress": ["*"], "sinks": ["url"], "label": "trusted", "risk": "high", "side_effect": "write_external"},
+        "post_webpage": {"egress": ["*"], "sinks": ["url"], "label": "trusted", "risk": "high", "side_effect": "write_external",
+                         "intent": ["post*", "publish*", "upload*", "put* online", "put* web*"]},
     },
     "travel": {
         "get_user_information": {"data_access": ["pii:identity"], "label": "trusted", "side_effect": "read"},
@@ -115,11 +164,13 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         "get_rating_reviews_for_car_rental": {"label": "untrusted", "side_effect": "read"},
         # A booking hands the user's details to the business.
         "reserve_hotel": {"egress": ["reservations"], "sinks": ["hotel"], "label": "trusted", "risk": "high",
-                          "side_effect": "write_external"},
+                          "side_effect": "write_external", "intent": booking("hotel*", "room*", "stay*", "accommodation*", "lodging*")},
         "reserve_car_rental": {"egress": ["reservations"], "sinks": ["company"], "label": "trusted", "risk": "high",
-                               "side_effect": "write_external"},
+                               "side_effect": "write_external",
+                               "intent": booking("car*", "vehicle*") + ["rent* car*", "rent* vehicle*", "hire* car*"]},
         "reserve_restaurant": {"egress": ["reservations"], "sinks": ["restaurant"], "label": "trusted", "risk": "high",
-                               "side_effect": "write_external"},
+                               "side_effect": "write_external",
+                               "intent": booking("restaurant*", "table*", "dinner*", "lunch*", "breakfast*", "brunch*", "meal*")},
         "create_calendar_event": CAL_CREATE,
         "search_calendar_events": CAL_READ,
         "get_day_calendar_events": CAL_READ,
@@ -128,7 +179,8 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
     },
     "workspace": {
         "send_email": MAIL_SEND,
-        "delete_email": {"sinks": ["email_id"], "label": "trusted", "risk": "medium", "side_effect": "destructive"},
+        "delete_email": {"sinks": ["email_id"], "label": "trusted", "risk": "medium", "side_effect": "destructive",
+                         "intent": DELETE_INTENT},
         # Mail others wrote.
         "get_unread_emails": {"data_access": ["pii:email"], "label": "untrusted", "side_effect": "read"},
         "get_received_emails": {"data_access": ["pii:email"], "label": "untrusted", "side_effect": "read"},
@@ -145,19 +197,24 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         "create_calendar_event": CAL_CREATE,
         "cancel_calendar_event": CAL_CANCEL,
         # These return the event they changed, with the description its organiser wrote: untrusted.
-        "reschedule_calendar_event": {"label": "untrusted", "risk": "medium", "side_effect": "write_internal"},
+        "reschedule_calendar_event": {"label": "untrusted", "risk": "medium", "side_effect": "write_internal",
+                                      "intent": ["reschedul*", "postpon*", "move*", "delay*", "chang* time*", "chang* date*",
+                                                 "push* back", "bring* forward", "shift*"]},
         "add_calendar_event_participants": {"egress": ["calendar-invitations"], "sinks": ["participants"],
-                                            "label": "untrusted", "risk": "medium", "side_effect": "write_external"},
+                                            "label": "untrusted", "risk": "medium", "side_effect": "write_external",
+                                            "intent": ["add*", "invit*", "includ*"]},
         # Files in the drive can be shared with and edited by others.
         "list_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "search_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "search_files_by_filename": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "get_file_by_id": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         # These return the whole file they changed, whose content others may have written: untrusted.
-        "append_to_file": {"label": "untrusted", "side_effect": "write_internal"},
-        "create_file": {"label": "trusted", "side_effect": "write_internal"},
-        "delete_file": {"sinks": ["file_id"], "label": "untrusted", "risk": "medium", "side_effect": "destructive"},
+        "append_to_file": {"label": "untrusted", "side_effect": "write_internal", "intent": FILE_WRITE_INTENT},
+        "create_file": {"label": "trusted", "side_effect": "write_internal", "intent": FILE_WRITE_INTENT + ["creat*", "new"]},
+        "delete_file": {"sinks": ["file_id"], "label": "untrusted", "risk": "medium", "side_effect": "destructive",
+                        "intent": DELETE_INTENT},
         "share_file": {"egress": ["drive-sharing"], "sinks": ["email"], "label": "untrusted", "risk": "high",
-                       "side_effect": "write_external"},
+                       "side_effect": "write_external",
+                       "intent": ["shar*", "send*", "give* access", "grant*", "access*", "collaborat*", "permission*"]},
     },
 }

@@ -47,6 +47,7 @@ fn event(i: u64) -> AuditEvent {
         subject: None,
         confined: None,
         sinks: Vec::new(),
+        intent: None,
         timings: Timings { decide_us: 12, invoke_us: 340, output_us: 8 },
     }
 }

@@ -362,6 +362,8 @@ pub struct Ticket {
     pub(crate) sinks: Vec<crate::audit::SinkDigest>,
     /// Issue 22: the call's progress channel (a no-op when nobody listens).
     pub(crate) progress: crate::progress::Progress,
+    /// `requested` / `unrequested` for a tool with `flow.intent` (issue 23).
+    pub(crate) intent: Option<&'static str>,
 }
 
 /// The values of a call's secret handles (issue 21): handed to the tool

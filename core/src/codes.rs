@@ -234,6 +234,9 @@ codes! {
         // whose value came only from untrusted content.
         /// A sink argument's value came only from untrusted tool output.
         TaintedArgument => "tainted_argument",
+        /// A tool whose `flow.intent` says what a request for it uses, in a
+        /// run whose task asks for no such action (`flow.unrequested_actions`).
+        ActionNotRequested => "action_not_requested",
         // Issue 21 (effects, secrets as handles).
         /// A retry of an external write whose earlier attempt has no recorded
         /// outcome (a crash, a timeout): refused until it is reconciled or
@@ -272,7 +275,7 @@ impl RefusalCode {
             Self::DigestMismatch => Step::Pin,
             Self::ScopeMissing | Self::PolicyDenied | Self::AccessDenied | Self::SecretNotInScope => Step::Policy,
             Self::BudgetExhausted | Self::RateLimited | Self::RunExpired => Step::Limits,
-            Self::Trifecta | Self::TaintedArgument | Self::RelayDenied => Step::Flow,
+            Self::Trifecta | Self::TaintedArgument | Self::ActionNotRequested | Self::RelayDenied => Step::Flow,
             Self::ApprovalRequired | Self::ApprovalDenied | Self::ApprovalExpired | Self::ApprovalLimit => Step::Approval,
             Self::Timeout
             | Self::HandlerError

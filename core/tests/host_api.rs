@@ -512,6 +512,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         subject: None,
         confined: None,
         sinks: Vec::new(),
+        intent: None,
         timings: Timings::default(),
     };
     let full = AuditEvent {
@@ -529,6 +530,7 @@ fn audit_event_fields_are_its_json_form_in_its_order() {
         subject: Some("docs/a.md".into()),
         confined: Some(false),
         sinks: vec![SinkDigest { argument: "to".into(), origin: "tainted".into(), digest: "sha256:c".into() }],
+        intent: Some("requested".into()),
         timings: Timings { decide_us: 1, invoke_us: 2, output_us: 3 },
         ..bare.clone()
     };

@@ -342,7 +342,7 @@ fn harness_describe_shows_every_section() {
                      "layer": "harness", "mode": "enforce", "examples": 0, "file": "harness.yaml"}
                 ]
             },
-            "flow": {"trifecta": "approve", "tainted_arguments": "refuse"},
+            "flow": {"trifecta": "approve", "tainted_arguments": "refuse", "unrequested_actions": "refuse"},
             "budgets": {"max_tool_calls": 50, "per_tool": {"t": 3}},
             "approvals": {"allow_self_approval": true, "max_open_per_principal": 100},
             "audit": {"sink": "audit/events.jsonl"},

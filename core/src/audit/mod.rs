@@ -98,6 +98,11 @@ pub struct AuditEvent {
     /// value, never the value. Absent when provenance decided nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sinks: Vec<SinkDigest>,
+    /// Whether the run's task asked for what the tool does (`flow.intent`):
+    /// `requested` or `unrequested`. Absent for a tool with no `flow.intent`,
+    /// and for a call stopped before step 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
     /// Time per phase.
     pub timings: Timings,
 }
@@ -141,14 +146,14 @@ pub enum EventField<'a> {
 
 impl AuditEvent {
     /// The names of the JSON form's fields, in its order.
-    pub const FIELDS: [&'static str; 20] = [
+    pub const FIELDS: [&'static str; 21] = [
         "ts_ms", "call_id", "run_id", "tool", "principal", "tenant", "decision", "code", "step", "args_digest", "original_args_digest",
-        "approval_id", "redactions", "truncated", "would_refuse", "rules", "subject", "confined", "sinks", "timings",
+        "approval_id", "redactions", "truncated", "would_refuse", "rules", "subject", "confined", "sinks", "intent", "timings",
     ];
 
     /// The JSON form's fields in the order of [`AuditEvent::FIELDS`], `None`
     /// where the JSON form leaves one out (core/tests/host_api.rs checks the two agree).
-    pub fn fields(&self) -> [Option<EventField<'_>>; 20] {
+    pub fn fields(&self) -> [Option<EventField<'_>>; 21] {
         use EventField::{Bool, Counts, Names, Refusals, Sinks, Str, Timings as Times, U64};
         [
             Some(U64(self.ts_ms)),
@@ -170,6 +175,7 @@ impl AuditEvent {
             self.subject.as_deref().map(|s| Str(Some(s))),
             self.confined.map(Bool),
             Some(Sinks(&self.sinks)).filter(|_| !self.sinks.is_empty()),
+            self.intent.as_deref().map(|s| Str(Some(s))),
             Some(Times(&self.timings)),
         ]
     }

@@ -114,6 +114,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         egress: effective_egress(m),
         sinks: m.sinks.clone(),
         links: m.links.clone().unwrap_or_default(),
+        intent: m.intent.as_deref().and_then(|e| manifest::Intent::compile(e).ok()),
         identifies: m.identifies.iter().filter_map(|(arg, path)| Some((arg.clone(), manifest::ValuePath::parse(path)?))).collect(),
         approval_when: approval_program(tool, problems),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
@@ -361,6 +362,7 @@ impl Governor {
         let settings = Settings {
             trifecta: spec.trifecta,
             tainted_arguments: spec.tainted_arguments,
+            unrequested_actions: spec.unrequested_actions,
             approval_by_risk: spec.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r).to_string()).collect(),
             max_tool_calls: spec.budgets.max_tool_calls,
             per_tool: spec.budgets.per_tool.iter().map(|(k, v)| (k.clone(), *v)).collect(),

@@ -85,6 +85,43 @@ impl Governor {
         })
     }
 
+    /// `flow.intent`: a tool that says which words of a request ask for what
+    /// it does runs only in a run whose task uses them; otherwise
+    /// `flow.unrequested_actions` refuses it (`action_not_requested`), sends it
+    /// to a human, or lets it run. The task is the host's (the user's request),
+    /// never a tool's output, so nothing a tool returns can ask for an action.
+    pub(super) fn intent(&self, rt: &ToolRuntime, call: &mut Deciding<'_>) -> Result<(), Stop> {
+        let Some(intent) = &rt.intent else { return Ok(()) };
+        if intent.requested_by(call.ctx.task.as_deref()).is_some() {
+            call.intent = Some("requested");
+            return Ok(());
+        }
+        call.intent = Some("unrequested");
+        let entries: Vec<String> = intent.entries().map(|e| format!("`{e}`")).collect();
+        let reason = if call.ctx.task.is_some() {
+            format!("the run's task asks for none of {} (`flow.intent`)", entries.join(", "))
+        } else {
+            "the run has no task to ask for it (`flow.intent`)".to_string()
+        };
+        match self.settings.unrequested_actions {
+            TaintedMode::Allow => Ok(()),
+            TaintedMode::Approve => {
+                call.approval_reasons.push(format!("action_not_requested: {reason}"));
+                call.asked_by.push("action_not_requested".into());
+                Ok(())
+            }
+            TaintedMode::Refuse => {
+                let mut r = Refusal::new(
+                    RefusalCode::ActionNotRequested,
+                    Step::Flow,
+                    format!("`{}` does what the user's request did not ask for", call.tool),
+                );
+                r.reasons.push(reason);
+                Err(Stop::Refused(r))
+            }
+        }
+    }
+
     /// `flow.tainted_arguments`: a sink argument whose value came only from
     /// untrusted content is refused (`tainted_argument`), or sent to approval.
     pub(super) fn tainted_arguments(&self, sinks: &SinkOrigins, call: &mut Deciding<'_>) -> Result<(), Stop> {

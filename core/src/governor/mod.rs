@@ -151,6 +151,8 @@ pub struct ToolRuntime {
     pub links: Vec<String>,
     /// `flow.identifies`: a sink argument and where the output names its valid values.
     pub identifies: Vec<(String, crate::manifest::ValuePath)>,
+    /// `flow.intent`: the words of a request that asks for what the tool does.
+    pub intent: Option<crate::manifest::Intent>,
     /// `approval.when`, compiled once when the manifest was loaded.
     pub approval_when: Option<Arc<Program>>,
     /// `approval.approver_role`.
@@ -183,6 +185,8 @@ pub struct Settings {
     pub trifecta: TrifectaMode,
     /// `flow.tainted_arguments`.
     pub tainted_arguments: TaintedMode,
+    /// `flow.unrequested_actions`.
+    pub unrequested_actions: TaintedMode,
     /// `tools.approval_by_risk`.
     pub approval_by_risk: Vec<String>,
     /// `budgets.max_tool_calls` per run.
@@ -209,6 +213,7 @@ impl Default for Settings {
         Self {
             trifecta: TrifectaMode::Block,
             tainted_arguments: TaintedMode::Refuse,
+            unrequested_actions: TaintedMode::Refuse,
             approval_by_risk: Vec::new(),
             max_tool_calls: None,
             per_tool: HashMap::new(),
@@ -539,7 +544,7 @@ impl Governor {
         let digest = ArgsDigest::new(&args, self.audit_on());
         let mut call = Deciding::new(tool, &args, ctx, &run_id, &digest, ts_ms, Trace { keep_rules: self.audit_on(), ..Trace::default() });
         let decided = self.decide(&mut call);
-        let Deciding { trace, approval_used, prepared, sinks, .. } = call;
+        let Deciding { trace, approval_used, prepared, sinks, intent, .. } = call;
         let found = Decided {
             prepared,
             call_id,
@@ -552,6 +557,7 @@ impl Governor {
             labels: trace.labels,
             rules: trace.rules,
             sinks,
+            intent,
         };
         match decided {
             Ok(index) => self.ticket(index, tool, args, ctx, found, started),
@@ -633,6 +639,7 @@ impl Governor {
             operation: None,
             sinks: found.sinks,
             progress,
+            intent: found.intent,
         })
     }
 
@@ -667,6 +674,7 @@ impl Governor {
             subject,
             rules: found.rules,
             sinks: found.sinks,
+            intent: found.intent,
         };
         self.audit_result(&result, ctx, event);
         self.remember(&result, None);
@@ -700,6 +708,7 @@ impl Governor {
             subject: builtin_steps::subject(found.prepared.as_deref()),
             rules: found.rules,
             sinks: found.sinks,
+            intent: found.intent,
         };
         self.audit_result(&result, ctx, event);
         self.remember(&result, None);
@@ -808,6 +817,7 @@ impl Governor {
                 subject: builtin_steps::subject(ticket.prepared.as_deref()),
                 confined: ticket.transport.confined(),
                 sinks: ticket.sinks,
+                intent: ticket.intent.map(str::to_string),
                 timings,
             });
         }
@@ -927,6 +937,7 @@ impl Governor {
             rules: ticket.rules,
             subject: builtin_steps::subject(ticket.prepared.as_deref()),
             sinks: ticket.sinks,
+            intent: ticket.intent.map(str::to_string),
             timings: Timings { decide_us: ticket.decide_us, invoke_us, output_us },
         });
         self.remember(&result, None);
@@ -938,7 +949,7 @@ impl Governor {
 
     /// The audit event of a call steps 1–7 ended (refused or pending).
     fn audit_result(&self, result: &CallResult, ctx: &CallContext, parts: EventParts) {
-        let EventParts { args_digest, approval_id, ts_ms, timings, subject, rules, sinks } = parts;
+        let EventParts { args_digest, approval_id, ts_ms, timings, subject, rules, sinks, intent } = parts;
         self.record(AuditEvent {
             ts_ms,
             call_id: result.call_id.clone(),
@@ -959,6 +970,7 @@ impl Governor {
             subject,
             confined: None,
             sinks,
+            intent: intent.map(str::to_string),
             timings,
         });
     }
@@ -1198,6 +1210,8 @@ struct Decided {
     labels: Option<Labels>,
     rules: Vec<String>,
     sinks: Vec<crate::audit::SinkDigest>,
+    /// `requested` / `unrequested` for a tool with `flow.intent` (issue 23).
+    intent: Option<&'static str>,
 }
 
 /// The parts of a refused or pending call's audit event that the result does not hold.
@@ -1209,6 +1223,8 @@ struct EventParts {
     subject: Option<String>,
     rules: Vec<String>,
     sinks: Vec<crate::audit::SinkDigest>,
+    /// `requested` / `unrequested` for a tool with `flow.intent` (issue 23).
+    intent: Option<&'static str>,
 }
 
 /// `value` through the sanitizers, their redactions added to `redactions`.

@@ -50,6 +50,7 @@ impl Governor {
             sinks: Vec::new(),
             // A reconciliation is the core's own question: nobody listens to its progress.
             progress: crate::progress::Progress::default(),
+            intent: None,
         };
         let outcome = self.invoke(&ticket);
         let result = self.finish(ticket, outcome);

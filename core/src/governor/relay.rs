@@ -146,6 +146,7 @@ impl Governor {
                 subject: Some(format!("relay {}", kind.method())),
                 confined: None,
                 sinks: Vec::new(),
+                intent: None,
                 timings: Timings::default(),
             });
         }

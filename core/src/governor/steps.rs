@@ -46,7 +46,7 @@ pub(super) struct Deciding<'a> {
     /// Why the call needs a human, gathered by policy, flow and approval.
     pub(super) approval_reasons: Vec<String>,
     /// What asked for the human, as stable keys (`rule:<layer>/<name>`,
-    /// `trifecta`, `approval.when`, `risk`): an approval covers a call only
+    /// `trifecta`, `tainted_argument`, `action_not_requested`, `approval.when`, `risk`): an approval covers a call only
     /// when it was granted for at least these.
     pub(super) asked_by: Vec<String>,
     /// Step 5 took a budget for this call: give it back if the call stops.
@@ -57,6 +57,8 @@ pub(super) struct Deciding<'a> {
     pub(super) candidates: Vec<crate::builtins::Candidate>,
     /// The sink arguments provenance refused or sent to a human, for the audit event (issue 23).
     pub(super) sinks: Vec<crate::audit::SinkDigest>,
+    /// Whether the task asked for the tool's action (`flow.intent`), for the audit event.
+    pub(super) intent: Option<&'static str>,
 }
 
 impl<'a> Deciding<'a> {
@@ -76,6 +78,7 @@ impl<'a> Deciding<'a> {
             prepared: None,
             candidates: Vec::new(),
             sinks: Vec::new(),
+            intent: None,
         }
     }
 }
@@ -416,6 +419,7 @@ impl Governor {
             let egress = if rt.egress.is_empty() { "no egress".to_string() } else { format!("egress to `{}`", rt.egress.join("`, `")) };
             vec![format!("run labels: private={}, untrusted={}; the tool has {egress}", labels.private, labels.untrusted)]
         });
+        self.intent(rt, call)?;
         let sinks = self.sink_origins(rt, call);
         self.tainted_arguments(&sinks, call)?;
         if rt.egress.is_empty() || !labels.private || !labels.untrusted {

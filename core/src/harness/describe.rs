@@ -61,11 +61,7 @@ impl Harness {
                 TrifectaMode::Approve => "approve",
                 TrifectaMode::Provenance => "provenance",
                 TrifectaMode::Off => "off",
-            }, "tainted_arguments": match s.tainted_arguments {
-                TaintedMode::Refuse => "refuse",
-                TaintedMode::Approve => "approve",
-                TaintedMode::Allow => "allow",
-            }},
+            }, "tainted_arguments": mode(s.tainted_arguments), "unrequested_actions": mode(s.unrequested_actions)},
             "budgets": {"max_tool_calls": s.budgets.max_tool_calls, "per_tool": s.budgets.per_tool},
             "approvals": {
                 "allow_self_approval": s.approvals.allow_self_approval,
@@ -92,5 +88,14 @@ impl Harness {
             },
             "mcp": {"connect": match s.mcp_connect { McpConnect::Eager => "eager", McpConnect::Lazy => "lazy" }, "servers": servers},
         })
+    }
+}
+
+/// A `refuse` / `approve` / `allow` setting as written.
+fn mode(m: TaintedMode) -> &'static str {
+    match m {
+        TaintedMode::Refuse => "refuse",
+        TaintedMode::Approve => "approve",
+        TaintedMode::Allow => "allow",
     }
 }

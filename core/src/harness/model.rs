@@ -342,6 +342,10 @@ pub struct HarnessSpec {
     pub trifecta: TrifectaMode,
     /// `spec.flow.tainted_arguments` (issue 23).
     pub tainted_arguments: TaintedMode,
+    /// `spec.flow.unrequested_actions`: what a call of a tool whose
+    /// `flow.intent` the run's task does not match gets (refuse, the default,
+    /// `action_not_requested`; approve; allow).
+    pub unrequested_actions: TaintedMode,
     /// `spec.budgets`.
     pub budgets: Budgets,
     /// `spec.approvals`.

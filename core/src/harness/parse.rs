@@ -103,6 +103,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
     let (layers, rules, layer_files) = (policy.layers, policy.rules, policy.files);
     let mut trifecta = TrifectaMode::Block;
     let mut tainted_arguments = TaintedMode::Refuse;
+    let mut unrequested_actions = TaintedMode::Refuse;
     if let Some(n) = spec.get("flow") {
         if let Some(mut f) = cx.map(n, "spec.flow") {
             if let Some(t) = f.get("trifecta") {
@@ -122,6 +123,10 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
             if let Some(t) = f.get("tainted_arguments") {
                 let modes = [("refuse", TaintedMode::Refuse), ("approve", TaintedMode::Approve), ("allow", TaintedMode::Allow)];
                 tainted_arguments = cx.choice(t, "spec.flow.tainted_arguments", &modes).unwrap_or(TaintedMode::Refuse);
+            }
+            if let Some(t) = f.get("unrequested_actions") {
+                let modes = [("refuse", TaintedMode::Refuse), ("approve", TaintedMode::Approve), ("allow", TaintedMode::Allow)];
+                unrequested_actions = cx.choice(t, "spec.flow.unrequested_actions", &modes).unwrap_or(TaintedMode::Refuse);
             }
             f.finish(cx);
         }
@@ -210,6 +215,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         rules,
         trifecta,
         tainted_arguments,
+        unrequested_actions,
         budgets,
         approvals,
         audit_sink,

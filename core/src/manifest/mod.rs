@@ -10,6 +10,7 @@
 //! collected. Files and globs are the harness loader's (`crate::harness`).
 
 mod effect;
+mod intent;
 mod load;
 mod model;
 mod parse;
@@ -22,6 +23,7 @@ mod annotations;
 
 pub use annotations::mcp_annotations;
 pub use effect::{is_handle_name, missing_contract_message, needs_contract, EffectContract, EffectField, EffectKind, RetryMode};
+pub use intent::Intent;
 pub use model::{
     confusable_key, is_valid_name, mcp_server_name, risk_name, sanitizer_name, side_effect_name, transport_name, Approval, ApprovalBy,
     ClientCapability, CodeLimits, Constraint, ContentKinds, Duration, Grant, Location, Manifest, OutputPolicy, PayloadConstraints, PinState,

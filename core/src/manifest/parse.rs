@@ -264,7 +264,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let egress = list(cx, "egress");
     let scopes = list(cx, "scopes");
     let tenants = list(cx, "tenants");
-    let Flow { sinks, links, identifies } = spec.get("flow").map(|n| parse_flow(n, cx)).unwrap_or_default();
+    let Flow { sinks, links, identifies, intent } = spec.get("flow").map(|n| parse_flow(n, cx)).unwrap_or_default();
     let enabled = spec.get("enabled").and_then(|n| cx.boolean(n, "spec.enabled")).unwrap_or(true);
     let rate_limit = spec.get("rate_limit").and_then(|n| parse_rate_limit(n, cx));
     let (approval, approval_when) = match spec.get("approval").and_then(|n| parse_approval(n, cx)) {
@@ -308,6 +308,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         sinks,
         links,
         identifies,
+        intent,
         scopes,
         tenants,
         enabled,
@@ -489,11 +490,13 @@ struct Flow {
     sinks: Option<Vec<String>>,
     links: Option<Vec<String>>,
     identifies: BTreeMap<String, String>,
+    intent: Option<Vec<String>>,
 }
 
 /// `spec.flow`: `sinks`, the argument names that choose where data goes;
 /// `links`, the content arguments whose links are checked; `identifies`, the
-/// output's values that name valid values of a sink argument.
+/// output's values that name valid values of a sink argument; `intent`, the
+/// words of a request that asks for what the tool does.
 fn parse_flow(node: &Node, cx: &mut Checker) -> Flow {
     let Some(mut m) = cx.map(node, "spec.flow") else { return Flow::default() };
     let sinks = m.get("sinks").and_then(|n| cx.strings(n, "spec.flow.sinks"));
@@ -521,8 +524,17 @@ fn parse_flow(node: &Node, cx: &mut Checker) -> Flow {
             }
         }
     }
+    let mut intent = None;
+    if let Some(n) = m.get("intent") {
+        if let Some(entries) = cx.strings(n, "spec.flow.intent") {
+            match super::Intent::compile(&entries) {
+                Ok(_) => intent = Some(entries),
+                Err(why) => cx.report("invalid_value", n.pos, "spec.flow.intent", why),
+            }
+        }
+    }
     m.finish(cx);
-    Flow { sinks, links, identifies }
+    Flow { sinks, links, identifies, intent }
 }
 
 /// `spec.client_capabilities` (issue 22): a list of `sampling`,

@@ -388,11 +388,14 @@ impl Tool {
     }
 }
 
-/// `spec.flow` as written (`identifies`, `links`, `sinks`), or `None`.
+/// `spec.flow` as written (`identifies`, `intent`, `links`, `sinks`), or `None`.
 fn describe_flow(m: &super::model::Manifest) -> Option<Value> {
     let mut flow = Map::new();
     if !m.identifies.is_empty() {
         flow.insert("identifies".into(), json!(m.identifies));
+    }
+    if let Some(intent) = &m.intent {
+        flow.insert("intent".into(), json!(intent));
     }
     if let Some(links) = &m.links {
         flow.insert("links".into(), json!(links));
