@@ -421,6 +421,9 @@ impl std::hash::Hasher for Prehashed {
 /// A set of keyed hashes.
 type HashSet = std::collections::HashSet<u64, std::hash::BuildHasherDefault<Prehashed>>;
 
+/// Texts one walk remembers having read, at most (past it, each is read).
+const MAX_MEMO: usize = 4096;
+
 /// One run's remembered values, as keyed hashes.
 #[derive(Debug, Default)]
 pub(super) struct Values {
@@ -455,11 +458,19 @@ impl Values {
     fn add_text(&mut self, hasher: &Hasher, trusted: bool, text: &str, scratch: &mut Scratch) {
         let Scratch { norm, pair, digits, .. } = scratch;
         let (n, shape) = normalised(text, norm);
+        let mut whole_is_text = false;
         if n.len() <= MAX_WHOLE_BYTES {
             let whole = key_of_normalised(n, shape, digits);
+            whole_is_text = whole.as_ref() == n;
             self.add(hasher, trusted, &whole);
         }
-        each_token(n, shape, pair, digits, |t| self.add(hasher, trusted, t));
+        // A token that is the text itself (a text of one word) was added whole.
+        let is_text = |t: &str| std::ptr::eq(t, n);
+        each_token(n, shape, pair, digits, |t| {
+            if !(whole_is_text && is_text(t)) {
+                self.add(hasher, trusted, t);
+            }
+        });
     }
 
     /// Remembers the run's `task` (once per distinct task).
@@ -475,7 +486,7 @@ impl Values {
     /// A trusted output vouches for what it adds, not for the call's own
     /// `args` it echoes: a value of the args not trusted before stays so.
     pub fn add_output(&mut self, hasher: &Hasher, trusted: bool, value: &Value, args: &Value) {
-        let mut scratch = Scratch::default();
+        let mut scratch = Scratch { texts: HashSet::with_capacity_and_hasher(64, Default::default()), ..Scratch::default() };
         let echoed: Vec<u64> = if trusted {
             let mut seen = Values::default();
             seen.walk(hasher, true, args, &mut { MAX_SCAN_BYTES }, &mut scratch);
@@ -523,7 +534,7 @@ impl Values {
             return;
         }
         *budget -= s.len();
-        if scratch.texts.insert(hasher.hash_one(s)) {
+        if scratch.texts.len() >= MAX_MEMO || scratch.texts.insert(hasher.hash_one(s)) {
             self.add_text(hasher, trusted, s, scratch);
         }
     }
