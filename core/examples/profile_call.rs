@@ -2,6 +2,8 @@
 //! (`make profile-governor`): `profile_call N` runs N calls of the
 //! decision-path benchmark's tool (steps 1-9, 1 KB output); the per-call
 //! cost is the difference between two counts divided by the difference in N.
+//! `profile_call N bare` times the bare handler alone (CPU time), `profile_call
+//! N clone` what the loop does besides the governor (cloning the args and output);
 //! `profile_call N jsonl` and `profile_call N callback` add an audit sink (a
 //! JSON Lines file, a Rust closure); with N >= 10,000 the CPU time per call
 //! is printed too (it counts the sink's system calls, which callgrind cannot see).
@@ -69,13 +71,23 @@ fn main() {
     let n: usize = first.as_deref().and_then(|a| a.parse().ok()).unwrap_or(1000);
     // `profile_call N jsonl|callback`: the same calls with an audit sink.
     let sink = argv.next().unwrap_or_default();
+    if sink == "bare" {
+        // The benchmark's bare handler alone: building (and dropping) the 1 KB output.
+        let cpu_before = cpu_us();
+        for _ in 0..n {
+            black_box(output_1kb());
+        }
+        eprintln!("{n} bare handler calls: {:.2} µs CPU per call", (cpu_us() - cpu_before) as f64 / n as f64);
+        return;
+    }
     let dir = harness_dir();
     let mut options = LoadOptions { host_handlers: vec!["refund_payment".into(), "refund_sanitized".into()], ..LoadOptions::default() };
     match sink.as_str() {
         "" | "none" => {}
         "jsonl" => decision_path::with_audit_sink(&dir, "audit.jsonl"),
         "callback" => options.governor.audit = Some(std::sync::Arc::new(decision_path::CallbackSink::default())),
-        other => panic!("unknown sink `{other}` (none, jsonl, callback)"),
+        "clone" => {}
+        other => panic!("unknown sink `{other}` (none, jsonl, callback, bare, clone)"),
     }
     let rt = Runtime::load(dir.join("harness.yaml"), options).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -83,6 +95,15 @@ fn main() {
     let ctx = rt.run(principal, Some("acme".into()), None);
     let args = json!({"order_id": "A-1234", "amount_usd": 42.5, "reason": "duplicate charge", "notify": true});
     let out = output_1kb();
+    if sink == "clone" {
+        // What the governed loop does besides the governor: clone the args and the output, drop them.
+        let cpu_before = cpu_us();
+        for _ in 0..n {
+            black_box((args.clone(), out.clone()));
+        }
+        eprintln!("{n} clones of the args and output: {:.2} µs CPU per call", (cpu_us() - cpu_before) as f64 / n as f64);
+        return;
+    }
     let cpu_before = cpu_us();
     for _ in 0..n {
         let ticket = match rt.governor().begin("refund_payment", args.clone(), &ctx) {
