@@ -2,6 +2,11 @@
 //! (`make profile-governor`): `profile_call N` runs N calls of the
 //! decision-path benchmark's tool (steps 1-9, 1 KB output); the per-call
 //! cost is the difference between two counts divided by the difference in N.
+//! `profile_call N bare` times the bare handler alone (CPU time), `profile_call
+//! N clone` what the loop does besides the governor (cloning the args and output);
+//! `profile_call N jsonl` and `profile_call N callback` add an audit sink (a
+//! JSON Lines file, a Rust closure); with N >= 10,000 the CPU time per call
+//! is printed too (it counts the sink's system calls, which callgrind cannot see).
 //! `profile_call load PATH` loads the harness at PATH once and prints the
 //! time taken, split into reading it and building the governor;
 //! `profile_call write N DIR` writes the load benchmark's harness of N
@@ -19,6 +24,11 @@ mod decision_path;
 use decision_path::{harness_dir, output_1kb};
 #[path = "../benches/support/load_harness.rs"]
 mod load_harness;
+
+/// User + system CPU time of this process so far, in µs (Linux: /proc/self/stat, 10 ms ticks).
+fn cpu_us() -> u64 {
+    cpu_so_far().unwrap_or(0) * 1000
+}
 
 /// User + system CPU time of this process so far, in ms (Linux: /proc/self/stat, 10 ms ticks).
 fn cpu_so_far() -> Option<u64> {
@@ -58,18 +68,43 @@ fn main() {
         // Left to the OS: freeing the runtime is not part of loading it.
         std::process::exit(0);
     }
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let n: usize = first.as_deref().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    // `profile_call N jsonl|callback`: the same calls with an audit sink.
+    let sink = argv.next().unwrap_or_default();
+    if sink == "bare" {
+        // The benchmark's bare handler alone: building (and dropping) the 1 KB output.
+        let cpu_before = cpu_us();
+        for _ in 0..n {
+            black_box(output_1kb());
+        }
+        eprintln!("{n} bare handler calls: {:.2} µs CPU per call", (cpu_us() - cpu_before) as f64 / n as f64);
+        return;
+    }
     let dir = harness_dir();
-    let rt = Runtime::load(
-        dir.join("harness.yaml"),
-        LoadOptions { host_handlers: vec!["refund_payment".into(), "refund_sanitized".into()], ..LoadOptions::default() },
-    )
-    .unwrap();
+    let mut options = LoadOptions { host_handlers: vec!["refund_payment".into(), "refund_sanitized".into()], ..LoadOptions::default() };
+    match sink.as_str() {
+        "" | "none" => {}
+        "jsonl" => decision_path::with_audit_sink(&dir, "audit.jsonl"),
+        "callback" => options.governor.audit = Some(std::sync::Arc::new(decision_path::CallbackSink::default())),
+        "clone" => {}
+        other => panic!("unknown sink `{other}` (none, jsonl, callback, bare, clone)"),
+    }
+    let rt = Runtime::load(dir.join("harness.yaml"), options).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let principal = Principal::from_value(&json!({"id": "agent-7", "roles": ["support"], "scopes": ["payments:refund"]})).unwrap();
     let ctx = rt.run(principal, Some("acme".into()), None);
     let args = json!({"order_id": "A-1234", "amount_usd": 42.5, "reason": "duplicate charge", "notify": true});
     let out = output_1kb();
+    if sink == "clone" {
+        // What the governed loop does besides the governor: clone the args and the output, drop them.
+        let cpu_before = cpu_us();
+        for _ in 0..n {
+            black_box((args.clone(), out.clone()));
+        }
+        eprintln!("{n} clones of the args and output: {:.2} µs CPU per call", (cpu_us() - cpu_before) as f64 / n as f64);
+        return;
+    }
+    let cpu_before = cpu_us();
     for _ in 0..n {
         let ticket = match rt.governor().begin("refund_payment", args.clone(), &ctx) {
             Begin::Invoke(t) => t,
@@ -78,5 +113,9 @@ fn main() {
         let result = rt.governor().finish(ticket, InvokeOutcome::Returned(out.clone()));
         assert!(result.is_allowed());
         black_box(result);
+    }
+    if n >= 10_000 {
+        let per_call = (cpu_us() - cpu_before) as f64 / n as f64;
+        eprintln!("{n} calls, audit sink {}: {per_call:.2} µs CPU per call", if sink.is_empty() { "none" } else { sink.as_str() });
     }
 }

@@ -411,8 +411,20 @@ pub fn write_float(out: &mut String, f: f64) -> Result<(), Error> {
     // `{:e}` alone says `…312.3`). Only the layout differs after that.
     let shortest = format!("{:e}", f.abs());
     let len = shortest.split_once('e').map_or(0, |(m, _)| m.chars().filter(char::is_ascii_digit).count());
-    let nearest = format!("{:.*e}", len.saturating_sub(1), f.abs());
-    let sci = if nearest.parse::<f64>().ok() == Some(f.abs()) { nearest } else { shortest };
+    // Of at most 15 digits, only one string round-trips to a normal double:
+    // two would differ by at least 10^-14 of their size, more than the
+    // double's rounding interval (at most 2^-52 of its size) holds. So
+    // `shortest` is then the nearest too, without formatting and parsing again.
+    let sci = if len <= 15 && f.is_normal() {
+        shortest
+    } else {
+        let nearest = format!("{:.*e}", len.saturating_sub(1), f.abs());
+        if nearest.parse::<f64>().ok() == Some(f.abs()) {
+            nearest
+        } else {
+            shortest
+        }
+    };
     let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
@@ -519,6 +531,42 @@ mod tests {
             let mut out = String::new();
             write_float(&mut out, f).unwrap();
             assert_eq!(out, text, "{f:?}");
+        }
+    }
+
+    /// `write_float`'s choice of digits before the 15-digit shortcut.
+    fn digits_without_shortcut(f: f64) -> String {
+        let shortest = format!("{:e}", f.abs());
+        let len = shortest.split_once('e').map_or(0, |(m, _)| m.chars().filter(char::is_ascii_digit).count());
+        let nearest = format!("{:.*e}", len.saturating_sub(1), f.abs());
+        if nearest.parse::<f64>().ok() == Some(f.abs()) {
+            nearest
+        } else {
+            shortest
+        }
+    }
+
+    #[test]
+    fn the_shortest_digits_of_fifteen_or_fewer_are_the_nearest() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..200_000u32 {
+            let r = next();
+            // Random doubles, and short decimals (prices, ratios) scaled over many magnitudes.
+            let f = if i % 2 == 0 { f64::from_bits(r) } else { (r % 1_000_000) as f64 / 100.0 * 10f64.powi((r >> 40) as i32 % 40 - 20) };
+            if !f.is_finite() || !f.is_normal() {
+                continue;
+            }
+            let shortest = format!("{:e}", f.abs());
+            let len = shortest.split_once('e').map_or(0, |(m, _)| m.chars().filter(char::is_ascii_digit).count());
+            if len <= 15 {
+                assert_eq!(shortest, digits_without_shortcut(f), "{f:?}");
+            }
         }
     }
 

@@ -65,9 +65,11 @@ pub fn sha256_tagged(bytes: &[u8]) -> String {
 pub(crate) fn hex_tagged(hash: &[u8]) -> String {
     let mut out = String::with_capacity(PREFIX.len() + 64);
     out.push_str(PREFIX);
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     for byte in hash {
-        out.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
-        out.push(char::from_digit(u32::from(byte & 0xf), 16).unwrap_or('0'));
+        let hex = |n: u8| char::from(HEX.get(usize::from(n)).copied().unwrap_or(b'0'));
+        out.push(hex(byte >> 4));
+        out.push(hex(byte & 0xf));
     }
     out
 }

@@ -11,7 +11,12 @@ use std::path::PathBuf;
 /// Writes the harness (`refund_payment`, and `refund_sanitized` with both
 /// sanitizers on its output) into a temporary directory and returns it.
 pub fn harness_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hw-bench-governor-{}", std::process::id()));
+    harness_dir_named("")
+}
+
+/// [`harness_dir`] in a directory of its own, for a second harness beside the first.
+pub fn harness_dir_named(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hw-bench-governor-{}{name}", std::process::id()));
     std::fs::create_dir_all(dir.join("tools")).unwrap();
     let schema = json!({
         "type": "object",
@@ -62,4 +67,24 @@ pub fn output_1kb() -> Value {
         .map(|i| json!({"id": format!("ref_{i:04}"), "status": "succeeded", "amount_usd": 12.5 + f64::from(i), "note": "refund issued to the original payment method"}))
         .collect();
     json!({"order_id": "A-1234", "refunds": items, "currency": "USD"})
+}
+
+/// Names an audit sink in the harness of [`harness_dir`] (`spec.audit.sink`,
+/// e.g. `audit.jsonl`, a JSON Lines file beside it).
+pub fn with_audit_sink(dir: &std::path::Path, sink: &str) {
+    let path = dir.join("harness.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}  audit:\n    sink: \"{sink}\"\n")).unwrap();
+}
+
+/// An audit sink that hands each event to a Rust closure (what a host's
+/// callback sink does, without the language crossing).
+#[derive(Debug, Default)]
+pub struct CallbackSink(pub std::sync::atomic::AtomicUsize);
+
+impl harnessweaver_core::audit::AuditSink for CallbackSink {
+    fn record(&self, event: &harnessweaver_core::audit::AuditEvent) -> Result<(), harnessweaver_core::Error> {
+        self.0.fetch_add(std::hint::black_box(event).call_id.len(), std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
 }

@@ -20,7 +20,7 @@
 //! whose untrusted set is full treats every value it cannot trace as tainted
 //! (fail closed); trusted values past the bound are not kept (also closed).
 
-use std::collections::HashSet;
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -79,10 +79,8 @@ struct Patterns {
     email: Regex,
     url: Regex,
     iban: Regex,
-    digits: Regex,
     word: Regex,
     url_whole: Regex,
-    phone_whole: Regex,
 }
 
 fn build() -> Option<Patterns> {
@@ -91,31 +89,149 @@ fn build() -> Option<Patterns> {
         email: Regex::new(r"[\p{L}\p{N}._%+\-]+@(?:[\p{L}\p{N}\-]+\.)+\p{L}{2,}").ok()?,
         url: Regex::new(url).ok()?,
         iban: Regex::new(r"\b[a-z]{2}[0-9]{2}[a-z0-9]{8,30}\b").ok()?,
-        digits: Regex::new(r"\+?[0-9][0-9 \-().]*[0-9]").ok()?,
         word: Regex::new(r"[\p{L}\p{N}_][\p{L}\p{N}_\-'.]*").ok()?,
         url_whole: Regex::new(&format!("^{url}$")).ok()?,
-        phone_whole: Regex::new(r"^\+?[0-9][0-9 \-().]*[0-9]$").ok()?,
     })
 }
 
 static PATTERNS: LazyLock<Option<Patterns>> = LazyLock::new(build);
 
+/// `char::is_whitespace` for one ASCII byte.
+fn ascii_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ')
+}
+
 /// NFKC, lower case, trimmed, inner white space collapsed to one space.
+#[cfg(test)]
 pub fn normalise(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut space = false;
-    for c in text.nfkc().flat_map(char::to_lowercase) {
-        if c.is_whitespace() {
-            space = !out.is_empty();
-            continue;
-        }
-        if space {
-            out.push(' ');
-            space = false;
-        }
-        out.push(c);
+    let mut buf = String::new();
+    normalised(text, &mut buf).0.to_string()
+}
+
+/// What one pass over a normalised text finds: which patterns it may
+/// hold, so the regexes it cannot match are not run (each test is one a
+/// match needs).
+#[derive(Debug, Clone, Copy, Default)]
+struct Shape {
+    /// Every byte is ASCII.
+    ascii: bool,
+    /// It holds `@` (an e-mail address needs one).
+    at: bool,
+    /// Its ASCII digits.
+    digits: usize,
+    /// A URL (and an e-mail's domain) ends in a label, a dot and two
+    /// letters: some byte of a label (or of a non-ASCII character), `.`,
+    /// then two bytes that are letters or parts of non-ASCII characters.
+    host: bool,
+    /// An IBAN starts with two letters and two digits.
+    iban: bool,
+}
+
+/// Byte classes for the one pass over a text ([`Shape::of`], [`each_word`]).
+const WORD: u8 = 1;
+/// `-`, `'` and `.`: inside a word, never at its end.
+const JOIN: u8 = 2;
+/// An ASCII capital or white space other than ` `: the text is not normal.
+const ODD: u8 = 4;
+const DIGIT: u8 = 8;
+const DOT: u8 = 16;
+const AT: u8 = 32;
+const SPACE: u8 = 64;
+/// A byte of a non-ASCII character.
+const HIGH: u8 = 128;
+
+static CLASS: [u8; 256] = classes();
+
+#[allow(clippy::indexing_slicing, reason = "i < 256 = t.len(), in a const fn (no get_mut)")]
+const fn classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        #[allow(clippy::cast_possible_truncation, reason = "i < 256")]
+        let c = i as u8;
+        t[i] = match c {
+            b'0'..=b'9' => WORD | DIGIT,
+            b'a'..=b'z' | b'_' => WORD,
+            b'A'..=b'Z' => WORD | ODD,
+            b'-' | b'\'' => JOIN,
+            b'.' => JOIN | DOT,
+            b'@' => AT,
+            b' ' => SPACE,
+            b'\t' | b'\n' | 0x0b | 0x0c | b'\r' => ODD,
+            0x80.. => HIGH,
+            _ => 0,
+        };
+        i += 1;
     }
-    out
+    t
+}
+
+fn class(b: u8) -> u8 {
+    CLASS.get(usize::from(b)).copied().unwrap_or(0)
+}
+
+impl Shape {
+    /// The shape of `text`, and whether it is normal already (ASCII, lower
+    /// case, single inner spaces, trimmed).
+    fn of(text: &str) -> (Self, bool) {
+        let b = text.as_bytes();
+        let (mut seen, mut digits, mut twice, mut prev) = (0u8, 0usize, 0u8, 0u8);
+        for &c in b {
+            let k = class(c);
+            seen |= k;
+            digits += usize::from(k & DIGIT != 0);
+            twice |= k & prev;
+            prev = k;
+        }
+        let label = |c: &u8| class(*c) & (WORD | HIGH) != 0 || *c == b'-';
+        let letter = |c: &u8| c.is_ascii_alphabetic() || *c >= 0x80;
+        let host = seen & DOT != 0 && b.windows(4).any(|w| matches!(w, [l, b'.', x, y] if label(l) && letter(x) && letter(y)));
+        let iban = digits >= 2
+            && b.windows(4)
+                .any(|w| matches!(w, [a, b, c, d] if a.is_ascii_lowercase() && b.is_ascii_lowercase() && c.is_ascii_digit() && d.is_ascii_digit()));
+        let shape = Self { ascii: seen & HIGH == 0, at: seen & AT != 0, digits, host, iban };
+        let normal = seen & (ODD | HIGH) == 0 && twice & SPACE == 0 && b.first() != Some(&b' ') && b.last() != Some(&b' ');
+        (shape, normal)
+    }
+}
+
+/// [`normalise`] without allocating: `text` itself when it is already
+/// normal, else written into `buf`; with the shape of the result. ASCII
+/// text is NFKC already, so only other text goes through NFKC.
+fn normalised<'a>(text: &'a str, buf: &'a mut String) -> (&'a str, Shape) {
+    buf.clear();
+    let (shape, normal) = Shape::of(text);
+    if normal {
+        return (text, shape);
+    }
+    buf.reserve(text.len());
+    let mut space = false;
+    if shape.ascii {
+        for &b in text.as_bytes() {
+            if ascii_space(b) {
+                space = !buf.is_empty();
+                continue;
+            }
+            if space {
+                buf.push(' ');
+                space = false;
+            }
+            buf.push(char::from(b.to_ascii_lowercase()));
+        }
+    } else {
+        for c in text.nfkc().flat_map(char::to_lowercase) {
+            if c.is_whitespace() {
+                space = !buf.is_empty();
+                continue;
+            }
+            if space {
+                buf.push(' ');
+                space = false;
+            }
+            buf.push(c);
+        }
+    }
+    (buf, Shape::of(buf).0)
 }
 
 /// A URL without its `http(s)://`, default port, fragment and trailing `/`.
@@ -138,81 +254,181 @@ fn url_host(key: &str) -> &str {
     after.get(..end).unwrap_or(after)
 }
 
-fn digits_of(text: &str) -> String {
-    text.chars().filter(char::is_ascii_digit).collect()
+/// The ASCII digits of `text`, into `out`.
+fn digits_into(text: &str, out: &mut String) {
+    out.clear();
+    out.extend(text.bytes().filter(u8::is_ascii_digit).map(char::from));
+}
+
+/// `^\+?[0-9][0-9 \-().]*[0-9]$`, by bytes.
+fn phone_like(text: &str) -> bool {
+    let rest = text.strip_prefix('+').unwrap_or(text).as_bytes();
+    matches!(rest, [first, middle @ .., last] if first.is_ascii_digit() && last.is_ascii_digit() && middle.iter().all(|b| digit_class(*b)))
+}
+
+/// `[0-9 \-().]`.
+fn digit_class(b: u8) -> bool {
+    matches!(b, b'0'..=b'9' | b' ' | b'-' | b'(' | b')' | b'.')
+}
+
+/// The matches of `\+?[0-9][0-9 \-().]*[0-9]` in `text`, leftmost first and
+/// not overlapping, as the regex finds them (the pattern is ASCII, so bytes do).
+fn each_number(text: &str, mut f: impl FnMut(&str)) {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let first = if c == b'+' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            i + 1
+        } else if c.is_ascii_digit() {
+            i
+        } else {
+            i += 1;
+            continue;
+        };
+        let mut j = first + 1;
+        let mut last = None;
+        while let Some(&d) = b.get(j).filter(|d| digit_class(**d)) {
+            if d.is_ascii_digit() {
+                last = Some(j);
+            }
+            j += 1;
+        }
+        match last {
+            Some(l) => {
+                if let Some(m) = text.get(i..=l) {
+                    f(m);
+                }
+                i = l + 1;
+            }
+            // No second digit: nothing in the run can start a match.
+            None => i = j,
+        }
+    }
 }
 
 /// The key of one whole (already normalised) value: a URL as [`url_key`], a
-/// phone-like number as its digits, anything else as it is.
-fn key_of_normalised(text: &str) -> String {
+/// phone-like number as its digits, anything else as it is. (`shape` is the
+/// text's: trimming punctuation off its end changes none of its tests.)
+fn key_of_normalised<'a>(text: &'a str, shape: Shape, digits: &'a mut String) -> Cow<'a, str> {
     let text = text.trim_end_matches(['.', ',', ';', ':', '!', '?']);
-    let Some(p) = PATTERNS.as_ref() else { return text.to_string() };
-    if p.phone_whole.is_match(text) {
-        let digits = digits_of(text);
+    if shape.digits >= MIN_DIGITS && phone_like(text) {
+        digits_into(text, digits);
         if digits.len() >= MIN_DIGITS {
-            return digits;
+            return Cow::Borrowed(digits.as_str());
         }
     }
-    if !text.contains('@') && p.url_whole.is_match(text) {
-        return url_key(text);
+    if !shape.at && shape.host && PATTERNS.as_ref().is_some_and(|p| p.url_whole.is_match(text)) {
+        return Cow::Owned(url_key(text));
     }
-    text.to_string()
+    Cow::Borrowed(text)
 }
 
 /// The key a value is remembered and looked up under.
 #[cfg(test)]
 fn key(text: &str) -> String {
-    key_of_normalised(&normalise(text))
+    let (mut norm, mut digits) = (String::new(), String::new());
+    let (n, shape) = normalised(text, &mut norm);
+    key_of_normalised(n, shape, &mut digits).into_owned()
 }
 
-/// The keys of the tokens inside a normalised text (not the text whole).
-fn each_token(text: &str, mut f: impl FnMut(&str)) {
-    let Some(p) = PATTERNS.as_ref() else { return };
-    for m in p.email.find_iter(text) {
-        f(m.as_str());
-    }
-    for m in p.url.find_iter(text) {
-        let k = url_key(m.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']));
-        f(url_host(&k));
-        f(&k);
-    }
-    for m in p.iban.find_iter(text) {
-        f(m.as_str());
-    }
-    for m in p.digits.find_iter(text) {
-        let digits = digits_of(m.as_str());
-        if digits.len() >= MIN_DIGITS {
-            f(&digits);
+/// Buffers one scan reuses, so a token costs no allocation.
+#[derive(Debug, Default)]
+struct Scratch {
+    /// The normalised text.
+    norm: String,
+    /// A pair of adjacent words.
+    pair: String,
+    /// The digits of a number.
+    digits: String,
+    /// A JSON number's text.
+    number: String,
+    /// The texts one walk has added already (an output's repeated keys and
+    /// values): adding one again would add nothing.
+    texts: HashSet,
+}
+
+/// The keys of the tokens inside a normalised text (not the text whole),
+/// the text's `shape` telling which patterns to look for.
+fn each_token(text: &str, shape: Shape, pair: &mut String, digits: &mut String, mut f: impl FnMut(&str)) {
+    if shape.host || shape.iban {
+        let Some(p) = PATTERNS.as_ref() else { return };
+        if shape.host && shape.at {
+            for m in p.email.find_iter(text) {
+                f(m.as_str());
+            }
         }
+        if shape.host {
+            for m in p.url.find_iter(text) {
+                let k = url_key(m.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']));
+                f(url_host(&k));
+                f(&k);
+            }
+        }
+        if shape.iban {
+            for m in p.iban.find_iter(text) {
+                f(m.as_str());
+            }
+        }
+    }
+    if shape.digits >= MIN_DIGITS {
+        each_number(text, |m| {
+            digits_into(m, digits);
+            if digits.len() >= MIN_DIGITS {
+                f(digits);
+            }
+        });
     }
     // Words, and each pair of adjacent words: a plain name of several words
     // ("riverside view hotel") is trusted only when the trusted input holds
     // it in that order, not its words scattered.
-    let mut last = String::new();
-    each_word(text, |w| {
-        f(w);
-        if !last.is_empty() {
-            last.push(' ');
-            last.push_str(w);
-            f(&last);
-        }
-        last.clear();
-        last.push_str(w);
-    });
+    each_word(text, shape, pair, |t, _| f(t));
 }
 
 /// Whether a normalised value holds a structured token (an address, a URL,
 /// an IBAN, a long number), which must then match whole.
-fn structured(text: &str) -> bool {
+fn structured(text: &str, shape: Shape) -> bool {
+    if shape.at || shape.digits >= MIN_DIGITS {
+        return true;
+    }
+    if !shape.host && !shape.iban {
+        return false;
+    }
     let Some(p) = PATTERNS.as_ref() else { return true };
-    text.contains('@') || p.url.is_match(text) || p.iban.is_match(text) || digits_of(text).len() >= MIN_DIGITS
+    (shape.host && p.url.is_match(text)) || (shape.iban && p.iban.is_match(text))
 }
+
+/// The keyed hashes of remembered values: already well mixed, so the sets
+/// take them as they are instead of hashing them again.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A set of keyed hashes.
+type HashSet = std::collections::HashSet<u64, std::hash::BuildHasherDefault<Prehashed>>;
+
+/// Texts one walk remembers having read, at most (past it, each is read).
+const MAX_MEMO: usize = 4096;
 
 /// One run's remembered values, as keyed hashes.
 #[derive(Debug, Default)]
 pub(super) struct Values {
-    trusted: HashSet<u64>,
-    untrusted: HashSet<u64>,
+    trusted: HashSet,
+    untrusted: HashSet,
     /// The untrusted set is full: what cannot be traced counts as tainted.
     untrusted_full: bool,
     /// The hash of the last `task` recorded, so a run's calls add it once.
@@ -239,13 +455,22 @@ impl Values {
     }
 
     /// Remembers a text: whole (when short) and its tokens.
-    fn add_text(&mut self, hasher: &Hasher, trusted: bool, text: &str) {
-        let n = normalise(text);
+    fn add_text(&mut self, hasher: &Hasher, trusted: bool, text: &str, scratch: &mut Scratch) {
+        let Scratch { norm, pair, digits, .. } = scratch;
+        let (n, shape) = normalised(text, norm);
+        let mut whole_is_text = false;
         if n.len() <= MAX_WHOLE_BYTES {
-            let whole = key_of_normalised(&n);
+            let whole = key_of_normalised(n, shape, digits);
+            whole_is_text = whole.as_ref() == n;
             self.add(hasher, trusted, &whole);
         }
-        each_token(&n, |t| self.add(hasher, trusted, t));
+        // A token that is the text itself (a text of one word) was added whole.
+        let is_text = |t: &str| std::ptr::eq(t, n);
+        each_token(n, shape, pair, digits, |t| {
+            if !(whole_is_text && is_text(t)) {
+                self.add(hasher, trusted, t);
+            }
+        });
     }
 
     /// Remembers the run's `task` (once per distinct task).
@@ -253,7 +478,7 @@ impl Values {
         let h = hasher.hash_one(task);
         if self.task != Some(h) {
             self.task = Some(h);
-            self.add_text(hasher, true, task);
+            self.add_text(hasher, true, task, &mut Scratch::default());
         }
     }
 
@@ -261,15 +486,17 @@ impl Values {
     /// A trusted output vouches for what it adds, not for the call's own
     /// `args` it echoes: a value of the args not trusted before stays so.
     pub fn add_output(&mut self, hasher: &Hasher, trusted: bool, value: &Value, args: &Value) {
+        let mut scratch = Scratch { texts: HashSet::with_capacity_and_hasher(64, Default::default()), ..Scratch::default() };
         let echoed: Vec<u64> = if trusted {
             let mut seen = Values::default();
-            seen.walk(hasher, true, args, &mut { MAX_SCAN_BYTES });
+            seen.walk(hasher, true, args, &mut { MAX_SCAN_BYTES }, &mut scratch);
+            scratch.texts.clear();
             seen.trusted.into_iter().filter(|h| !self.trusted.contains(h)).collect()
         } else {
             Vec::new()
         };
         let mut budget = MAX_SCAN_BYTES;
-        self.walk(hasher, trusted, value, &mut budget);
+        self.walk(hasher, trusted, value, &mut budget, &mut scratch);
         for h in echoed {
             self.trusted.remove(&h);
         }
@@ -278,31 +505,38 @@ impl Values {
         }
     }
 
-    fn walk(&mut self, hasher: &Hasher, trusted: bool, value: &Value, budget: &mut usize) {
+    fn walk(&mut self, hasher: &Hasher, trusted: bool, value: &Value, budget: &mut usize, scratch: &mut Scratch) {
         if *budget == 0 {
             return;
         }
         match value {
-            Value::String(s) => self.scan(hasher, trusted, s, budget),
-            Value::Number(n) => self.add(hasher, trusted, &n.to_string()),
-            Value::Array(items) => items.iter().for_each(|v| self.walk(hasher, trusted, v, budget)),
+            Value::String(s) => self.scan(hasher, trusted, s, budget, scratch),
+            Value::Number(n) => {
+                use std::fmt::Write as _;
+                scratch.number.clear();
+                let _infallible = write!(scratch.number, "{n}");
+                self.add(hasher, trusted, &scratch.number);
+            }
+            Value::Array(items) => items.iter().for_each(|v| self.walk(hasher, trusted, v, budget, scratch)),
             Value::Object(map) => {
                 for (k, v) in map {
-                    self.scan(hasher, trusted, k, budget);
-                    self.walk(hasher, trusted, v, budget);
+                    self.scan(hasher, trusted, k, budget, scratch);
+                    self.walk(hasher, trusted, v, budget, scratch);
                 }
             }
             Value::Null | Value::Bool(_) => {}
         }
     }
 
-    fn scan(&mut self, hasher: &Hasher, trusted: bool, s: &str, budget: &mut usize) {
+    fn scan(&mut self, hasher: &Hasher, trusted: bool, s: &str, budget: &mut usize, scratch: &mut Scratch) {
         if s.len() > *budget {
             *budget = 0;
             return;
         }
         *budget -= s.len();
-        self.add_text(hasher, trusted, s);
+        if scratch.texts.len() >= MAX_MEMO || scratch.texts.insert(hasher.hash_one(s)) {
+            self.add_text(hasher, trusted, s, scratch);
+        }
     }
 
     fn has(&self, hasher: &Hasher, trusted: bool, key: &str) -> bool {
@@ -317,9 +551,10 @@ impl Values {
     /// Remembers a value an output names as a valid value of the sink
     /// argument `arg` (`flow.identifies`): trusted whole, for `arg` only.
     pub fn add_identifier(&mut self, hasher: &Hasher, arg: &str, text: &str) {
-        let n = normalise(text);
+        let (mut norm, mut digits) = (String::new(), String::new());
+        let (n, shape) = normalised(text, &mut norm);
         if !n.is_empty() && n.len() <= MAX_WHOLE_BYTES {
-            self.add(hasher, true, &identifier_key(arg, &key_of_normalised(&n)));
+            self.add(hasher, true, &identifier_key(arg, &key_of_normalised(n, shape, &mut digits)));
         }
     }
 
@@ -336,28 +571,30 @@ impl Values {
     }
 
     fn origin_of_text(&self, hasher: &Hasher, arg: &str, text: &str) -> Origin {
-        let n = normalise(text);
+        let Scratch { norm, pair, digits, .. } = &mut Scratch::default();
+        let (n, shape) = normalised(text, norm);
         if n.is_empty() {
             return Origin::Trusted;
         }
-        let k = key_of_normalised(&n);
+        let mut key_digits = String::new();
+        let k = key_of_normalised(n, shape, &mut key_digits);
         if self.has(hasher, true, &k) || self.has(hasher, true, &identifier_key(arg, &k)) {
             return Origin::Trusted;
         }
         // A plain name ("Alice", "general") whose every word the trusted
         // input holds is trusted; an address, URL or number must match whole.
-        let plain = !structured(&n);
-        if plain && self.holds_words(hasher, true, &n) {
+        let plain = !structured(n, shape);
+        if plain && self.holds_words(hasher, true, n, shape) {
             return Origin::Trusted;
         }
         let mut tainted = self.has(hasher, false, &k);
         if !tainted && plain {
             // A name of several words ("Riverside View Hotel") met only in
             // untrusted text, its words in that order, is tainted too.
-            tainted = self.holds_words(hasher, false, &n);
+            tainted = self.holds_words(hasher, false, n, shape);
         }
         if !tainted && !plain {
-            each_token(&n, |t| tainted |= self.has(hasher, false, t) && !self.has(hasher, true, t) && t.len() > MIN_DIGITS);
+            each_token(n, shape, pair, digits, |t| tainted |= self.has(hasher, false, t) && !self.has(hasher, true, t) && t.len() > MIN_DIGITS);
         }
         if tainted || self.untrusted_full {
             Origin::Tainted
@@ -367,18 +604,11 @@ impl Values {
     }
 
     /// The set holds every word of a plain name and each pair of adjacent words.
-    fn holds_words(&self, hasher: &Hasher, trusted: bool, n: &str) -> bool {
-        let (mut words, mut all, mut last) = (0usize, true, String::new());
-        each_word(n, |w| {
-            words += 1;
-            all &= self.has(hasher, trusted, w);
-            if !last.is_empty() {
-                last.push(' ');
-                last.push_str(w);
-                all &= self.has(hasher, trusted, &last);
-            }
-            last.clear();
-            last.push_str(w);
+    fn holds_words(&self, hasher: &Hasher, trusted: bool, n: &str, shape: Shape) -> bool {
+        let (mut words, mut all) = (0usize, true);
+        each_word(n, shape, &mut String::new(), |t, word| {
+            words += usize::from(word);
+            all &= self.has(hasher, trusted, t);
         });
         words > 0 && all
     }
@@ -388,7 +618,11 @@ impl Values {
     /// the text has none.
     pub fn link_origin(&self, hasher: &Hasher, text: &str) -> Origin {
         let Some(p) = PATTERNS.as_ref() else { return Origin::Untraced };
-        let n = normalise(text);
+        let mut norm = String::new();
+        let (n, shape) = normalised(text, &mut norm);
+        if !shape.host && !shape.iban {
+            return Origin::Trusted;
+        }
         let origin = |k: &str| {
             if self.has(hasher, true, k) {
                 Origin::Trusted
@@ -399,12 +633,12 @@ impl Values {
             }
         };
         let trim = |s: &'_ str| url_key(s.trim_end_matches(['.', ',', ';', ':', '!', '?']));
-        let emails = p.email.find_iter(&n).map(|m| origin(m.as_str()));
+        let emails = p.email.find_iter(n).map(|m| origin(m.as_str()));
         // An address's parts (`bob.lee@`, `@corp.example`) are not links of their own.
         let part_of_address =
             |m: &regex::Match<'_>| n.get(..m.start()).is_some_and(|b| b.ends_with('@')) || n.get(m.end()..).is_some_and(|a| a.starts_with('@'));
-        let urls = p.url.find_iter(&n).filter(|m| !part_of_address(m)).map(|m| origin(&trim(m.as_str())));
-        let ibans = p.iban.find_iter(&n).map(|m| origin(m.as_str()));
+        let urls = p.url.find_iter(n).filter(|m| !part_of_address(m)).map(|m| origin(&trim(m.as_str())));
+        let ibans = p.iban.find_iter(n).map(|m| origin(m.as_str()));
         emails.chain(urls).chain(ibans).max().unwrap_or(Origin::Trusted)
     }
 }
@@ -415,12 +649,56 @@ fn identifier_key(arg: &str, key: &str) -> String {
     format!("\u{0}{arg}\u{0}{key}")
 }
 
-fn each_word(text: &str, mut f: impl FnMut(&str)) {
+/// Each word of a normalised text (`[\p{L}\p{N}_][\p{L}\p{N}_\-'.]*`
+/// without trailing `.`, `-` or `'`), then its pair with the word before
+/// (`"w1 w2"`), each given to `f` with whether it is a word. By bytes when
+/// the text is ASCII (a pair of words one space apart is then a slice of
+/// the text, not copied), else by the regex, whose Unicode classes a byte
+/// test cannot stand in for.
+fn each_word(text: &str, shape: Shape, pair: &mut String, mut f: impl FnMut(&str, bool)) {
+    let mut last: Option<(usize, usize)> = None;
+    let mut word = |s: usize, e: usize, f: &mut dyn FnMut(&str, bool)| {
+        let Some(w) = text.get(s..e) else { return };
+        f(w, true);
+        if let Some((ls, le)) = last {
+            match text.get(ls..e) {
+                Some(p) if le + 1 == s && text.as_bytes().get(le) == Some(&b' ') => f(p, false),
+                _ => {
+                    pair.clear();
+                    pair.push_str(text.get(ls..le).unwrap_or_default());
+                    pair.push(' ');
+                    pair.push_str(w);
+                    f(pair, false);
+                }
+            }
+        }
+        last = Some((s, e));
+    };
+    if shape.ascii {
+        let b = text.as_bytes();
+        let mut i = 0;
+        while let Some(&c) = b.get(i) {
+            if class(c) & WORD == 0 {
+                i += 1;
+                continue;
+            }
+            let (s, mut e) = (i, i + 1);
+            i += 1;
+            while let Some(k) = b.get(i).map(|c| class(*c)).filter(|k| k & (WORD | JOIN) != 0) {
+                i += 1;
+                if k & WORD != 0 {
+                    e = i;
+                }
+            }
+            word(s, e, &mut f);
+        }
+        return;
+    }
     let Some(p) = PATTERNS.as_ref() else { return };
     for m in p.word.find_iter(text) {
         let w = m.as_str().trim_end_matches(['.', '-', '\'']);
         if !w.is_empty() {
-            f(w);
+            word(m.start(), m.start() + w.len(), &mut f);
         }
     }
 }
@@ -432,6 +710,199 @@ mod tests {
 
     fn values() -> (Hasher, Values) {
         (Hasher::new(), Values::default())
+    }
+
+    /// The scanner before it was made fast (regexes for every pattern,
+    /// `normalise` through NFKC always): the reference the fast one must
+    /// agree with on every text.
+    mod reference {
+        use super::super::{url_host, url_key, MIN_DIGITS};
+        use regex::Regex;
+        use std::sync::LazyLock;
+        use unicode_normalization::UnicodeNormalization;
+
+        pub struct Patterns {
+            pub email: Regex,
+            pub url: Regex,
+            pub iban: Regex,
+            pub digits: Regex,
+            pub word: Regex,
+            pub url_whole: Regex,
+            pub phone_whole: Regex,
+        }
+
+        pub static P: LazyLock<Patterns> = LazyLock::new(|| {
+            let url = r"(?:[a-z][a-z0-9+.\-]*://)?(?:[\p{L}\p{N}_\-]+\.)+\p{L}{2,}(?::[0-9]{1,5})?(?:/[^\s<>\x22'`)\]}]*)?";
+            Patterns {
+                email: Regex::new(r"[\p{L}\p{N}._%+\-]+@(?:[\p{L}\p{N}\-]+\.)+\p{L}{2,}").unwrap(),
+                url: Regex::new(url).unwrap(),
+                iban: Regex::new(r"\b[a-z]{2}[0-9]{2}[a-z0-9]{8,30}\b").unwrap(),
+                digits: Regex::new(r"\+?[0-9][0-9 \-().]*[0-9]").unwrap(),
+                word: Regex::new(r"[\p{L}\p{N}_][\p{L}\p{N}_\-'.]*").unwrap(),
+                url_whole: Regex::new(&format!("^{url}$")).unwrap(),
+                phone_whole: Regex::new(r"^\+?[0-9][0-9 \-().]*[0-9]$").unwrap(),
+            }
+        });
+
+        pub fn normalise(text: &str) -> String {
+            let mut out = String::with_capacity(text.len());
+            let mut space = false;
+            for c in text.nfkc().flat_map(char::to_lowercase) {
+                if c.is_whitespace() {
+                    space = !out.is_empty();
+                    continue;
+                }
+                if space {
+                    out.push(' ');
+                    space = false;
+                }
+                out.push(c);
+            }
+            out
+        }
+
+        fn digits_of(text: &str) -> String {
+            text.chars().filter(char::is_ascii_digit).collect()
+        }
+
+        pub fn key_of_normalised(text: &str) -> String {
+            let text = text.trim_end_matches(['.', ',', ';', ':', '!', '?']);
+            if P.phone_whole.is_match(text) {
+                let digits = digits_of(text);
+                if digits.len() >= MIN_DIGITS {
+                    return digits;
+                }
+            }
+            if !text.contains('@') && P.url_whole.is_match(text) {
+                return url_key(text);
+            }
+            text.to_string()
+        }
+
+        pub fn tokens(text: &str) -> Vec<String> {
+            let mut out = Vec::new();
+            for m in P.email.find_iter(text) {
+                out.push(m.as_str().to_string());
+            }
+            for m in P.url.find_iter(text) {
+                let k = url_key(m.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']));
+                out.push(url_host(&k).to_string());
+                out.push(k);
+            }
+            for m in P.iban.find_iter(text) {
+                out.push(m.as_str().to_string());
+            }
+            for m in P.digits.find_iter(text) {
+                let digits = digits_of(m.as_str());
+                if digits.len() >= MIN_DIGITS {
+                    out.push(digits);
+                }
+            }
+            let mut last = String::new();
+            for m in P.word.find_iter(text) {
+                let w = m.as_str().trim_end_matches(['.', '-', '\'']);
+                if w.is_empty() {
+                    continue;
+                }
+                out.push(w.to_string());
+                if !last.is_empty() {
+                    out.push(format!("{last} {w}"));
+                }
+                last = w.to_string();
+            }
+            out
+        }
+
+        pub fn structured(text: &str) -> bool {
+            text.contains('@') || P.url.is_match(text) || P.iban.is_match(text) || digits_of(text).len() >= MIN_DIGITS
+        }
+    }
+
+    /// Everything the fast scanner says of `text`, beside the reference's.
+    fn agree(text: &str) {
+        let n = normalise(text);
+        assert_eq!(n, reference::normalise(text), "normalise({text:?})");
+        let (mut norm, mut digits, mut pair) = (String::new(), String::new(), String::new());
+        let (n, shape) = normalised(text, &mut norm);
+        assert_eq!(key_of_normalised(n, shape, &mut digits), reference::key_of_normalised(n), "key({text:?})");
+        let mut tokens = Vec::new();
+        each_token(n, shape, &mut pair, &mut digits, |t| tokens.push(t.to_string()));
+        assert_eq!(tokens, reference::tokens(n), "tokens({text:?})");
+        assert_eq!(structured(n, shape), reference::structured(n), "structured({text:?})");
+    }
+
+    /// A small deterministic generator (xorshift), so a failure repeats.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            usize::try_from(self.0 % n as u64).unwrap()
+        }
+    }
+
+    #[test]
+    fn the_fast_scanner_agrees_with_the_regexes_on_generated_texts() {
+        const PIECES: &[&str] = &[
+            "a", "b", "z", "Q", "x7", "0", "1", "42", "2024", "555", " ", "  ", "\t", "\n", "\u{b}", ".", "..", "@", "-", "_", "'", "+", "(", ")",
+            "/", ":", "#", ",", "!", "?", "%", "\"", "<", "`", "}", "é", "É", "Ｕ", "１２", "ﬁ", "ß", "İ", "\u{212a}", "\u{a0}", "\u{2003}", "١٢٣٤",
+            "a\u{300}", "हिंदी", "Ⅻ", "日本", "http://", "https://", "ftp+x.y://", "www.", "Www.", ".com", ".co.uk", ".x", "@corp.example", "bob.lee",
+            "@@", "us12", "DE89370400440532013000", "gb29nwbk60161331926819", "+1 (415) 555-0100", "555-0100", ":443", ":80", ":8080", ":123456",
+            "/path/", "/a#frag", "?q=1", "#x", "riverside view", "Hotel", "it's", "e.g.", "a-b-", "x.-'", "café.example", "bücher.de",
+            "ünï@exämple.org", "１２３４５", "ＡＢ１２", "a.b://c.de", "a@b@c.com", "x.y.z", "1.5", "3.14159", "-7", "(0)",
+        ];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..20_000 {
+            let n = 1 + rng.below(12);
+            let text: String = (0..n).map(|_| PIECES[rng.below(PIECES.len())]).collect();
+            agree(&text);
+        }
+    }
+
+    #[test]
+    fn the_fast_scanner_agrees_on_chosen_edge_cases() {
+        for text in [
+            "",
+            " ",
+            "   a   ",
+            "A",
+            "word",
+            "bob@example.com",
+            "bob@example.com.",
+            "x bob@example.com",
+            "bob@example.c",
+            "a@b.com.x@c.org",
+            "https://www.Example.com:443/a/",
+            "http://x.io:80",
+            "see www.news.example/today, it is good",
+            "www.news.example/today",
+            "US133000000121212121212",
+            "ab12cdefghijk",
+            "+1 (415) 555-0100",
+            "+",
+            "+1",
+            "12",
+            "1234",
+            "ref_0000",
+            "a 1-2-3-4 b",
+            "call 555 0100 now",
+            "Riverside   View\tHotel",
+            "riverside, view",
+            "Le Marais Boutique",
+            "ＵＳ１２３",
+            "ﬁle",
+            "straße.de",
+            "\u{212a}elvin",
+            "non\u{a0}breaking",
+            "trailing.",
+            "...",
+            "-a-",
+            "'quoted'",
+        ] {
+            agree(text);
+        }
     }
 
     #[test]
@@ -522,6 +993,86 @@ mod tests {
         assert_eq!(v.origin(&h, "to", &json!("attacker@evil.example")), Origin::Tainted);
         assert_eq!(v.origin(&h, "to", &json!("bob@corp.example")), Origin::Trusted);
         assert_eq!(v.origin(&h, "id", &json!("note-77")), Origin::Trusted);
+    }
+
+    #[test]
+    fn nfkc_meets_width_ligatures_and_unicode_spaces() {
+        assert_eq!(normalise("ＢＯＢ＠ＣＯＲＰ．ＣＯＭ"), "bob@corp.com");
+        assert_eq!(normalise("ﬁnance\u{a0}team"), "finance team");
+        assert_eq!(normalise("\u{212a}elvin\u{2003}\u{2003}Scale "), "kelvin scale");
+        assert_eq!(normalise("  Mixed\tCASE\n\nText  "), "mixed case text");
+        assert_eq!(key("ＡＬＩＣＥ@ｅｘａｍｐｌｅ.ｃｏｍ"), "alice@example.com");
+        let (h, mut v) = values();
+        v.add_task(&h, "Send it to ＡＬＩＣＥ@ｅｘａｍｐｌｅ.ｃｏｍ");
+        assert_eq!(v.origin(&h, "to", &json!("alice@example.com")), Origin::Trusted);
+        assert_eq!(v.link_origin(&h, "write to Alice@Example.com"), Origin::Trusted);
+    }
+
+    #[test]
+    fn urls_are_kept_without_scheme_default_port_fragment_or_trailing_slash() {
+        for (url, k) in [
+            ("https://www.Example.com:443/a/", "www.example.com/a"),
+            ("http://www.example.com:80", "www.example.com"),
+            ("http://www.example.com:8080/", "www.example.com:8080"),
+            ("https://docs.example.org/p/q#section-2", "docs.example.org/p/q"),
+            ("www.example.com/", "www.example.com"),
+            ("ftp://files.example.net/x", "ftp://files.example.net/x"),
+            ("https://www.example.com/a.", "www.example.com/a"),
+        ] {
+            assert_eq!(key(url), k, "{url}");
+        }
+        let (h, mut v) = values();
+        v.add_output(&h, false, &json!("Click https://Evil.Example/pay#now, quickly!"), &Value::Null);
+        assert_eq!(v.origin(&h, "url", &json!("evil.example/pay")), Origin::Tainted);
+        assert_eq!(v.origin(&h, "host", &json!("EVIL.example")), Origin::Tainted);
+        assert_eq!(v.origin(&h, "url", &json!("http://evil.example:80/pay/")), Origin::Tainted);
+        // Another page of a host only untrusted content named is tainted by its host; another host is not.
+        assert_eq!(v.origin(&h, "url", &json!("evil.example/other")), Origin::Tainted);
+        assert_eq!(v.origin(&h, "url", &json!("other.example/pay")), Origin::Untraced);
+    }
+
+    #[test]
+    fn tokens_at_the_edges_of_a_text_and_of_the_scan_are_found() {
+        let (h, mut v) = values();
+        // First and last bytes of the text, and of each string of an output.
+        v.add_output(&h, false, &json!(["ab@x.example", "ok www.end.example", "DE89370400440532013000", "5551234"]), &Value::Null);
+        for value in ["ab@x.example", "www.end.example", "de89370400440532013000", "555-1234"] {
+            assert_eq!(v.origin(&h, "to", &json!(value)), Origin::Tainted, "{value}");
+        }
+        // A text of MAX_WHOLE_BYTES is remembered whole; one byte more, only by its tokens.
+        let (h, mut v) = values();
+        let at_bound = format!("Start {} end", "w".repeat(MAX_WHOLE_BYTES - 10));
+        let past_bound = format!("start {} end", "v".repeat(MAX_WHOLE_BYTES - 9));
+        assert_eq!((at_bound.len(), past_bound.len()), (MAX_WHOLE_BYTES, MAX_WHOLE_BYTES + 1));
+        v.add_task(&h, &at_bound);
+        v.add_output(&h, true, &json!(past_bound), &Value::Null);
+        assert!(v.has(&h, true, &at_bound.to_lowercase()));
+        assert!(!v.has(&h, true, &past_bound));
+        assert!(v.has(&h, true, "end"));
+        // The scan's budget: a string that would pass it is not read, and
+        // an untrusted output that exhausts it fails closed.
+        let (h, mut v) = values();
+        let big = "x ".repeat(MAX_SCAN_BYTES / 2);
+        v.add_output(&h, false, &json!(["first@seen.example", big, "after@budget.example"]), &Value::Null);
+        assert!(v.has(&h, false, "first@seen.example"));
+        assert!(!v.has(&h, false, "after@budget.example"));
+        assert_eq!(v.origin(&h, "to", &json!("unseen@else.example")), Origin::Tainted);
+    }
+
+    #[test]
+    fn a_text_repeated_in_one_output_is_read_once_with_the_same_result() {
+        let (h, mut once) = values();
+        let item = json!({"note": "Refund to bob@corp.example", "id": "ref_0001"});
+        once.add_output(&h, false, &json!([item]), &Value::Null);
+        let mut twice = Values::default();
+        twice.add_output(&h, false, &json!([item, item, {"note": "Refund to bob@corp.example"}]), &Value::Null);
+        assert_eq!(once.untrusted, twice.untrusted);
+        // The args' walk and the output's keep apart: an echoed value stays untrusted.
+        let (h, mut v) = values();
+        let args = json!({"to": "x@evil.example"});
+        v.add_output(&h, true, &json!({"to": "x@evil.example", "id": "n-1"}), &args);
+        assert_eq!(v.origin(&h, "to", &json!("x@evil.example")), Origin::Untraced);
+        assert_eq!(v.origin(&h, "id", &json!("n-1")), Origin::Trusted);
     }
 
     #[test]
