@@ -39,7 +39,7 @@ impl Harness {
                 (name.clone(), v)
             })
             .collect();
-        json!({
+        let mut described = json!({
             "name": s.name,
             "mode": match s.mode { Mode::Production => "production", Mode::Test => "test" },
             "tools": {
@@ -61,7 +61,7 @@ impl Harness {
                 TrifectaMode::Approve => "approve",
                 TrifectaMode::Provenance => "provenance",
                 TrifectaMode::Off => "off",
-            }, "tainted_arguments": mode(s.tainted_arguments), "unrequested_actions": mode(s.unrequested_actions)},
+            }, "tainted_arguments": mode(s.tainted_arguments)},
             "budgets": {"max_tool_calls": s.budgets.max_tool_calls, "per_tool": s.budgets.per_tool},
             "approvals": {
                 "allow_self_approval": s.approvals.allow_self_approval,
@@ -87,7 +87,15 @@ impl Harness {
                 "timeout_ms": s.state_options.timeout_ms,
             },
             "mcp": {"connect": match s.mcp_connect { McpConnect::Eager => "eager", McpConnect::Lazy => "lazy" }, "servers": servers},
-        })
+        });
+        // Written only when not the default (`refuse`), so harnesses that never
+        // set it keep the policy version they had before issue 23's intent.
+        if s.unrequested_actions != TaintedMode::Refuse {
+            if let Some(flow) = described.get_mut("flow").and_then(Value::as_object_mut) {
+                flow.insert("unrequested_actions".into(), mode(s.unrequested_actions).into());
+            }
+        }
+        described
     }
 }
 
