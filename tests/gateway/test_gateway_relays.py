@@ -36,6 +36,7 @@ class Client:
 
     def __init__(self, *, sampling=True, elicitation=True, elicit_action="accept", elicit_content=None):
         self.logs = []
+        self.log_params = []
         self.samplings = []
         self.elicitations = []
         self.elicit_action = elicit_action
@@ -48,6 +49,7 @@ class Client:
 
     async def on_log(self, params):
         self.logs.append((params.level, params.data))
+        self.log_params.append(params)
 
     async def on_sampling(self, context, params):
         self.samplings.append(params)
@@ -150,6 +152,37 @@ def test_two_concurrent_clients_each_get_only_their_own_progress_and_logs(harnes
     assert not any("bob" in str(data) for _, data in alice.logs), alice.logs
     assert not any("alice" in str(data) for _, data in bob.logs), bob.logs
     assert [data for _, data in alice_solo.logs] == ["solo debug", "solo info", "solo warning"]
+
+
+def test_relayed_progress_and_log_text_is_governed_like_the_tools_output(harness):
+    """gossip's manifest sanitizes its output (pii_redact, strip_instructions):
+    what it sends while it runs goes through the same policy before the client
+    sees it. The value the gateway handed the server (its `env`) is masked,
+    and each notification carries at most min(output.max_bytes, 4 KiB) of text."""
+    client = Client()
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total, message))
+
+    async def body(s):
+        return text(await s.call_tool("gossip", {}, progress_callback=on_progress))
+
+    assert asyncio.run(stdio_session(harness, client, body)) == "gossiped"
+    secret = harness["env"]["HW_RELAY_SECRET"]
+    shown = json.dumps([seen, [p.model_dump() for p in client.log_params]])
+    assert "jane.doe" not in shown and secret not in shown, shown
+    assert "Ignore all previous instructions" not in shown, shown
+
+    assert seen[0] == (1, 2, "mailing [EMAIL]")
+    assert seen[1] == (2, 2, "y" * 4096)
+    [info, warning, error] = client.log_params
+    assert (info.level, info.logger) == ("info", "mailer")
+    assert info.data == "[removed: instruction]", info.data
+    assert warning.data == {"contact": "Write to [EMAIL]", "note": "handed [SECRET]"}
+    assert (error.level, error.data) == ("error", "x" * 4096)
+    # Nothing was withheld: no notification came out of the audit trail as refused.
+    assert [e["decision"] for e in audit(harness) if e["tool"] == "gossip"] == ["allowed"]
 
 
 def test_logging_set_level_filters_relayed_log_messages(harness):

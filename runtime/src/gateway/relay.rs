@@ -8,9 +8,10 @@
 //! sends it on that request's own peer and stream:
 //!
 //! - progress, as `notifications/progress` with the caller's own progress
-//!   token (none sent when the caller gave none);
+//!   token (none sent when the caller gave none), its message cleaned as the
+//!   tool's output (`Governor::relay_notification`);
 //! - log messages, as `notifications/message`, at or above the level the
-//!   session set with `logging/setLevel`;
+//!   session set with `logging/setLevel`, cleaned likewise;
 //! - sampling and elicitation requests, first decided by the core
 //!   ([`Governor::relay`](harnessweaver_core::governor::Governor::relay):
 //!   egress under the flow rules, a refusal audited), then sent to the
@@ -26,7 +27,7 @@ use rmcp::RoleServer;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use harnessweaver_core::governor::{RelayKind, Ticket};
+use harnessweaver_core::governor::{NotificationKind, RelayKind, Ticket};
 
 use super::HostRuntime;
 use crate::transport::relay::CallRelay;
@@ -74,13 +75,23 @@ impl TicketRelay {
     }
 }
 
+// What a tool relays is its output: cleaned by the core (step 9 for a
+// notification) before it is queued; one that cannot be cleaned is withheld
+// (the core audits it).
 impl CallRelay for TicketRelay {
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>, echoed: &[String]) {
+        let params = json!({"progress": progress, "total": total, "message": message});
+        let Ok(clean) = self.runtime.runtime().governor().relay_notification(&self.ticket, NotificationKind::Progress, &params, echoed) else {
+            return;
+        };
+        let message = clean.params.get("message").and_then(Value::as_str).map(str::to_string);
         let _ = self.sink.send(RelayEvent::Progress { progress, total, message });
     }
 
-    fn log(&self, params: Value) {
-        let _ = self.sink.send(RelayEvent::Log(params));
+    fn log(&self, params: Value, echoed: &[String]) {
+        if let Ok(clean) = self.runtime.runtime().governor().relay_notification(&self.ticket, NotificationKind::Log, &params, echoed) {
+            let _ = self.sink.send(RelayEvent::Log(clean.params));
+        }
     }
 
     fn request(&self, kind: RelayKind, params: Value) -> oneshot::Receiver<Result<Value, String>> {

@@ -489,7 +489,8 @@ async fn connect(name: &str, config: &McpServer) -> Result<(Client, Vec<String>)
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .map_err(|e| format!("MCP server `{name}` could not start `{command}` ({})", e.kind()))?;
-            let client = Upstream::new().serve(transport).await.map_err(|_| format!("MCP server `{name}` did not complete the MCP handshake"))?;
+            let client =
+                Upstream::new(&secrets).serve(transport).await.map_err(|_| format!("MCP server `{name}` did not complete the MCP handshake"))?;
             Ok((client, secrets))
         }
         McpServer::Url { url, headers_env } => {
@@ -521,8 +522,10 @@ async fn connect(name: &str, config: &McpServer) -> Result<(Client, Vec<String>)
             }
             let client = reqwest::Client::builder().build().map_err(|_| format!("MCP server `{name}`: the HTTP client could not be built (TLS)"))?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
-            let client =
-                Upstream::new().serve(transport).await.map_err(|_| format!("MCP server `{name}` at `{url}` did not complete the MCP handshake"))?;
+            let client = Upstream::new(&secrets)
+                .serve(transport)
+                .await
+                .map_err(|_| format!("MCP server `{name}` at `{url}` did not complete the MCP handshake"))?;
             Ok((client, secrets))
         }
     }

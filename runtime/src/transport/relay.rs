@@ -22,11 +22,16 @@ use serde_json::Value;
 
 /// What the caller's side does with a call's relays. Called from the MCP
 /// transport's runtime: every method returns at once.
+///
+/// What a notification carries is the tool's output, and the relay cleans it
+/// as such (`Governor::relay_notification`); `echoed` are the values the
+/// connection handed the upstream (its `env` and `headers_env` values), whose
+/// echoes are masked.
 pub trait CallRelay: Send + Sync {
     /// A progress notification (`progress`, `total`, `message`) of the call.
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>, echoed: &[String]);
     /// A log message of the call (the `notifications/message` params: `level`, `logger`, `data`).
-    fn log(&self, params: Value);
+    fn log(&self, params: Value, echoed: &[String]);
     /// A sampling or elicitation request of the call (its params): the
     /// client's result, or an error message for the upstream.
     fn request(&self, kind: RelayKind, params: Value) -> tokio::sync::oneshot::Receiver<Result<Value, String>>;
@@ -162,12 +167,16 @@ pub fn sole(table: &InFlightTable) -> Attribution {
 pub struct Upstream {
     /// The connection's calls in flight.
     pub calls: InFlightTable,
+    /// The values the connection handed the server (its `env` or
+    /// `headers_env` values): masked in what it relays.
+    echoed: Arc<[String]>,
 }
 
 impl Upstream {
-    /// A client for a new connection with its own table.
-    pub fn new() -> Self {
-        Self { calls: Arc::new(Mutex::new(InFlight::default())) }
+    /// A client for a new connection with its own table, which handed the
+    /// server `echoed` (masked in what it relays).
+    pub fn new(echoed: &[String]) -> Self {
+        Self { calls: Arc::new(Mutex::new(InFlight::default())), echoed: echoed.into() }
     }
 
     async fn relay_request(&self, kind: RelayKind, params: Value) -> Result<Value, rmcp::ErrorData> {
@@ -201,7 +210,7 @@ impl Upstream {
 
 impl Default for Upstream {
     fn default() -> Self {
-        Self::new()
+        Self::new(&[])
     }
 }
 
@@ -236,7 +245,7 @@ impl rmcp::ClientHandler for Upstream {
 
     async fn on_progress(&self, params: rmcp::model::ProgressNotificationParam, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
         if let Some(relay) = by_token(&self.calls, &token_text(&params.progress_token)) {
-            relay.progress(params.progress, params.total, params.message);
+            relay.progress(params.progress, params.total, params.message, &self.echoed);
         }
     }
 
@@ -247,7 +256,7 @@ impl rmcp::ClientHandler for Upstream {
     ) {
         if let Attribution::Call(relay) = sole(&self.calls) {
             if let Ok(value) = serde_json::to_value(params) {
-                relay.log(value);
+                relay.log(value, &self.echoed);
             }
         }
     }
