@@ -111,6 +111,7 @@ class AuthorizationServer:
         self.codes = {}
         self.issued = []  # (scope, aud) of each token
         self.jwks = None  # served at /jwks.json when set
+        self.jwks_fetches = 0  # GETs of /jwks.json
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -129,6 +130,7 @@ class AuthorizationServer:
                 if self.path == "/.well-known/oauth-authorization-server":
                     return self._json(200, server.metadata())
                 if self.path == "/jwks.json" and server.jwks is not None:
+                    server.jwks_fetches += 1
                     return self._json(200, server.jwks)
                 self._json(404, {"error": "not_found"})
 

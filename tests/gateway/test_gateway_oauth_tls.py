@@ -260,6 +260,62 @@ def test_jwks_file_and_url_pick_the_key_by_kid(tmp_path):
     assert r.returncode == 1 and "spec.gateway.http.jwt.jwks_url: `http://idp.example/jwks.json` is not an https:// URL" in r.stderr, r.stderr
 
 
+def test_a_rotated_jwks_url_key_is_fetched_again_and_made_up_kids_cause_no_fetch_storm(tmp_path):
+    """A token naming a `kid` the cached set lacks makes the gateway fetch its
+    jwks_url again, so a key the authorization server rotated in is accepted
+    without a restart; the re-fetch happens at most once per 30 s, so tokens
+    with made-up `kid`s cost the authorization server one fetch, not one each.
+    (The 30 s window itself, on a test clock: runtime/tests/gateway_config.rs.)"""
+    import jwt as pyjwt
+
+    info = oauth_harness(tmp_path / "h")
+    other = make_harness(tmp_path / "o", "--jwt", "RS256")
+    from cryptography.hazmat.primitives import serialization
+    from jwt.algorithms import RSAAlgorithm
+
+    def jwk(info, kid):
+        key = serialization.load_pem_public_key(Path(info["dir"], "keys", "idp.pem").read_bytes())
+        return dict(json.loads(RSAAlgorithm.to_jwk(key)), kid=kid, use="sig", alg="RS256")
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    aserver = AuthorizationServer(info["jwt"]["private_key_pem"])
+    try:
+        aserver.jwks = {"keys": [jwk(info, "2026-01")]}
+        text = Path(info["harness"]).read_text().replace("public_key_file: keys/idp.pem", f"jwks_url: {aserver.url}/jwks.json")
+        Path(info["harness"]).write_text(text)
+
+        def token(url, signer, kid):
+            claims = pyjwt.decode(mint(info, aud=url), options={"verify_signature": False})
+            return pyjwt.encode(claims, signer["jwt"]["private_key_pem"], algorithm="RS256", headers={"kid": kid})
+
+        with http_gateway(info) as url:
+            assert aserver.jwks_fetches == 1
+            assert post(info, url, init, token(url, info, "2026-01")).status_code == 200
+            # The authorization server rotates to a new key: its first token makes
+            # the gateway fetch the set again, and is accepted.
+            aserver.jwks = {"keys": [jwk(other, "2026-02")]}
+            assert post(info, url, init, token(url, other, "2026-02")).status_code == 200
+            assert aserver.jwks_fetches == 2
+            # The retired key's tokens are refused now; and inside the 30 s
+            # window no token fetches again: not the retired kid, not made-up ones.
+            assert post(info, url, init, token(url, info, "2026-01")).status_code == 401
+            for i in range(20):
+                assert post(info, url, init, token(url, other, f"made-up-{i}")).status_code == 401
+            assert post(info, url, init, token(url, other, "2026-02")).status_code == 200
+            assert aserver.jwks_fetches == 2
+
+        # A fresh gateway flooded with made-up kids: one fetch at start, one for the flood.
+        with http_gateway(info) as url:
+            assert aserver.jwks_fetches == 3
+            for i in range(20):
+                r = post(info, url, init, token(url, other, f"garbage-{i}"))
+                assert r.status_code == 401 and challenge(r)[1]["error"] == "invalid_token"
+            assert aserver.jwks_fetches == 4
+    finally:
+        aserver.close()
+
+
 def start(info, *args):
     return subprocess.run([HW, "gateway", "mcp", info["dir"], *args], env=gateway_env(info), capture_output=True, text=True, timeout=60)
 
