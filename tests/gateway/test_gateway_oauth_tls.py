@@ -12,6 +12,8 @@ import json
 import re
 import ssl
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
@@ -79,6 +81,76 @@ def test_https_with_an_audience_bound_jwt_the_sdk_lists_and_calls(oauth):
         # And plain HTTP on the TLS port is no way around it.
         with pytest.raises(httpx2.HTTPError):
             httpx2.post(url.replace("https://", "http://"), json=LIST, headers=dict(ACCEPT, Authorization=f"Bearer {token}"), timeout=30)
+
+
+class RecordingUpstream:
+    """An HTTP service on 127.0.0.1 that records the headers and body of each
+    request it gets and answers `{"ok": true}`."""
+
+    def __init__(self):
+        self.requests = []
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                upstream.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body.decode()))
+                data = b'{"ok": true}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_the_callers_bearer_token_never_reaches_an_http_upstream(oauth):
+    """No token passthrough: an http tool gets its own configured credential
+    (`headers_env`), never the Authorization header the caller sent the gateway."""
+    upstream = RecordingUpstream()
+    try:
+        Path(oauth["dir"], "tools", "notify.yaml").write_text(
+            "apiVersion: harnessweaver/v1\n"
+            "kind: Tool\n"
+            "metadata: { name: notify }\n"
+            "spec:\n"
+            "  transport: http\n"
+            f"  url: {upstream.url}/hook\n"
+            "  headers_env: { X-Api-Key: HW_NOTIFY_KEY }\n"
+            "  description: Posts a note to the team's hook.\n"
+            "  input_schema: { type: object, properties: { note: { type: string } }, required: [note] }\n"
+        )
+        subprocess.run([HW, "tools", "pin", oauth["dir"]], check=True, capture_output=True, text=True, timeout=60)
+        oauth["env"]["HW_NOTIFY_KEY"] = "notify-key-of-the-tool"
+        with http_gateway(oauth) as url:
+            token = mint(oauth, aud=url, scope="calc:run")
+
+            async def body(s):
+                return await s.call_tool("notify", {"note": "deploy done"})
+
+            result = asyncio.run(sdk_session(oauth, url, body, token))
+        assert result.is_error is False, result
+        assert json.loads(result.content[0].text) == {"ok": True}
+        [(path, headers, sent)] = upstream.requests
+        assert path == "/hook" and json.loads(sent) == {"note": "deploy done"}
+        # The tool's own credential went; the caller's did not, in any header or the body.
+        assert headers["x-api-key"] == "notify-key-of-the-tool"
+        assert "authorization" not in headers, headers
+        _, claims, signature = token.split(".")
+        everything = json.dumps(headers) + sent
+        assert claims not in everything and signature not in everything, headers
+    finally:
+        upstream.close()
 
 
 def test_no_token_and_other_audiences_get_401_pointing_at_the_resource_metadata(oauth):
