@@ -3,8 +3,9 @@
 //! asks of the caller's client (sampling, elicitation), handed to whoever
 //! serves the caller (the MCP gateway). The gateway sets the relay around
 //! [`Governor::invoke`](harnessweaver_core::governor::Governor::invoke) with
-//! [`with_relay`]; the `mcp` transport picks it up with [`current`] on the
-//! same thread and routes the upstream's messages of that call to it only.
+//! [`with_relay`] (or, when a host runs the call itself, [`register`]s it by
+//! call id); the `mcp` transport picks it up with [`for_call`] and routes the
+//! upstream's messages of that call to it only.
 //!
 //! Which call an upstream message belongs to: a progress notification by its
 //! progress token (one per `tools/call`, exact); a log message, a sampling or
@@ -60,6 +61,33 @@ pub fn current() -> Option<Arc<dyn CallRelay>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// Relays by call id, for calls whose transport runs on a thread the relay's
+/// owner never sees: a host that runs each call itself (Node's `serveMcp`
+/// hands the call to the JavaScript thread, which runs its transport on
+/// libuv's pool) registers the call's relay when the call begins.
+static BY_CALL: std::sync::LazyLock<Mutex<HashMap<String, Arc<dyn CallRelay>>>> = std::sync::LazyLock::new(Mutex::default);
+
+/// A call's relay registered by id ([`register`]); dropping it ends the registration.
+#[derive(Debug)]
+pub struct Registered(String);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        BY_CALL.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.0);
+    }
+}
+
+/// Registers `relay` as the relay of call `call_id`, wherever its transport runs, until the guard drops.
+pub fn register(call_id: &str, relay: Arc<dyn CallRelay>) -> Registered {
+    BY_CALL.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(call_id.to_string(), relay);
+    Registered(call_id.to_string())
+}
+
+/// The relay of call `call_id`: the one this thread runs with ([`with_relay`]), or the one registered for it.
+pub fn for_call(call_id: &str) -> Option<Arc<dyn CallRelay>> {
+    current().or_else(|| BY_CALL.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(call_id).cloned())
+}
+
 /// How long a call's entry outlives its answer, until the next call of the
 /// connection starts. rmcp hands each notification to a task of its own, so
 /// a log message the server sent just before its answer may be handled just
@@ -82,8 +110,10 @@ struct Entry {
 pub struct InFlight {
     /// Progress token → the call.
     calls: HashMap<String, Entry>,
-    /// Calls sent whose token is not known yet.
-    starting: usize,
+    /// Calls being sent, whose token is not known yet (by a number of their own), with their relays.
+    starting: Vec<(u64, Option<Arc<dyn CallRelay>>)>,
+    /// The number of the next call sent.
+    next: u64,
 }
 
 impl InFlight {
@@ -101,26 +131,32 @@ fn lock(table: &InFlightTable) -> std::sync::MutexGuard<'_, InFlight> {
     table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A call about to be sent: counted, so no message is attributed to
-/// another call while its token is unknown.
-pub fn starting(table: &InFlightTable) {
+/// A call about to be sent, relaying to `relay`: known before its token is,
+/// so no message is attributed to another call meanwhile, and a message the
+/// server sends before the request's send has returned still reaches it.
+/// Returns the number [`started`] and [`not_started`] take.
+pub fn starting(table: &InFlightTable, relay: Option<Arc<dyn CallRelay>>) -> u64 {
     let mut t = lock(table);
     t.calls.retain(|_, e| e.ended.is_none());
-    t.starting += 1;
+    let number = t.next;
+    t.next = t.next.wrapping_add(1);
+    t.starting.push((number, relay));
+    number
 }
 
-/// The call sent has `token`.
-pub fn started(table: &InFlightTable, token: String, relay: Option<Arc<dyn CallRelay>>) {
+/// The call sent as `number` has `token`.
+pub fn started(table: &InFlightTable, number: u64, token: String) {
     let mut t = lock(table);
-    t.starting = t.starting.saturating_sub(1);
+    let at = t.starting.iter().position(|(n, _)| *n == number);
+    let relay = at.and_then(|i| t.starting.remove(i).1);
     t.calls.retain(|_, e| e.ended.is_none());
     t.calls.insert(token, Entry { relay, ended: None });
 }
 
-/// A call that could not be sent.
-pub fn not_started(table: &InFlightTable) {
+/// The call `number` could not be sent.
+pub fn not_started(table: &InFlightTable, number: u64) {
     let mut t = lock(table);
-    t.starting = t.starting.saturating_sub(1);
+    t.starting.retain(|(n, _)| *n != number);
 }
 
 /// The call of `token` got its answer (its entry lingers, see [`LINGER`]).
@@ -151,10 +187,11 @@ pub enum Attribution {
 pub fn sole(table: &InFlightTable) -> Attribution {
     let mut t = lock(table);
     t.prune();
-    if t.calls.len() + t.starting > 1 {
+    if t.calls.len() + t.starting.len() > 1 {
         return Attribution::Several;
     }
-    match t.calls.values().next().and_then(|e| e.relay.clone()) {
+    let relay = t.calls.values().next().map(|e| &e.relay).or_else(|| t.starting.first().map(|(_, r)| r));
+    match relay.cloned().flatten() {
         Some(relay) => Attribution::Call(relay),
         None => Attribution::Nobody,
     }
