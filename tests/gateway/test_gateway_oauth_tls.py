@@ -227,6 +227,41 @@ def test_a_call_the_token_lacks_scope_for_is_a_403_challenge_and_audited(oauth):
         assert result.is_error is False and json.loads(result.content[0].text)["value"] == 2
 
 
+def test_under_run_session_a_scope_refused_call_is_in_its_sessions_run(oauth):
+    """The 403 path answers a tools/call outside rmcp's handler, through the
+    same call path (issue 22): under `run: session` it uses the MCP session's
+    run, not a run of its own."""
+    path = Path(oauth["harness"])
+    path.write_text(path.read_text().replace("  gateway:\n", "  gateway:\n    run: session\n", 1))
+
+    def post_in(url, payload, token, headers):
+        headers = dict(ACCEPT, Authorization=f"Bearer {token}", **headers)
+        return httpx2.post(url, json=payload, headers=headers, verify=oauth["ca"], timeout=60)
+
+    def session(url, token):
+        r = post(oauth, url, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}, token)
+        sid = r.headers["mcp-session-id"]
+        headers = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        post_in(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, token, headers)
+        return headers
+
+    def run_of(response):
+        text = response.text
+        body = json.loads(text[text.index("{"):]) if text.lstrip().startswith("{") else json.loads(re.findall(r"^data: (.+)$", text, re.M)[-1])
+        return body["result"]["_meta"]["harnessweaver"]["run_id"]
+
+    with http_gateway(oauth) as url:
+        weak = mint(oauth, aud=url, scope="calc:run")
+        one, two = session(url, weak), session(url, weak)
+        run_one = run_of(post_in(url, call("calc", {"code": "1 + 1"}), weak, one))
+        assert post_in(url, call("payroll", {"code": "1 + 1"}), weak, one).status_code == 403
+        assert post_in(url, call("payroll", {"code": "2 + 2"}), weak, two).status_code == 403
+        run_two = run_of(post_in(url, call("calc", {"code": "1 + 1"}), weak, two))
+    refused = [e["run_id"] for e in audit_events(oauth) if e.get("tool") == "payroll"]
+    assert run_one != run_two and refused == [run_one, run_two]
+
+
 class MemoryStorage:
     def __init__(self):
         self.tokens = None

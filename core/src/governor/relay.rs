@@ -11,6 +11,9 @@
 //! of every server (`includeContext: allServers`) is refused always: it
 //! would hand one upstream what the others' tools returned. A refused relay
 //! is audited (code `relay_denied`, step `flow`) and the upstream gets an error.
+//! A `roots/list` request (the client's roots handed to the upstream) is
+//! decided by the same rule: what the client exposes leaves for a server
+//! whose run is private and untrusted.
 
 use serde_json::{json, Value};
 
@@ -25,14 +28,17 @@ pub enum RelayKind {
     Sampling,
     /// `elicitation/create`: input from the client's user.
     Elicitation,
+    /// `roots/list`: the client's roots (what it exposes, its directories).
+    Roots,
 }
 
 impl RelayKind {
-    /// `sampling` or `elicitation`.
+    /// `sampling`, `elicitation` or `roots`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Sampling => "sampling",
             Self::Elicitation => "elicitation",
+            Self::Roots => "roots",
         }
     }
 
@@ -41,6 +47,7 @@ impl RelayKind {
         match text {
             "sampling" => Some(Self::Sampling),
             "elicitation" => Some(Self::Elicitation),
+            "roots" => Some(Self::Roots),
             _ => None,
         }
     }
@@ -50,6 +57,7 @@ impl RelayKind {
         match self {
             Self::Sampling => "sampling/createMessage",
             Self::Elicitation => "elicitation/create",
+            Self::Roots => "roots/list",
         }
     }
 }

@@ -253,7 +253,7 @@ impl Host {
             "relay_decision" => {
                 let kind = a.required("kind")?;
                 let kind = crate::governor::RelayKind::parse(kind)
-                    .ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`kind` must be `sampling` or `elicitation`"))?;
+                    .ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`kind` must be `sampling`, `elicitation` or `roots`"))?;
                 let decision = self.gov()?.relay_decision(a.required("tool")?, a.required("run")?, kind, a.text("include_context")?);
                 Ok(crate::governor::relay_decision_value(&decision))
             }

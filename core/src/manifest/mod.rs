@@ -23,10 +23,10 @@ mod annotations;
 pub use annotations::mcp_annotations;
 pub use effect::{is_handle_name, missing_contract_message, needs_contract, EffectContract, EffectField, EffectKind, RetryMode};
 pub use model::{
-    confusable_key, is_valid_name, mcp_server_name, risk_name, sanitizer_name, side_effect_name, transport_name, Approval, ApprovalBy, CodeLimits,
-    Constraint, ContentKinds, Duration, Grant, Location, Manifest, OutputPolicy, PayloadConstraints, PinState, ProcessSandbox, ProcessSpec, Rate,
-    RateLimit, RatePeriod, ResolvedProcess, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, COMMAND_SEARCH_PATH,
-    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PAYLOAD_BYTES, SANDBOXES,
+    confusable_key, is_valid_name, mcp_server_name, risk_name, sanitizer_name, side_effect_name, transport_name, Approval, ApprovalBy,
+    ClientCapability, CodeLimits, Constraint, ContentKinds, Duration, Grant, Location, Manifest, OutputPolicy, PayloadConstraints, PinState,
+    ProcessSandbox, ProcessSpec, Rate, RateLimit, RatePeriod, ResolvedProcess, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION,
+    COMMAND_SEARCH_PATH, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PAYLOAD_BYTES, SANDBOXES,
 };
 pub use tool::Tool;
 pub use value_path::ValuePath;

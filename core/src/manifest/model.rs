@@ -523,6 +523,36 @@ pub struct Manifest {
     /// `spec.secrets_delivery: native` (issue 21): a native handler receives
     /// the values of `secrets` (its `secrets` keyword; `ctx.secrets` in Node).
     pub native_secrets: bool,
+    /// `spec.client_capabilities` (issue 22, mcp tools only): what the tool's
+    /// upstream server may ask of the caller's client while it runs
+    /// (sampling, elicitation, roots). A 2026-07-28 request that does not
+    /// declare one of them is refused before the call (`-32021`).
+    pub client_capabilities: Vec<ClientCapability>,
+}
+
+/// A client capability an MCP tool's upstream may need (`spec.client_capabilities`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ClientCapability {
+    /// `sampling/createMessage`: a completion from the client's model.
+    Sampling,
+    /// `elicitation/create`: input from the client's user.
+    Elicitation,
+    /// `roots/list`: the client's roots.
+    Roots,
+}
+
+impl ClientCapability {
+    /// Every capability, with its manifest word.
+    pub const ALL: [(&'static str, Self); 3] = [("sampling", Self::Sampling), ("elicitation", Self::Elicitation), ("roots", Self::Roots)];
+
+    /// `sampling`, `elicitation` or `roots` (the MCP capability's name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Sampling => "sampling",
+            Self::Elicitation => "elicitation",
+            Self::Roots => "roots",
+        }
+    }
 }
 
 /// `native`, `http`, `code`, `mcp` or `process`.

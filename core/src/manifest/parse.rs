@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::model::{
-    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, ApprovalBy, CodeLimits, Constraint, ContentKinds, Duration, Location,
-    Manifest, OutputPolicy, PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION, RISKS, SANDBOXES,
+    is_valid_name, mcp_server_name, sanitizer_name, transport_name, Approval, ApprovalBy, ClientCapability, CodeLimits, Constraint, ContentKinds,
+    Duration, Location, Manifest, OutputPolicy, PayloadConstraints, Rate, RateLimit, Risk, Sanitizer, SideEffect, Transport, TrustLabel, API_VERSION,
+    RISKS, SANDBOXES,
 };
 use super::schema::check_schema;
 use crate::cel_lite::Program;
@@ -275,6 +276,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let effect = super::effect::parse_effect(spec.get_raw("effect"), cx);
     let secrets = super::effect::parse_secrets(spec.get("secrets"), cx);
     let native_secrets = super::effect::parse_secrets_delivery(spec.get("secrets_delivery"), transport, cx);
+    let client_capabilities = parse_client_capabilities(cx, &mut spec, known, transport);
     spec.finish(cx);
 
     if cx.problems.len() > before {
@@ -317,6 +319,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         effect,
         secrets,
         native_secrets,
+        client_capabilities,
     };
     Some(ParsedManifest { manifest, schema_pos, validator, output_validator, approval_when })
 }
@@ -520,6 +523,34 @@ fn parse_flow(node: &Node, cx: &mut Checker) -> Flow {
     }
     m.finish(cx);
     Flow { sinks, links, identifies }
+}
+
+/// `spec.client_capabilities` (issue 22): a list of `sampling`,
+/// `elicitation`, `roots`, for mcp tools only (`forbidden_field` on others).
+fn parse_client_capabilities(cx: &mut Checker, spec: &mut MapReader<'_>, known: bool, transport: Transport) -> Vec<ClientCapability> {
+    const PATH: &str = "spec.client_capabilities";
+    let mut out = Vec::new();
+    let Some(node) = spec.get("client_capabilities") else { return out };
+    if known && transport != Transport::Mcp {
+        let at = spec.key_node("client_capabilities").map_or(node.pos, |k| k.pos);
+        let message = format!(
+            "`{PATH}` is only for `mcp` tools (what their upstream server may ask of the client); this tool's transport is `{}`",
+            transport_name(transport)
+        );
+        cx.report("forbidden_field", at, PATH, message);
+        return out;
+    }
+    cx.list(node, PATH, "a list of `sampling`, `elicitation`, `roots`", |cx, item, path| {
+        if let Some(c) = cx.choice(item, path, &ClientCapability::ALL) {
+            if out.contains(&c) {
+                cx.report("invalid_value", item.pos, path, format!("`{}` is listed twice", c.as_str()));
+            } else {
+                out.push(c);
+            }
+        }
+    });
+    out.sort();
+    out
 }
 
 fn parse_output(node: Option<&Node>, cx: &mut Checker) -> OutputPolicy {

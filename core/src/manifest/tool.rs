@@ -138,6 +138,10 @@ impl Tool {
         if m.native_secrets {
             o.insert("secrets_delivery".into(), json!("native"));
         }
+        // Only an mcp tool that declares them has the key (issue 22).
+        if !m.client_capabilities.is_empty() {
+            o.insert("client_capabilities".into(), json!(m.client_capabilities.iter().map(|c| c.as_str()).collect::<Vec<_>>()));
+        }
         // Only tools that write `spec.flow` (even `sinks: []`) have the key:
         // it decides, so it is part of the policy version (issue 23).
         if let Some(flow) = describe_flow(m) {
@@ -228,6 +232,11 @@ impl Tool {
                 canonical::write_str(out, &a.when);
                 out.push('}');
             }
+        }
+        if !m.client_capabilities.is_empty() {
+            out.push_str(",\"client_capabilities\":");
+            let names: Vec<String> = m.client_capabilities.iter().map(|c| c.as_str().to_string()).collect();
+            canonical::write_strs(out, &names, depth)?;
         }
         out.push_str(",\"code_arg\":");
         canonical::write_str(out, &m.code_arg);

@@ -127,24 +127,32 @@ pub enum Answer {
     InputRequired(Value),
 }
 
+impl From<super::held::Pumped> for Answer {
+    fn from(pumped: super::held::Pumped) -> Self {
+        match pumped {
+            super::held::Pumped::Done(result) => Self::Done(result),
+            super::held::Pumped::Ask(ask) => Self::InputRequired(ask),
+        }
+    }
+}
+
 /// One `tools/call` from the caller: the user's in-band answer to an earlier
 /// question first (2026-07-28 retries), then the call with its relays, then,
 /// when it waits for an approval the caller may give, the question.
-#[expect(clippy::too_many_arguments, reason = "the request's parts, from its one call site")]
 pub async fn governed_call(
     gateway: std::sync::Arc<Gateway>,
-    who: Identity,
+    call: super::calls::CallRequest,
     run_id: String,
-    tool: String,
-    args: Value,
-    mut approval_id: Option<String>,
     answered: Option<(String, Value)>,
+    responses: std::collections::BTreeMap<String, Value>,
     context: &rmcp::service::RequestContext<RoleServer>,
     log_level: super::relay::LogLevel,
 ) -> Result<Answer, tokio::task::JoinError> {
     let peer = &context.peer;
     let side = super::relay::CallerSide { progress_token: context.meta.get_progress_token(), log_level };
     let blocking = |f: Box<dyn FnOnce() -> bool + Send>| tokio::task::spawn_blocking(f);
+    let who = call.who.clone();
+    let mut approval_id = call.approval.clone();
     if let Some((id, answer)) = answered {
         if let Some(accept) = decision(&answer) {
             let (g, w, i) = (std::sync::Arc::clone(&gateway), who.clone(), id.clone());
@@ -155,16 +163,27 @@ pub async fn governed_call(
         }
     }
     let run = |approval_id: Option<String>| {
-        let (g, w, r, t, a) = (std::sync::Arc::clone(&gateway), who.clone(), run_id.clone(), tool.clone(), args.clone());
-        super::relay::pump(peer, &side, move |sink| g.call_relayed(&w, Some(r), &t, a, approval_id, Some(sink)))
+        let (g, c, r) = (std::sync::Arc::clone(&gateway), call.clone(), run_id.clone());
+        super::relay::pump(peer, &side, move |sink| super::calls::execute(&g, &c, r, approval_id, Some(sink)))
     };
-    let result = run(approval_id).await?;
+    // 2026-07-28 (the request's `_meta` declares its capabilities): what the
+    // upstream asks goes to the client as an InputRequiredResult (held.rs).
+    let result = match &call.capabilities {
+        Some(capabilities) => {
+            let client = super::held::Client { peer, side: &side, capabilities: capabilities.clone(), responses };
+            match super::held::start(std::sync::Arc::clone(&gateway), call.clone(), run_id.clone(), approval_id, &client).await? {
+                super::held::Pumped::Done(result) => result,
+                super::held::Pumped::Ask(ask) => return Ok(Answer::InputRequired(ask)),
+            }
+        }
+        None => run(approval_id).await?,
+    };
     let Some(id) = result.pending_approval() else { return Ok(Answer::Done(result)) };
     let (g, w, i) = (std::sync::Arc::clone(&gateway), who.clone(), id.clone());
     if !can_ask(peer, &context.meta) || !blocking(Box::new(move || g.in_band_approvable(&w, &i))).await? {
         return Ok(Answer::Done(result));
     }
-    let question = question(&tool, &args, &result, &id);
+    let question = question(&call.tool, &call.args, &result, &id);
     if context.protocol_version().is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28) {
         return Ok(Answer::InputRequired(input_required(question, &id)));
     }

@@ -17,9 +17,13 @@
 
 pub mod admission;
 pub mod auth;
+// Issue 22: the one tools/call path (rmcp's handler and the OAuth front).
+pub mod calls;
 /// `spec.gateway`, parsed with the rest of harness.yaml by the core.
 pub use harnessweaver_core::gateway_spec as config;
 pub mod handover;
+// Issue 22: upstream requests relayed as InputRequiredResult at 2026-07-28.
+pub mod held;
 // Issue 22: MCP shapes for both protocol generations, content blocks.
 pub mod protocol;
 // Issue 22: relays (progress, logs, sampling, elicitation) and in-band approvals.
@@ -91,6 +95,9 @@ struct PrincipalRun {
     last_ms: u64,
 }
 
+/// A session key, a principal id and a tenant.
+type SessionCaller = (String, String, Option<String>);
+
 /// A loaded harness, served.
 pub struct Gateway {
     runtime: Arc<dyn HostRuntime>,
@@ -98,6 +105,12 @@ pub struct Gateway {
     executor: Option<CallExecutor>,
     /// `spec.gateway.run: principal`: each caller's run, by (principal id, tenant).
     runs: Mutex<HashMap<(String, Option<String>), PrincipalRun>>,
+    /// `spec.gateway.run: session`: each MCP session's run per caller, by
+    /// (session key, principal id, tenant).
+    session_runs: Mutex<HashMap<SessionCaller, String>>,
+    /// Issue 22: 2026-07-28 calls held open while their client answers an
+    /// upstream tool's requests (`InputRequiredResult`).
+    held: held::Held,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -110,13 +123,20 @@ impl Gateway {
     /// A gateway over `runtime`. `native` runs native tools; without it
     /// (the bare CLI) native tools are hidden and their calls refused.
     pub fn new(runtime: Arc<dyn HostRuntime>, native: Option<NativeInvoker>) -> Self {
-        Self { runtime, native, executor: None, runs: Mutex::new(HashMap::new()) }
+        Self { runtime, native, executor: None, runs: Mutex::new(HashMap::new()), session_runs: Mutex::new(HashMap::new()), held: held::Held::new() }
     }
 
     /// A gateway whose calls the host runs whole ([`CallExecutor`]); the
     /// gateway still lists tools, identifies callers and finds approvals.
     pub fn with_executor(runtime: Arc<dyn HostRuntime>, executor: CallExecutor) -> Self {
-        Self { runtime, native: None, executor: Some(executor), runs: Mutex::new(HashMap::new()) }
+        Self {
+            runtime,
+            native: None,
+            executor: Some(executor),
+            runs: Mutex::new(HashMap::new()),
+            session_runs: Mutex::new(HashMap::new()),
+            held: held::Held::new(),
+        }
     }
 
     /// What a run spans (`spec.gateway.run`).
@@ -157,6 +177,25 @@ impl Gateway {
         }
         runs.insert(key, PrincipalRun { generation, last_ms: now });
         Ok(run_id)
+    }
+
+    /// The run of `who` in MCP session `session` under `spec.gateway.run:
+    /// session`: one per session and caller, admitted when new.
+    pub fn session_run(&self, session: &str, who: &Identity) -> Result<String, harnessweaver_core::Error> {
+        let key = (session.to_string(), who.principal.id.clone(), who.tenant.clone());
+        let mut runs = self.session_runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(run) = runs.get(&key) {
+            return Ok(run.clone());
+        }
+        let run = self.runtime().governor().new_run_id();
+        self.admit(who, &run)?;
+        runs.insert(key, run.clone());
+        Ok(run)
+    }
+
+    /// Forgets the runs of a session that ended.
+    pub fn forget_session(&self, session: &str) {
+        self.session_runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(s, _, _), _| s != session);
     }
 
     /// The runtime.

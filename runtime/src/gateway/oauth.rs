@@ -143,8 +143,10 @@ pub fn manifest_scopes(gateway: &Gateway) -> Vec<String> {
     scopes
 }
 
-/// A `tools/call` in a JSON-RPC body: its id, the tool and its arguments.
-fn tool_call(body: &[u8]) -> Option<(Value, String, Value, Option<String>)> {
+/// A `tools/call` in a JSON-RPC body, by `who`: its id, the call (the
+/// session is the caller's to fill in), and whether it is a 2026-07-28
+/// stateless request (its `_meta` names that protocol).
+fn tool_call(body: &[u8], who: &Identity) -> Option<(Value, super::calls::CallRequest, bool)> {
     let msg: Value = serde_json::from_slice(body).ok()?;
     if msg.get("method").and_then(Value::as_str) != Some("tools/call") {
         return None;
@@ -152,8 +154,14 @@ fn tool_call(body: &[u8]) -> Option<(Value, String, Value, Option<String>)> {
     let params = msg.get("params")?;
     let name = params.get("name").and_then(Value::as_str)?.to_string();
     let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
-    let approval = params.pointer("/_meta").and_then(|m| m.get(super::APPROVAL_META_KEY)).and_then(Value::as_str).map(str::to_string);
-    Some((msg.get("id").cloned().unwrap_or(Value::Null), name, args, approval))
+    let meta = params.get("_meta");
+    let approval = meta.and_then(|m| m.get(super::APPROVAL_META_KEY)).and_then(Value::as_str).map(str::to_string);
+    let version = meta.and_then(|m| m.get("io.modelcontextprotocol/protocolVersion")).and_then(Value::as_str);
+    // Protocol versions are dates: text order is their order.
+    let stateless = version.is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str());
+    let capabilities = stateless.then(|| meta.and_then(|m| m.get(super::calls::CAPABILITIES_META_KEY)).cloned().unwrap_or_else(|| json!({})));
+    let call = super::calls::CallRequest { who: who.clone(), session: None, tool: name, args, approval, capabilities };
+    Some((msg.get("id").cloned().unwrap_or(Value::Null), call, stateless))
 }
 
 /// The scopes `tool` needs that `who` lacks, for a tool that exists and is
@@ -168,15 +176,28 @@ fn lacking(gateway: &Gateway, tool: &str, who: &Identity) -> Option<Vec<String>>
     Some(rt.scopes.clone())
 }
 
+/// A JSON-RPC error answer (`status`: 400 for `-32021` on the 2026-07-28 wire, as rmcp maps it).
+fn rpc_error(id: Value, error: &rmcp::ErrorData, status: http::StatusCode) -> http::Response<Body> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string();
+    let mut response = http::Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response
+}
+
 /// What to do with a POST to `/mcp`: pass it on (its body read and put
 /// back), or answer it here. A `tools/call` of a tool whose scopes the
-/// caller lacks runs through the governor; its `scope_missing` refusal is
-/// answered `403 insufficient_scope`, any other outcome (an earlier step
-/// refused) as the JSON-RPC result the client expects.
+/// caller lacks runs through the governor ([`calls::call`](super::calls::call),
+/// the path rmcp's handler takes: same run, admission, capability check and
+/// result); its `scope_missing` refusal is answered `403
+/// insufficient_scope`, any other outcome (an earlier step refused) as the
+/// JSON-RPC answer the client expects. `session`: the MCP session the
+/// request names (already checked to be the caller's).
 pub async fn scope_check(
     server: &ResourceServer,
     gateway: &Arc<Gateway>,
     who: &Identity,
+    session: Option<&str>,
     req: http::Request<hyper::body::Incoming>,
 ) -> Result<http::Request<Body>, http::Response<Body>> {
     let (parts, body) = req.into_parts();
@@ -188,42 +209,38 @@ pub async fn scope_check(
             return Err(response);
         }
     };
-    let call = tool_call(&bytes).and_then(|(id, tool, args, approval)| lacking(gateway, &tool, who).map(|scopes| (id, tool, args, approval, scopes)));
-    let Some((id, tool, args, approval, scopes)) = call else {
+    let call = tool_call(&bytes, who).and_then(|c| lacking(gateway, &c.1.tool, who).map(|scopes| (c, scopes)));
+    let Some(((id, mut call, stateless), scopes)) = call else {
         return Ok(http::Request::from_parts(parts, Full::new(bytes).boxed()));
     };
-    let (gw, caller) = (Arc::clone(gateway), who.clone());
-    let ran = tokio::task::spawn_blocking(move || {
-        // A run admitted as the MCP session's would be (issue 21); with no
-        // session on this path, `run: session` makes each call its own run.
-        let run = match gw.run_scope() {
-            super::GatewayRun::Principal => gw.principal_run(&caller),
-            super::GatewayRun::Session => {
-                let run = gw.runtime().governor().new_run_id();
-                gw.admit(&caller, &run).map(|()| run)
-            }
-        };
-        match run {
-            Ok(run) => gw.call(&caller, Some(run), &tool, args, approval),
-            Err(e) => super::admission::not_admitted(&tool, &e),
-        }
-    })
-    .await;
-    let Ok(result) = ran else {
+    call.session = session.map(str::to_string);
+    let gw = Arc::clone(gateway);
+    let Ok(answer) = tokio::task::spawn_blocking(move || super::calls::call(&gw, &call)).await else {
         let mut response = http::Response::new(Full::new(Bytes::from_static(b"the call failed")).boxed());
         *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
         return Err(response);
+    };
+    let result = match answer {
+        Ok(result) => result,
+        Err(error) => {
+            let status = if stateless && error.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
+                http::StatusCode::BAD_REQUEST
+            } else {
+                http::StatusCode::OK
+            };
+            return Err(rpc_error(id, &error, status));
+        }
     };
     if result.result.get("code").and_then(Value::as_str) == Some("scope_missing") {
         let message = result.result.get("message").and_then(Value::as_str).unwrap_or("the token lacks a scope this tool needs");
         return Err(server.insufficient_scope(&scopes, message));
     }
-    // The same result rmcp's handler would give (`resultType` included).
-    let mut mcp = result.to_mcp();
-    super::structured::attach(gateway, &result, &mut mcp);
-    let result = super::protocol::call_tool_result(mcp.clone()).ok().and_then(|r| serde_json::to_value(r).ok()).unwrap_or(mcp);
-    let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
-    let mut response = http::Response::new(Full::new(Bytes::from(body)).boxed());
+    // The same result rmcp's handler gives (`resultType`, `structuredContent`).
+    let answer = match super::calls::mcp_result(gateway, &result) {
+        Ok(mcp) => json!({"jsonrpc": "2.0", "id": id, "result": mcp}),
+        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+    };
+    let mut response = http::Response::new(Full::new(Bytes::from(answer.to_string())).boxed());
     response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     Err(response)
 }

@@ -140,6 +140,7 @@ pub fn client_supports(peer: &Peer<RoleServer>, kind: RelayKind) -> bool {
     match kind {
         RelayKind::Sampling => info.capabilities.sampling.is_some(),
         RelayKind::Elicitation => info.capabilities.elicitation.is_some(),
+        RelayKind::Roots => info.capabilities.roots.is_some(),
     }
 }
 
@@ -159,7 +160,7 @@ pub async fn ask_client(peer: &Peer<RoleServer>, kind: RelayKind, params: Value)
 
 /// Forwards one event to the caller.
 #[expect(deprecated, reason = "logging is deprecated by SEP-2577 (2026-07-28), still part of 2025-11-25")]
-async fn forward(peer: &Peer<RoleServer>, side: &CallerSide, event: RelayEvent) {
+pub(super) async fn forward(peer: &Peer<RoleServer>, side: &CallerSide, event: RelayEvent) {
     match event {
         RelayEvent::Progress { progress, total, message } => {
             let Some(token) = &side.progress_token else { return };

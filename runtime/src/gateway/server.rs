@@ -31,18 +31,17 @@ use super::{Gateway, Identity, APPROVAL_META_KEY};
 /// The header naming a streamable-HTTP session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// A session's runs, by caller (principal id, tenant).
-type Runs = Arc<Mutex<HashMap<(String, Option<String>), String>>>;
-
 /// One MCP session. Its calls' run (labels, budgets) is the caller's
 /// (`spec.gateway.run: principal`, the default) or the session's own per
-/// caller (`session`).
+/// caller (`session`), chosen by [`calls`](super::calls) as for a call the
+/// OAuth front answers itself.
 #[derive(Clone)]
 pub struct Session {
     gateway: Arc<Gateway>,
     /// The stdio client's identity; HTTP callers are identified per request.
     fixed: Option<Identity>,
-    runs: Runs,
+    /// A stdio connection's session key (HTTP sessions are keyed by their `Mcp-Session-Id`).
+    stdio_key: Option<String>,
     /// `logging/setLevel` (issue 22: relayed log messages below it are dropped).
     log_level: super::relay::LogLevel,
 }
@@ -50,7 +49,8 @@ pub struct Session {
 impl Session {
     /// A session of `gateway`; `fixed` is the caller of a stdio session.
     pub fn new(gateway: Arc<Gateway>, fixed: Option<Identity>) -> Self {
-        Self { gateway, fixed, runs: Arc::new(Mutex::new(HashMap::new())), log_level: super::relay::LogLevel::default() }
+        let stdio_key = fixed.as_ref().map(|_| format!("stdio {}", gateway.runtime().governor().new_run_id()));
+        Self { gateway, fixed, stdio_key, log_level: super::relay::LogLevel::default() }
     }
 
     fn identity(&self, ctx: &RequestContext<RoleServer>) -> Result<Identity, ErrorData> {
@@ -64,19 +64,25 @@ impl Session {
             .ok_or_else(|| ErrorData::invalid_request("no authenticated caller", None))
     }
 
-    /// The caller's run; a new one is admitted first (`spec.runs`, issue 21).
-    fn run_for(&self, who: &Identity) -> Result<String, CoreError> {
-        if self.gateway.run_scope() == super::GatewayRun::Principal {
-            return self.gateway.principal_run(who);
+    /// A governed call's answer on the wire.
+    fn answer(&self, answer: super::inband::Answer) -> Result<CallToolResponse, ErrorData> {
+        match answer {
+            super::inband::Answer::Done(result) => Ok(super::calls::mcp_result(&self.gateway, &result)?.into()),
+            super::inband::Answer::InputRequired(ask) => {
+                let ask: rmcp::model::InputRequiredResult = serde_json::from_value(ask).map_err(internal)?;
+                Ok(ask.into())
+            }
         }
-        let key = (who.principal.id.clone(), who.tenant.clone());
-        let mut runs = self.runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(run) = runs.get(&key) {
-            return Ok(run.clone());
+    }
+
+    /// The session a request belongs to: the stdio connection, or the
+    /// streamable-HTTP session it names (none for a stateless request).
+    fn session_key(&self, ctx: &RequestContext<RoleServer>) -> Option<String> {
+        if let Some(key) = &self.stdio_key {
+            return Some(key.clone());
         }
-        let run = self.gateway.runtime().governor().new_run_id();
-        self.gateway.admit(who, &run)?;
-        Ok(runs.entry(key).or_insert(run).clone())
+        let parts = ctx.extensions.get::<http::request::Parts>()?;
+        parts.headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string)
     }
 }
 
@@ -105,36 +111,47 @@ impl ServerHandler for Session {
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let who = self.identity(&context)?;
-        let run_id = match self.run_for(&who) {
-            Ok(run_id) => run_id,
-            Err(e) => return Ok(super::protocol::call_tool_result(super::admission::not_admitted(&request.name, &e).to_mcp())?.into()),
-        };
         // `_meta` of the request: rmcp hands it over in the context (and
         // may leave a copy in the params).
         let approval_id = [serde_json::to_value(&context.meta).ok(), request.meta.as_ref().and_then(|m| serde_json::to_value(m).ok())]
             .into_iter()
             .flatten()
             .find_map(|m| m.get(APPROVAL_META_KEY).and_then(Value::as_str).map(str::to_string));
-        let tool = request.name.to_string();
+        let stateless = context.meta.protocol_version().is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        let capabilities = if stateless {
+            Some(context.meta.client_capabilities().and_then(|c| serde_json::to_value(c).ok()).unwrap_or_else(|| serde_json::json!({})))
+        } else {
+            None
+        };
+        let call = super::calls::CallRequest {
+            who,
+            session: self.session_key(&context),
+            tool: request.name.to_string(),
+            args: Value::Object(request.arguments.clone().unwrap_or_default()),
+            approval: approval_id,
+            capabilities,
+        };
+        call.precheck(&self.gateway)?;
+        let responses = request.input_responses.clone().unwrap_or_default();
+        // Issue 22: a 2026-07-28 retry answering what a held call's upstream asked.
+        let sealed = request.request_state.as_deref().filter(|s| s.starts_with(super::held::STATE_PREFIX));
+        if let (Some(capabilities), Some(state)) = (&call.capabilities, sealed) {
+            let side = super::relay::CallerSide { progress_token: context.meta.get_progress_token(), log_level: Arc::clone(&self.log_level) };
+            let client = super::held::Client { peer: &context.peer, side: &side, capabilities: capabilities.clone(), responses };
+            let pumped = super::held::resume(Arc::clone(&self.gateway), &call, state, &client).await.map_err(internal)??;
+            return self.answer(super::inband::Answer::from(pumped));
+        }
+        let run_id = match call.run(&self.gateway) {
+            Ok(run_id) => run_id,
+            Err(refused) => return Ok(super::calls::mcp_result(&self.gateway, &refused)?.into()),
+        };
         // Issue 22: a 2026-07-28 retry carrying the user's in-band answer.
         let answered = request.request_state.clone().zip(request.input_responses.as_ref().and_then(|r| r.get(super::inband::INPUT_KEY)).cloned());
-        let args = Value::Object(request.arguments.unwrap_or_default());
         let gateway = Arc::clone(&self.gateway);
-        let answer = super::inband::governed_call(gateway, who, run_id, tool, args, approval_id, answered, &context, Arc::clone(&self.log_level))
+        let answer = super::inband::governed_call(gateway, call, run_id, answered, responses, &context, Arc::clone(&self.log_level))
             .await
             .map_err(internal)?;
-        let result = match answer {
-            super::inband::Answer::Done(result) => {
-                let mut mcp = result.to_mcp();
-                super::structured::attach(&self.gateway, &result, &mut mcp);
-                mcp
-            }
-            super::inband::Answer::InputRequired(ask) => {
-                let ask: rmcp::model::InputRequiredResult = serde_json::from_value(ask).map_err(internal)?;
-                return Ok(ask.into());
-            }
-        };
-        Ok(super::protocol::call_tool_result(result)?.into())
+        self.answer(answer)
     }
 
     /// Issue 22: the tool's pinned schema, for rmcp's `Mcp-Param-*` header check.
@@ -228,7 +245,7 @@ impl SessionOwners {
 
     /// Drops the sessions rmcp no longer has (closed by the client, or timed
     /// out), when the table has grown past its mark.
-    async fn prune(&self, manager: &LocalSessionManager) {
+    async fn prune(&self, manager: &LocalSessionManager, gateway: &Gateway) {
         use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
         let ids: Vec<String> = {
             let owners = self.lock();
@@ -243,6 +260,7 @@ impl SessionOwners {
             let sid: SessionId = id.as_str().into();
             if !manager.has_session(&sid).await.unwrap_or(true) {
                 self.remove(&id);
+                gateway.forget_session(&id);
             }
         }
         let mut mark = self.prune_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -315,7 +333,7 @@ pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listene
                     let deleting = req.method() == http::Method::DELETE;
                     // OAuth: a call the token lacks scopes for is a 403 challenge (oauth.rs).
                     let mut req = match (&front.oauth, req.method() == http::Method::POST) {
-                        (Some(rs), true) => match super::oauth::scope_check(rs, &gateway, &identity, req).await {
+                        (Some(rs), true) => match super::oauth::scope_check(rs, &gateway, &identity, session.as_deref(), req).await {
                             Ok(req) => req.map(http_body_util::Either::Right),
                             Err(response) => return Ok(response),
                         },
@@ -328,10 +346,13 @@ pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listene
                         None => {
                             if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
                                 owners.insert(id.to_string(), &identity);
-                                owners.prune(&manager).await;
+                                owners.prune(&manager, &gateway).await;
                             }
                         }
-                        Some(id) if deleting && response.status().is_success() => owners.remove(&id),
+                        Some(id) if deleting && response.status().is_success() => {
+                            owners.remove(&id);
+                            gateway.forget_session(&id);
+                        }
                         Some(_) => {}
                     }
                     Ok(response)

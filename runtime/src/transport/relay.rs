@@ -8,9 +8,11 @@
 //! upstream's messages of that call to it only.
 //!
 //! Which call an upstream message belongs to: a progress notification by its
-//! progress token (one per `tools/call`, exact); a log message, a sampling or
-//! an elicitation request (MCP gives them no call id over stdio) to the one
-//! call of that connection in flight, and to nobody when there are several:
+//! progress token (one per `tools/call`, exact); a sampling, elicitation or
+//! roots request by the progress token its `_meta` names, when it names the
+//! token of a call in flight (exact; an upstream may echo its call's token);
+//! a log message, or a request naming no token (MCP gives them no call id
+//! over stdio), to the one call of that connection in flight, and to nobody when there are several:
 //! the log message is dropped and the request answered with an error, never
 //! guessed, so no session ever sees another's messages.
 
@@ -33,7 +35,7 @@ pub trait CallRelay: Send + Sync {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>, echoed: &[String]);
     /// A log message of the call (the `notifications/message` params: `level`, `logger`, `data`).
     fn log(&self, params: Value, echoed: &[String]);
-    /// A sampling or elicitation request of the call (its params): the
+    /// A sampling, elicitation or roots request of the call (its params): the
     /// client's result, or an error message for the upstream.
     fn request(&self, kind: RelayKind, params: Value) -> tokio::sync::oneshot::Receiver<Result<Value, String>>;
 }
@@ -88,6 +90,10 @@ pub fn for_call(call_id: &str) -> Option<Arc<dyn CallRelay>> {
     current().or_else(|| BY_CALL.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(call_id).cloned())
 }
 
+/// The `_meta` key an upstream request may name itself with (the key of
+/// its `inputRequests` entry when the gateway asks a 2026-07-28 client).
+pub const INPUT_KEY_META: &str = "harnessweaver/input_key";
+
 /// How long a call's entry outlives its answer, until the next call of the
 /// connection starts. rmcp hands each notification to a task of its own, so
 /// a log message the server sent just before its answer may be handled just
@@ -110,11 +116,27 @@ struct Entry {
 pub struct InFlight {
     /// Progress token → the call.
     calls: HashMap<String, Entry>,
-    /// Calls being sent, whose token is not known yet (by a number of their own), with their relays.
+    /// Calls being sent, whose token is not known yet (by a number of their
+    /// own), with their relays: a message without a call id sent before the
+    /// sender learns the token still reaches the only call.
     starting: Vec<(u64, Option<Arc<dyn CallRelay>>)>,
     /// The number of the next call sent.
     next: u64,
+    /// Progress that came for a token not yet known while calls were being
+    /// sent: the server may answer before the sender learns its token. Handed
+    /// to the call when it is; bounded by [`EARLY_MAX`] and forgotten when no
+    /// call is starting.
+    early: Vec<(String, Progress)>,
+    /// The values the connection handed the server (its `env` or
+    /// `headers_env` values): masked in what it relays.
+    echoed: Arc<[String]>,
 }
+
+/// A progress notification's `progress`, `total` and `message`.
+type Progress = (f64, Option<f64>, Option<String>);
+
+/// At most this many early progress notifications are kept per connection.
+pub const EARLY_MAX: usize = 256;
 
 impl InFlight {
     /// Forgets the calls that ended more than [`LINGER`] ago.
@@ -132,8 +154,8 @@ fn lock(table: &InFlightTable) -> std::sync::MutexGuard<'_, InFlight> {
 }
 
 /// A call about to be sent, relaying to `relay`: known before its token is,
-/// so no message is attributed to another call meanwhile, and a message the
-/// server sends before the request's send has returned still reaches it.
+/// so no message is attributed to another call meanwhile, and a log message
+/// the server sends before the request's send has returned still reaches it.
 /// Returns the number [`started`] and [`not_started`] take.
 pub fn starting(table: &InFlightTable, relay: Option<Arc<dyn CallRelay>>) -> u64 {
     let mut t = lock(table);
@@ -150,13 +172,40 @@ pub fn started(table: &InFlightTable, number: u64, token: String) {
     let at = t.starting.iter().position(|(n, _)| *n == number);
     let relay = at.and_then(|i| t.starting.remove(i).1);
     t.calls.retain(|_, e| e.ended.is_none());
-    t.calls.insert(token, Entry { relay, ended: None });
+    let (early, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut t.early).into_iter().partition(|(k, _)| *k == token);
+    t.early = if t.starting.is_empty() { Vec::new() } else { rest };
+    t.calls.insert(token, Entry { relay: relay.clone(), ended: None });
+    let echoed = Arc::clone(&t.echoed);
+    drop(t);
+    if let Some(relay) = relay {
+        for (_, (progress, total, message)) in early {
+            relay.progress(progress, total, message, &echoed);
+        }
+    }
 }
 
 /// The call `number` could not be sent.
 pub fn not_started(table: &InFlightTable, number: u64) {
     let mut t = lock(table);
     t.starting.retain(|(n, _)| *n != number);
+    if t.starting.is_empty() {
+        t.early.clear();
+    }
+}
+
+/// Hands a progress notification to the call of its token; one for a token
+/// not known yet, while a call is being sent, waits for [`started`].
+fn progress(table: &InFlightTable, token: String, progress: Progress) {
+    let mut t = lock(table);
+    if let Some(entry) = t.calls.get(&token) {
+        let (relay, echoed) = (entry.relay.clone(), Arc::clone(&t.echoed));
+        drop(t);
+        if let Some(relay) = relay {
+            relay.progress(progress.0, progress.1, progress.2, &echoed);
+        }
+    } else if !t.starting.is_empty() && t.early.len() < EARLY_MAX {
+        t.early.push((token, progress));
+    }
 }
 
 /// The call of `token` got its answer (its entry lingers, see [`LINGER`]).
@@ -204,20 +253,27 @@ pub fn sole(table: &InFlightTable) -> Attribution {
 pub struct Upstream {
     /// The connection's calls in flight.
     pub calls: InFlightTable,
-    /// The values the connection handed the server (its `env` or
-    /// `headers_env` values): masked in what it relays.
-    echoed: Arc<[String]>,
 }
 
 impl Upstream {
     /// A client for a new connection with its own table, which handed the
     /// server `echoed` (masked in what it relays).
     pub fn new(echoed: &[String]) -> Self {
-        Self { calls: Arc::new(Mutex::new(InFlight::default())), echoed: echoed.into() }
+        Self { calls: Arc::new(Mutex::new(InFlight { echoed: echoed.into(), ..InFlight::default() })) }
     }
 
-    async fn relay_request(&self, kind: RelayKind, params: Value) -> Result<Value, rmcp::ErrorData> {
-        let relay = match sole(&self.calls) {
+    /// The call a request of the upstream belongs to: the call in flight
+    /// whose progress token its `_meta` names (exact), else the only call of
+    /// the connection in flight.
+    fn attribute(&self, meta: &rmcp::model::RequestMetaObject) -> Attribution {
+        if let Some(relay) = meta.get_progress_token().and_then(|token| by_token(&self.calls, &token_text(&token))) {
+            return Attribution::Call(relay);
+        }
+        sole(&self.calls)
+    }
+
+    async fn relay_request(&self, kind: RelayKind, mut params: Value, meta: &rmcp::model::RequestMetaObject) -> Result<Value, rmcp::ErrorData> {
+        let relay = match self.attribute(meta) {
             Attribution::Call(relay) => relay,
             Attribution::Nobody => return Err(rmcp::ErrorData::invalid_request(format!("`{}` is not relayed for this call", kind.method()), None)),
             Attribution::Several => {
@@ -227,6 +283,14 @@ impl Upstream {
                 ))
             }
         };
+        // The name the upstream gave its request (the gateway's
+        // `inputRequests` key at 2026-07-28) rides in the params' `_meta`.
+        if let (Some(key), Some(p)) = (meta.get(INPUT_KEY_META), params.as_object_mut()) {
+            let slot = p.entry("_meta").or_insert_with(|| Value::Object(serde_json::Map::new()));
+            if let Some(m) = slot.as_object_mut() {
+                m.insert(INPUT_KEY_META.into(), key.clone());
+            }
+        }
         match relay.request(kind, params).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(message)) => Err(rmcp::ErrorData::invalid_request(message, None)),
@@ -237,9 +301,14 @@ impl Upstream {
 
 impl Upstream {
     /// [`Upstream::relay_request`] from and to the SDK's types.
-    async fn relay_typed<P: serde::Serialize, R: serde::de::DeserializeOwned>(&self, kind: RelayKind, params: P) -> Result<R, rmcp::ErrorData> {
+    async fn relay_typed<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        kind: RelayKind,
+        params: P,
+        context: &rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<R, rmcp::ErrorData> {
         let params = serde_json::to_value(params).map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
-        let value = self.relay_request(kind, params).await?;
+        let value = self.relay_request(kind, params, &context.meta).await?;
         serde_json::from_value(value)
             .map_err(|_| rmcp::ErrorData::internal_error(format!("the client's answer to `{}` has the wrong shape", kind.method()), None))
     }
@@ -267,23 +336,30 @@ impl rmcp::ClientHandler for Upstream {
     async fn create_message(
         &self,
         params: rmcp::model::CreateMessageRequestParams,
-        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+        context: rmcp::service::RequestContext<rmcp::RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        self.relay_typed(RelayKind::Sampling, params).await
+        self.relay_typed(RelayKind::Sampling, params, &context).await
     }
 
     async fn create_elicitation(
         &self,
         params: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+        context: rmcp::service::RequestContext<rmcp::RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        self.relay_typed(RelayKind::Elicitation, params).await
+        self.relay_typed(RelayKind::Elicitation, params, &context).await
+    }
+
+    /// Issue 22: relayed like sampling during a call; outside any call (a
+    /// server asking at start-up) the gateway has no roots: an empty list.
+    async fn list_roots(&self, context: rmcp::service::RequestContext<rmcp::RoleClient>) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        if matches!(self.attribute(&context.meta), Attribution::Nobody) {
+            return Ok(rmcp::model::ListRootsResult::default());
+        }
+        self.relay_typed(RelayKind::Roots, serde_json::json!({}), &context).await
     }
 
     async fn on_progress(&self, params: rmcp::model::ProgressNotificationParam, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
-        if let Some(relay) = by_token(&self.calls, &token_text(&params.progress_token)) {
-            relay.progress(params.progress, params.total, params.message, &self.echoed);
-        }
+        progress(&self.calls, token_text(&params.progress_token), (params.progress, params.total, params.message));
     }
 
     async fn on_logging_message(
@@ -293,7 +369,8 @@ impl rmcp::ClientHandler for Upstream {
     ) {
         if let Attribution::Call(relay) = sole(&self.calls) {
             if let Ok(value) = serde_json::to_value(params) {
-                relay.log(value, &self.echoed);
+                let echoed = Arc::clone(&lock(&self.calls).echoed);
+                relay.log(value, &echoed);
             }
         }
     }
@@ -302,9 +379,70 @@ impl rmcp::ClientHandler for Upstream {
         let mut info = rmcp::model::ClientConfig::default();
         // Declared so upstream tools may ask; each request is decided per
         // call (the caller's client, the flow rules) and may be refused.
-        if let Ok(caps) = serde_json::from_value(serde_json::json!({"sampling": {}, "elicitation": {"form": {}}})) {
+        if let Ok(caps) = serde_json::from_value(serde_json::json!({"sampling": {}, "elicitation": {"form": {}}, "roots": {}})) {
             info.capabilities = caps;
         }
         info
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<f64>>);
+
+    impl CallRelay for Recorder {
+        fn progress(&self, progress: f64, _total: Option<f64>, _message: Option<String>, _echoed: &[String]) {
+            self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(progress);
+        }
+        fn log(&self, _params: Value, _echoed: &[String]) {}
+        fn request(&self, _kind: RelayKind, _params: Value) -> tokio::sync::oneshot::Receiver<Result<Value, String>> {
+            tokio::sync::oneshot::channel().1
+        }
+    }
+
+    fn seen(recorder: &Recorder) -> Vec<f64> {
+        recorder.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    #[test]
+    fn progress_that_comes_before_the_sender_knows_its_token_reaches_the_call() {
+        let table: InFlightTable = Arc::default();
+        let (a, b) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+        let first = starting(&table, Some(a.clone()));
+        let second = starting(&table, Some(b.clone()));
+        progress(&table, "1".into(), (1.0, Some(2.0), None));
+        progress(&table, "2".into(), (7.0, None, None));
+        started(&table, first, "1".into());
+        progress(&table, "1".into(), (2.0, Some(2.0), None));
+        assert_eq!(seen(&a), vec![1.0, 2.0]);
+        started(&table, second, "2".into());
+        assert_eq!(seen(&b), vec![7.0]);
+    }
+
+    #[test]
+    fn a_message_without_a_call_id_sent_while_the_only_call_is_being_sent_reaches_it() {
+        let table: InFlightTable = Arc::default();
+        let a = Arc::new(Recorder::default());
+        let number = starting(&table, Some(a.clone()));
+        assert!(matches!(sole(&table), Attribution::Call(r) if Arc::ptr_eq(&r, &(a.clone() as Arc<dyn CallRelay>))));
+        // A second call being sent: nobody can be named.
+        let other = starting(&table, None);
+        assert!(matches!(sole(&table), Attribution::Several));
+        not_started(&table, other);
+        started(&table, number, "1".into());
+        assert!(matches!(sole(&table), Attribution::Call(_)));
+    }
+
+    #[test]
+    fn progress_of_an_unknown_token_with_no_call_starting_is_dropped() {
+        let table: InFlightTable = Arc::default();
+        let a = Arc::new(Recorder::default());
+        progress(&table, "1".into(), (1.0, None, None));
+        let number = starting(&table, Some(a.clone()));
+        started(&table, number, "1".into());
+        assert!(seen(&a).is_empty());
     }
 }

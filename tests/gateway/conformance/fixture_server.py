@@ -134,5 +134,97 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str:
     result = await ctx.session.elicit("Please choose.", schema)
     return f"Elicitation completed: action={result.action}, content={result.content}"
 
+
+# Issue 22: the input-required-result-* scenarios' tools (2026-07-28). Each
+# asks the client as a 2025-11-25 server would (server requests on its stdio
+# session with the gateway); the gateway relays them to the suite's
+# stateless client as an InputRequiredResult, holding this call open until
+# the client retries with its answers. `_meta` `harnessweaver/input_key`
+# names the request's key in `inputRequests` (the scenarios expect theirs),
+# and `progressToken` echoes the call's own token, so the gateway knows which
+# call a request belongs to while others wait on the same connection.
+def keyed(ctx: Context, key: str) -> dict:
+    meta = {"harnessweaver/input_key": key}
+    token = (ctx.request_context.meta or {}).get("progress_token")
+    if token is not None:
+        meta["progressToken"] = token
+    return meta
+
+
+async def ask_elicit(ctx: Context, key: str, message: str, properties: dict, required: list[str]) -> t.ElicitResult:
+    schema = {"type": "object", "properties": properties, "required": required}
+    request = t.ElicitRequest(params=t.ElicitRequestFormParams(message=message, requested_schema=schema, _meta=keyed(ctx, key)))
+    return await ctx.session.send_request(request, t.ElicitResult)
+
+
+async def ask_sample(ctx: Context, key: str, text: str, max_tokens: int) -> t.CreateMessageResult:
+    params = t.CreateMessageRequestParams(
+        messages=[t.SamplingMessage(role="user", content=t.TextContent(type="text", text=text))], max_tokens=max_tokens, _meta=keyed(ctx, key))
+    return await ctx.session.send_request(t.CreateMessageRequest(params=params), t.CreateMessageResult)
+
+
+async def ask_roots(ctx: Context, key: str) -> t.ListRootsResult:
+    return await ctx.session.send_request(t.ListRootsRequest(params=t.RequestParams(_meta=keyed(ctx, key))), t.ListRootsResult)
+
+
+def said(result: t.CreateMessageResult) -> str:
+    content = result.content
+    return content.text if isinstance(content, t.TextContent) else str(content)
+
+
+@server.tool(description="Asks the client's user for a name, then greets them.", structured_output=False)
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    answer = await ask_elicit(ctx, "user_name", "What is your name?", {"name": {"type": "string"}}, ["name"])
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+@server.tool(description="Asks the client's model for the capital of France.", structured_output=False)
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    return f"the client's model said: {said(await ask_sample(ctx, 'capital_question', 'What is the capital of France?', 100))}"
+
+
+@server.tool(description="Asks the client for its roots.", structured_output=False)
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    roots = await ask_roots(ctx, "client_roots")
+    return "the client's roots: " + ", ".join(str(r.uri) for r in roots.roots)
+
+
+@server.tool(description="Asks the client's user to confirm; says state-ok once resumed.", structured_output=False)
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    answer = await ask_elicit(ctx, "confirm", "Please confirm", {"ok": {"type": "boolean"}}, ["ok"])
+    return f"state-ok: confirmed={(answer.content or {}).get('ok')}"
+
+
+@server.tool(description="Asks the client's user, its model and its roots at once.", structured_output=False)
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    name, greeting, roots = await asyncio.gather(
+        ask_elicit(ctx, "user_name", "What is your name?", {"name": {"type": "string"}}, ["name"]),
+        ask_sample(ctx, "greeting", "Generate a greeting", 50),
+        ask_roots(ctx, "client_roots"))
+    return f"{said(greeting)} {(name.content or {}).get('name')} ({len(roots.roots)} roots)"
+
+
+@server.tool(description="Asks the client's user two questions, one after the other.", structured_output=False)
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    name = await ask_elicit(ctx, "step1", "Step 1: What is your name?", {"name": {"type": "string"}}, ["name"])
+    color = await ask_elicit(ctx, "step2", "Step 2: What is your favorite color?", {"color": {"type": "string"}}, ["color"])
+    return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
+
+
+@server.tool(description="Asks the client's user to confirm (the suite tampers with the state).", structured_output=False)
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    await ask_elicit(ctx, "confirm", "Please confirm", {"ok": {"type": "boolean"}}, ["ok"])
+    return "confirmed"
+
+
+@server.tool(description="Asks the client's user if it can, then its model.", structured_output=False)
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    try:
+        await ask_elicit(ctx, "user_name", "What is your name?", {"name": {"type": "string"}}, ["name"])
+    except Exception:  # noqa: BLE001 - a client without elicitation: the gateway answers an error
+        pass
+    return said(await ask_sample(ctx, "capital_question", "What is the capital of France?", 100))
+
+
 if __name__ == "__main__":
     server.run()

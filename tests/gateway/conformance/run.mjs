@@ -51,6 +51,11 @@ cpSync(join(HERE, "harness"), dir, { recursive: true });
 const harnessFile = join(dir, "harness.yaml");
 writeFileSync(harnessFile, readFileSync(harnessFile, "utf8").replace("{{PYTHON}}", PYTHON).replace("{{FIXTURE_SERVER}}", FIXTURES));
 
+// Issue 22: what a served tool's upstream may ask of the client
+// (spec.client_capabilities): a 2026-07-28 call that does not declare it is
+// refused -32021 (the server-stateless scenario's test_missing_capability).
+const CLIENT_CAPABILITIES = { test_missing_capability: ["sampling"] };
+
 // Review-then-pin, as a user fronting a server would: write a manifest for each
 // served tool from its served definition, then `harnessweaver tools pin`.
 const upstream = new Client({ name: "hw-conformance-pin", version: "1.0.0" });
@@ -66,6 +71,7 @@ for (const tool of (await upstream.listTools()).tools) {
     "  server: mcp://fixtures",
     `  description: ${JSON.stringify(tool.description)}`,
     `  input_schema: ${JSON.stringify(tool.inputSchema)}`,
+    ...(CLIENT_CAPABILITIES[tool.name] ? [`  client_capabilities: ${JSON.stringify(CLIENT_CAPABILITIES[tool.name])}`] : []),
   ].join("\n");
   writeFileSync(join(dir, "tools", `${tool.name}.yaml`), manifest + "\n");
 }

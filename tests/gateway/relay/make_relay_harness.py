@@ -36,6 +36,9 @@ GOVERNANCE = {
     "summarise_patient": '  data_access: ["pii:health"]\n',
     # The caller's own user may confirm it (in band).
     "transfer": '  approval: { when: "args.amount > 100", by: caller }\n',
+    # Its upstream asks the client's user (issue 22): a 2026-07-28 call that
+    # does not declare elicitation is refused -32021.
+    "ask_user": "  client_capabilities: [elicitation]\n",
     # Only a reviewer with role ops may approve it (out of band).
     "wipe": '  approval: { when: "true", approver_role: ops }\n',
     # Its progress and log messages are output: sanitized like its result.
