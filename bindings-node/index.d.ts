@@ -88,6 +88,12 @@ export interface HandlerContext {
    * Never log or return them: an echo in the output is masked as `[SECRET]`.
    */
   secrets?: { [handle: string]: string }
+  /**
+   * Reports progress while the call runs (issue 22): relayed to the caller when it listens (an
+   * MCP client's progress token through `serveMcp`), each `progress` greater than the last, the
+   * message sanitized like the tool's output and cut to 1 KiB; dropped after the call ends.
+   */
+  progress(progress: number, total?: number | null, message?: string | null): void
 }
 
 /**
@@ -371,6 +377,12 @@ export declare class Harness {
    * client: `{decision: "allowed"}` or `{decision: "denied", code: "relay_denied", step, message, reasons}`.
    */
   relayDecision(tool: string, kind: "sampling" | "elicitation", options: { run: Run | string; includeContext?: string | null }): { [key: string]: JsonValue }
+  /**
+   * Issue 22: which of a running call's progress `reports` (`{progress, total?, message?}`, or
+   * `"end"` where the call ends) reach its caller, given the `secrets` handed out for the call:
+   * `{events: [{relayed: {progress, total?, message?}} | {dropped: code} | {ended: true}]}`.
+   */
+  progressDecision(tool: string, reports: JsonValue[], options?: { secrets?: string[] | null }): { [key: string]: JsonValue }
 }
 
 /**
@@ -399,10 +411,11 @@ export declare const _testing: {
 }
 
 /**
- * `sha256:` + hex SHA-256 of the canonical JSON of `{description, input_schema, name}`.
+ * `sha256:` + hex SHA-256 of the canonical JSON of `{description, input_schema, name}`, with
+ * `output_schema` when the tool declares one.
  * @throws {@link InvalidValueError} for values with no portable JSON form.
  */
-export declare function definitionDigest(name: string, description: string, inputSchema: JsonValue): string
+export declare function definitionDigest(name: string, description: string, inputSchema: JsonValue, outputSchema?: JsonValue | null): string
 
 /** The canonical JSON text of a value (what every language hashes). */
 export declare function canonicalJson(value: JsonValue): string

@@ -296,7 +296,9 @@ function settle(rt, handlers, begun) {
   let out
   try {
     // `secrets`: the values the core hands a tool declaring `secrets_delivery: native`.
-    const ctx = secrets == null ? { idempotencyKey, tool } : { idempotencyKey, tool, secrets: JSON.parse(secrets) }
+    // `progress(n, total, message)`: to the core, which decides what reaches the caller (issue 22).
+    const progress = (n, total, message) => rt.progress(id, Number(n), total == null ? null : Number(total), typeof message === 'string' ? message : null)
+    const ctx = secrets == null ? { idempotencyKey, tool, progress } : { idempotencyKey, tool, progress, secrets: JSON.parse(secrets) }
     out = handlers.get(tool)(JSON.parse(args), ctx)
     if (out !== null && (typeof out === 'object' || typeof out === 'function') && typeof out.then === 'function') return race(rt, id, out, ms)
   } catch (err) {
@@ -582,8 +584,8 @@ const _testing = {
   walk: (v) => textOf(v, 0, true),
 }
 
-function definitionDigest(name, description, inputSchema) {
-  return guard(() => native.definitionDigest(name, description, textOf(inputSchema)))
+function definitionDigest(name, description, inputSchema, outputSchema) {
+  return guard(() => native.definitionDigest(name, description, textOf(inputSchema), outputSchema == null ? null : textOf(outputSchema)))
 }
 
 function canonicalJson(value) {

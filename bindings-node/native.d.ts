@@ -43,6 +43,11 @@ export declare class NativeHost {
    */
   finish(id: number, how: 'returned' | 'invalid' | 'threw' | 'timeout', text: string | null): unknown
   /**
+   * `ctx.progress(progress, total, message)` of ticket `id`'s handler (issue 22): to the core, which
+   * decides what reaches the caller; nothing once the call has finished.
+   */
+  progress(id: number, progress: number, total?: number | null, message?: string | null): void
+  /**
    * Grants approval `id` as `approver` (JSON text, with the approver's
    * edited args' text, if any) and begins the approved call, as `call` does.
    */
@@ -64,8 +69,8 @@ export declare function celLiteCompile(text: string): [((...args: unknown[]) => 
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number
 
-/** The definition digest (`sha256:…`) of a tool's name, description and input schema (its JSON text). */
-export declare function definitionDigest(name: string, description: string, inputSchema: string): string
+/** The definition digest (`sha256:…`) of a tool's name, description, input schema and output schema, if any (JSON text). */
+export declare function definitionDigest(name: string, description: string, inputSchema: string, outputSchema?: string | undefined | null): string
 
 /** Reads `harness.yaml` and its manifests only: calls fail `not_loaded_for_calls`. */
 export declare function inspectHost(path: string): NativeHost

@@ -149,7 +149,7 @@ pub fn load_host(
 ) -> Result<NativeHost> {
     let decls = handlers.into_iter().map(|(tool, is_async, function)| {
         let mode = if is_async { HandlerMode::Async } else { HandlerMode::CallerThread };
-        HandlerDecl { tool, mode, takes_idempotency_key: true, function }
+        HandlerDecl { tool, mode, takes_idempotency_key: true, takes_progress: true, function }
     });
     let sources = match value(&env, &code_tools)? {
         Value::Array(pairs) => pairs.into_iter().map(|pair| match pair {
@@ -281,6 +281,15 @@ impl NativeHost {
             _ => Outcome::TimedOut,
         };
         Ok(External::new(self.inner.finish(ticket, outcome)))
+    }
+
+    /// `ctx.progress(progress, total, message)` of ticket `id`'s handler (issue 22): to the core, which
+    /// decides what reaches the caller; nothing once the call has finished.
+    #[napi(ts_args_type = "id: number, progress: number, total?: number | null, message?: string | null")]
+    pub fn progress(&self, id: u32, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(p) = self.tickets.borrow().get(&id).and_then(|t| t.progress()) {
+            let _ = p.report(progress, total, message.as_deref());
+        }
     }
 
     /// Grants approval `id` as `approver` (JSON text, with the approver's

@@ -69,9 +69,13 @@ pub fn request(env: Env, method: String, args: String) -> Result<String> {
     answer(&env, core::request(&method, &value(&env, &args)?))
 }
 
-/// The definition digest (`sha256:…`) of a tool's name, description and input schema (its JSON text).
+/// The definition digest (`sha256:…`) of a tool's name, description, input schema and output schema, if any (JSON text).
 #[napi]
-pub fn definition_digest(env: Env, name: String, description: String, input_schema: String) -> Result<String> {
+pub fn definition_digest(env: Env, name: String, description: String, input_schema: String, output_schema: Option<String>) -> Result<String> {
+    if let Some(output) = output_schema {
+        let (input, output) = (value(&env, &input_schema)?, value(&env, &output)?);
+        return core::tool_definition_digest(&name, &description, &input, Some(&output)).map_err(|e| throw(&env, &e));
+    }
     if let Some(schema) = canonical::of_double_json(&input_schema) {
         return Ok(core::definition_digest_canonical(&name, &description, &schema));
     }

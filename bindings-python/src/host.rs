@@ -111,7 +111,23 @@ fn kwargs<'py>(py: Python<'py>, t: &CoreTicket) -> PyResult<Bound<'py, PyDict>> 
     if let Some(secrets) = t.secrets() {
         d.set_item("secrets", to_py(py, &secrets)?)?;
     }
+    if let Some(progress) = t.progress() {
+        d.set_item("progress", Progress(progress))?;
+    }
     Ok(d)
+}
+
+/// The `progress(progress, total=None, message=None)` a handler that takes it receives (issue 22):
+/// each report goes to the core, which decides what reaches the caller.
+#[pyclass(frozen, module = "harnessweaver._native", name = "Progress")]
+pub struct Progress(core::Progress);
+
+#[pymethods]
+impl Progress {
+    #[pyo3(signature = (progress, total=None, message=None))]
+    fn __call__(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let _ = self.0.report(progress, total, message);
+    }
 }
 
 /// The value every call returns (fields as in docs/governor.md).
@@ -232,12 +248,12 @@ impl HandlerResolver for PyResolver<'_> {
         let got = self
             .resolve
             .call1((r.module, r.attrs.to_vec(), r.base_dir))
-            .and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, Vec<String>, String, bool)>());
+            .and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, Vec<String>, String, bool, bool)>());
         match got {
-            Ok((f, origin, modules_in_path, mode, takes_idempotency_key)) => {
+            Ok((f, origin, modules_in_path, mode, takes_idempotency_key, takes_progress)) => {
                 let (name, mode) = mode_of(&mode);
                 self.found.insert(r.tool.to_string(), (f, name));
-                Ok(Resolved { origin, modules_in_path, mode, takes_idempotency_key })
+                Ok(Resolved { origin, modules_in_path, mode, takes_idempotency_key, takes_progress })
             }
             Err(e) => Err(format!("{}: {}", name_of(py, &e), e.value(py))),
         }
@@ -294,7 +310,7 @@ impl Host {
     fn new(
         py: Python<'_>,
         path: PathBuf,
-        handlers: HashMap<String, (Py<PyAny>, String, bool)>,
+        handlers: HashMap<String, (Py<PyAny>, String, bool, bool)>,
         tools: Vec<(Bound<'_, PyAny>, Option<String>)>,
         audit: Option<Py<PyAny>>,
         on_approval: Option<Py<PyAny>>,
@@ -313,9 +329,9 @@ impl Host {
         }
         let mut decls = Vec::new();
         let mut fns = HashMap::new();
-        for (tool, (f, mode, takes_idempotency_key)) in handlers {
+        for (tool, (f, mode, takes_idempotency_key, takes_progress)) in handlers {
             let (name, mode) = mode_of(&mode);
-            decls.push(HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key, function: None });
+            decls.push(HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key, takes_progress, function: None });
             fns.insert(tool, (f, name));
         }
         let code_tools = tools.iter().map(|(m, origin)| manifest_source(py, m, origin.clone())).collect::<PyResult<_>>()?;

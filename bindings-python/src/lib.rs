@@ -200,10 +200,18 @@ fn request<'py>(py: Python<'py>, method: &str, args: &Bound<'py, PyAny>) -> PyRe
     to_py(py, &py.detach(|| core::request(method, &args)).map_err(|e| to_py_err(py, &e))?)
 }
 
-/// The definition digest (`sha256:…`) of a tool's name, description and input schema.
+/// The definition digest (`sha256:…`) of a tool's name, description, input schema and output schema, if any.
 #[pyfunction]
-fn definition_digest(py: Python<'_>, name: &str, description: &str, input_schema: &Bound<'_, PyAny>) -> PyResult<String> {
-    core::definition_digest(name, description, &convert(py, input_schema)?).map_err(|e| to_py_err(py, &e))
+#[pyo3(signature = (name, description, input_schema, output_schema=None))]
+fn definition_digest(
+    py: Python<'_>,
+    name: &str,
+    description: &str,
+    input_schema: &Bound<'_, PyAny>,
+    output_schema: Option<&Bound<'_, PyAny>>,
+) -> PyResult<String> {
+    let output_schema = output_schema.map(|o| convert(py, o)).transpose()?;
+    core::tool_definition_digest(name, description, &convert(py, input_schema)?, output_schema.as_ref()).map_err(|e| to_py_err(py, &e))
 }
 
 /// The canonical JSON text of a value.

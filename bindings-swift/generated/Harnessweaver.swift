@@ -1479,15 +1479,17 @@ public func canonicalJson(valueJson: String)throws  -> String  {
 })
 }
 /**
- * The definition digest (`sha256:…`); `input_schema_json` is the schema as JSON text.
+ * The definition digest (`sha256:…`); `input_schema_json` is the schema as JSON text,
+ * `output_schema_json` the output schema's, when the tool declares one.
  */
-public func definitionDigest(name: String, description: String, inputSchemaJson: String)throws  -> String  {
+public func definitionDigest(name: String, description: String, inputSchemaJson: String, outputSchemaJson: String? = nil)throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeHarnessweaverError_lift) {
         uniffiCallStatus in
     uniffi_harnessweaver_swift_fn_func_definition_digest(
         FfiConverterString.lower(name),
         FfiConverterString.lower(description),
-        FfiConverterString.lower(inputSchemaJson),uniffiCallStatus
+        FfiConverterString.lower(inputSchemaJson),
+        FfiConverterOptionString.lower(outputSchemaJson),uniffiCallStatus
     )
 })
 }
@@ -1543,7 +1545,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_harnessweaver_swift_checksum_func_canonical_json() != 3343) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_harnessweaver_swift_checksum_func_definition_digest() != 13249) {
+    if (uniffi_harnessweaver_swift_checksum_func_definition_digest() != 63797) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_harnessweaver_swift_checksum_func_load() != 1911) {

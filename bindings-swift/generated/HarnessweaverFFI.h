@@ -300,7 +300,7 @@ RustBuffer uniffi_harnessweaver_swift_fn_func_canonical_json(RustBuffer value_js
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HARNESSWEAVER_SWIFT_FN_FUNC_DEFINITION_DIGEST
 #define UNIFFI_FFIDEF_UNIFFI_HARNESSWEAVER_SWIFT_FN_FUNC_DEFINITION_DIGEST
-RustBuffer uniffi_harnessweaver_swift_fn_func_definition_digest(RustBuffer name, RustBuffer description, RustBuffer input_schema_json, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_harnessweaver_swift_fn_func_definition_digest(RustBuffer name, RustBuffer description, RustBuffer input_schema_json, RustBuffer output_schema_json, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HARNESSWEAVER_SWIFT_FN_FUNC_LOAD

@@ -128,11 +128,18 @@ pub fn load(path: String) -> Result<Arc<Harness>, HarnessweaverError> {
     Ok(Arc::new(Harness { inner: Host::inspect(path.as_ref()).map_err(load_error)? }))
 }
 
-/// The definition digest (`sha256:…`); `input_schema_json` is the schema as JSON text.
-#[uniffi::export]
-pub fn definition_digest(name: String, description: String, input_schema_json: String) -> Result<String, HarnessweaverError> {
+/// The definition digest (`sha256:…`); `input_schema_json` is the schema as JSON text,
+/// `output_schema_json` the output schema's, when the tool declares one.
+#[uniffi::export(default(output_schema_json = None))]
+pub fn definition_digest(
+    name: String,
+    description: String,
+    input_schema_json: String,
+    output_schema_json: Option<String>,
+) -> Result<String, HarnessweaverError> {
     let schema = parse_json(&input_schema_json)?;
-    Ok(core::definition_digest(&name, &description, &schema)?)
+    let output = output_schema_json.as_deref().map(parse_json).transpose()?;
+    Ok(core::tool_definition_digest(&name, &description, &schema, output.as_ref())?)
 }
 
 /// The canonical JSON text of the value given as JSON text.

@@ -112,6 +112,9 @@ pub struct CallContext {
     pub original_args_digest: Option<String>,
     /// The call this one compensates (issue 21): linked in the effect journal.
     pub compensates: Option<String>,
+    /// Issue 22: where the call's progress goes while it runs (the MCP
+    /// gateway sets it for a caller that gave a progress token).
+    pub progress: Option<crate::progress::ProgressListener>,
 }
 
 /// What the output policy did.
@@ -357,6 +360,8 @@ pub struct Ticket {
     pub(crate) operation: Option<String>,
     /// The sink arguments provenance sent to a human, for the audit event (issue 23).
     pub(crate) sinks: Vec<crate::audit::SinkDigest>,
+    /// Issue 22: the call's progress channel (a no-op when nobody listens).
+    pub(crate) progress: crate::progress::Progress,
 }
 
 /// The values of a call's secret handles (issue 21): handed to the tool
@@ -397,6 +402,12 @@ impl Ticket {
     /// or the tool's `reconcile_operation` (issue 21).
     pub fn operation(&self) -> &str {
         self.operation.as_deref().unwrap_or("invoke")
+    }
+
+    /// The call's progress channel (issue 22): a transport or a host handler
+    /// reports through it; the core decides what reaches the caller.
+    pub fn progress(&self) -> &crate::progress::Progress {
+        &self.progress
     }
 }
 

@@ -710,6 +710,24 @@ codes! {
     }
 }
 
+// Issue 22: why a progress report of a running call was not relayed
+// (core/src/progress.rs).
+codes! {
+    /// Why a progress report was dropped.
+    pub enum ProgressDrop {
+        /// Nobody listens to this call's progress (its caller gave no progress token).
+        ProgressNotListened => "progress_not_listened",
+        /// The call has ended.
+        ProgressAfterEnd => "progress_after_end",
+        /// `progress` is not a finite number, or `total` not a finite number ≥ 0.
+        ProgressInvalid => "progress_invalid",
+        /// `progress` is not greater than the last report's.
+        ProgressNotIncreasing => "progress_not_increasing",
+        /// The call already relayed `MAX_REPORTS` reports.
+        ProgressLimit => "progress_limit",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -731,6 +749,9 @@ mod tests {
         }
         for c in ContentDrop::ALL {
             assert_eq!(ContentDrop::parse(c.as_str()), Some(*c));
+        }
+        for c in ProgressDrop::ALL {
+            assert_eq!(ProgressDrop::parse(c.as_str()), Some(*c));
         }
         assert_eq!(RefusalCode::parse("no_such_code"), None);
         assert_eq!(serde_json::from_str::<RefusalCode>("\"trifecta\"").unwrap(), RefusalCode::Trifecta);

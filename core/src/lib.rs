@@ -31,6 +31,7 @@ pub mod lock;
 pub mod manifest;
 mod parallel;
 pub mod pin;
+pub mod progress;
 pub mod runtime;
 pub mod sanitize;
 pub mod store;
@@ -41,7 +42,7 @@ mod yaml;
 
 pub use call::{CallContext, CallResult, Decision, Principal, Step};
 pub use clock::{Clock, IdSource, ManualClock, SystemClock};
-pub use codes::{ArgumentCode, AuditFinding, ContentDrop, LoadCode, ProblemCode, RefusalClass, RefusalCode, ValueCode};
+pub use codes::{ArgumentCode, AuditFinding, ContentDrop, LoadCode, ProblemCode, ProgressDrop, RefusalClass, RefusalCode, ValueCode};
 pub use digest::{definition_digest, is_well_formed as digest_is_well_formed, sha256_tagged, tool_definition_digest};
 pub use error::{Error, Problem};
 pub use harness::Harness;

@@ -252,6 +252,7 @@ pub fn resume(approval: &PendingApproval) -> Result<(String, Value, CallContext)
         idempotency_key: None,
         original_args_digest: approval.original_args_digest.clone(),
         compensates: None,
+        progress: None,
     };
     Ok((approval.tool.clone(), approval.args.clone(), ctx))
 }

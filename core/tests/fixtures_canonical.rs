@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use harnessweaver_core::{canonical, definition_digest, Error};
+use harnessweaver_core::{canonical, tool_definition_digest, Error};
 use serde_json::{json, Map, Value};
 
 fn fixtures(area: &str) -> Vec<PathBuf> {
@@ -77,8 +77,11 @@ fn digest_cases() {
     let mut n = 0;
     for path in fixtures("digest") {
         let case: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-        let result = untag(&case["input_schema"])
-            .and_then(|schema| definition_digest(case["name"].as_str().unwrap(), case["tool_description"].as_str().unwrap(), &schema));
+        let output = case.get("output_schema").map(untag).transpose();
+        let result = untag(&case["input_schema"]).and_then(|schema| {
+            let output = output?;
+            tool_definition_digest(case["name"].as_str().unwrap(), case["tool_description"].as_str().unwrap(), &schema, output.as_ref())
+        });
         check(&path, &case["expect"], result, "digest");
         n += 1;
     }

@@ -41,7 +41,7 @@ fn tool(name: &str, extra: &str) -> String {
 }
 
 fn decl(tool: &str, mode: HandlerMode) -> HandlerDecl {
-    HandlerDecl { tool: tool.into(), mode, takes_idempotency_key: false, function: None }
+    HandlerDecl { tool: tool.into(), mode, takes_idempotency_key: false, takes_progress: false, function: None }
 }
 
 fn ctx() -> CallContext {
@@ -236,7 +236,7 @@ impl HandlerResolver for Resolver {
                     .filter(|&n| r.attrs.get(n - 1).is_some_and(|a| self.modules.contains(&a.as_str())))
                     .map(|n| r.attrs[..n].join("."))
                     .collect();
-                Ok(Resolved { origin: origin.clone(), modules_in_path, mode: HandlerMode::Async, takes_idempotency_key: true })
+                Ok(Resolved { origin: origin.clone(), modules_in_path, mode: HandlerMode::Async, takes_idempotency_key: true, takes_progress: false })
             }
             None => Err(format!("ModuleNotFoundError: no module named `{}`", r.module)),
         }

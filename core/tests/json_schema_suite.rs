@@ -64,7 +64,13 @@ fn manifest(i: usize, case: &Case) -> Value {
 fn load(dir: &Path, names: &[String]) -> Result<Host, harnessweaver_core::host::LoadErrors> {
     let handlers = names
         .iter()
-        .map(|n| HandlerDecl { tool: n.clone(), mode: HandlerMode::CallerThread, takes_idempotency_key: false, function: None })
+        .map(|n| HandlerDecl {
+            tool: n.clone(),
+            mode: HandlerMode::CallerThread,
+            takes_idempotency_key: false,
+            takes_progress: false,
+            function: None,
+        })
         .collect();
     Host::load(&dir.join("harness.yaml"), HostOptions { handlers, ..HostOptions::default() })
 }

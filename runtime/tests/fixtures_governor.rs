@@ -181,6 +181,7 @@ fn run_scenario(path: &Path) {
             tool: tool.clone(),
             mode: if b.get("sleep_ms").is_some() { HandlerMode::CallerThread } else { HandlerMode::Abandonable },
             takes_idempotency_key: true,
+            takes_progress: false,
             function: None,
         })
         .collect();

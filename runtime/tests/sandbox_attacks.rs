@@ -22,7 +22,7 @@ mod process_support;
 use std::path::Path;
 
 use harnessweaver_runtime::transport::confine::Probe;
-use process_support::{call, code, fifo_closed_by_all_writers, load, load_in, load_with, options, write_harness, Fifo};
+use process_support::{call, call_listening, code, fifo_closed_by_all_writers, load, load_in, load_with, options, three_steps, write_harness, Fifo};
 use serde_json::{json, Value};
 
 /// The two ways of confining: the tool-name suffix and the profile.
@@ -244,6 +244,17 @@ fn processes_need_the_process_grant_and_none_outlives_the_call() {
     }
     let r = call(&rt, "forker", json!({"attack": "fork"}));
     assert_eq!(r.output.unwrap(), json!({"allowed": true, "detail": 7}));
+}
+
+#[test]
+fn progress_lines_reach_the_caller_through_both_confinements() {
+    let tools = in_both_modes(&[("progress", "", "")]);
+    let (_d, rt) = load("sb-progress", &refs(&tools), &[]);
+    for tool in ["progress", "progress_ns"] {
+        let (r, seen) = call_listening(&rt, tool, json!({"attack": "progress"}));
+        assert_eq!(r.output, Some(json!({"reported": 3})), "{tool}: {r:?}");
+        assert_eq!(seen, three_steps(), "{tool}");
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@
 mod harness_dir;
 mod process_support;
 
-use process_support::{call, code, fifo_closed_by_all_writers, load, Fifo};
+use process_support::{call, call_listening, code, fifo_closed_by_all_writers, load, three_steps, Fifo};
 use serde_json::json;
 
 const PY: &str = "  transport: process\n  command: /usr/bin/python3\n  args: [handler.py]\n";
@@ -25,6 +25,16 @@ fn the_request_follows_the_protocol_and_the_output_comes_back() {
     assert_eq!(req["args"], json!({"q": "rust"}));
     assert_eq!(req["call_id"], json!(r.call_id));
     assert!(req["idempotency_key"].as_str().is_some_and(|k| !k.is_empty()));
+}
+
+#[test]
+fn progress_lines_on_stderr_reach_a_listening_caller_and_nothing_else_does() {
+    let (_d, rt) = load("proc-progress", &[("progress", &format!("{PY}  timeout: 20s\n"))], &[]);
+    let (r, seen) = call_listening(&rt, "progress", json!({"attack": "progress"}));
+    assert_eq!(r.output, Some(json!({"reported": 3})), "{r:?}");
+    assert_eq!(seen, three_steps());
+    // Nobody listening: the same call, stderr unread.
+    assert_eq!(call(&rt, "progress", json!({"attack": "progress"})).output, Some(json!({"reported": 3})));
 }
 
 #[test]

@@ -89,7 +89,7 @@ test("serveMcp relays as the CLI gateway does: progress, governed log text, samp
   assert.deepEqual(out, ["counted 2", "chattered node", "gossiped", "model said: forty-two", "user said: green"]);
   // gossip's text went through its output policy, as through the CLI gateway.
   assert.deepEqual(progress.slice(0, 3), [[1, 2, "step 1"], [2, 2, "step 2"], [1, 2, "mailing [EMAIL]"]]);
-  assert.equal(progress[3][2], "y".repeat(4096));
+  assert.equal(progress[3][2], "y".repeat(1024));
   assert.deepEqual(seen.logs.slice(0, 3), [["debug", "node debug"], ["info", "node info"], ["warning", "node warning"]]);
   assert.deepEqual(seen.logs.slice(3), [
     ["info", "[removed: instruction]"],

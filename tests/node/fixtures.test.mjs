@@ -57,7 +57,7 @@ for (const path of cases('digest')) {
   test(id, () => {
     const c = read(path)
     runCase(id, () =>
-      expecting(c.expect, 'digest', () => hw.definitionDigest(c.name, c.tool_description, untag(c.input_schema))),
+      expecting(c.expect, 'digest', () => hw.definitionDigest(c.name, c.tool_description, untag(c.input_schema), c.output_schema === undefined ? null : untag(c.output_schema))),
     )
   })
 }

@@ -378,3 +378,16 @@ test('an audit trail of a run full of PII and secrets holds none of them', async
     assert.ok(!trail.includes(secret), `\`${secret}\` reached the audit trail`)
   }
 })
+
+test('ctx.progress reaches the core and never fails the handler (issue 22)', async () => {
+  // Nobody listens (no MCP caller): the core drops every report, invalid ones too, and the call runs as any other.
+  const { path } = writeHarness([tool('crawl')])
+  const crawl = async ({ pages }, ctx) => {
+    for (let page = 1; page <= pages; page++) assert.equal(ctx.progress(page, pages, `page ${page}`), undefined)
+    ctx.progress('not a number')
+    ctx.progress(1, null, { not: 'a string' })
+    return pages
+  }
+  const h = hw.load(path, { tools: { crawl } })
+  assert.equal((await h.call('crawl', { pages: 3 }, { principal: ALICE })).output, 3)
+})

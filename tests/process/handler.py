@@ -177,6 +177,13 @@ def main():
             sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
         return
+    elif attack == "progress":
+        # Issue 22: progress lines on stderr, among an ordinary one.
+        sys.stderr.write("an ordinary diagnostic\n")
+        for i in range(1, 4):
+            sys.stderr.write("harnessweaver-progress " + json.dumps({"progress": i, "total": 3, "message": f"step {i}"}) + "\n")
+            sys.stderr.flush()
+        out = {"reported": 3}
     elif attack == "exit":
         sys.exit(args["status"])
     elif attack == "garbage":

@@ -47,7 +47,9 @@ def test_digest(path: Path) -> None:
         f"digest/{path.stem}",
         case["expect"],
         "digest",
-        lambda: hw.definition_digest(case["name"], case["tool_description"], untag(case["input_schema"])),
+        lambda: hw.definition_digest(
+            case["name"], case["tool_description"], untag(case["input_schema"]), untag(case.get("output_schema"))
+        ),
     )
 
 

@@ -96,6 +96,23 @@ def test_idempotency_key_goes_to_handlers_that_take_it(tmp_path: Path) -> None:
     assert h.call("plain", {"x": 1}, principal=ALICE).output == ["x"]
 
 
+def test_progress_goes_to_handlers_that_take_it_and_never_fails_them(tmp_path: Path) -> None:
+    """Issue 22: a handler with a `progress` parameter gets a callable; with nobody listening (no MCP
+    caller) the core drops every report, invalid ones too, and the call runs as any other."""
+    path = write_harness(tmp_path, [tool("crawl"), tool("plain")])
+
+    def crawl(pages: int, progress: Any) -> int:
+        for page in range(1, pages + 1):
+            assert progress(page, pages, f"page {page}") is None
+        progress(float("nan"))
+        progress(1, message="not increasing")
+        return pages
+
+    h = hw.load(path, handlers={"crawl": crawl, "plain": lambda **a: sorted(a)})
+    assert h.call("crawl", {"pages": 3}, principal=ALICE).output == 3
+    assert h.call("plain", {"x": 1}, principal=ALICE).output == ["x"]
+
+
 def test_runs_share_labels(tmp_path: Path) -> None:
     path = write_harness(
         tmp_path,

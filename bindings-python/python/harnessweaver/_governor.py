@@ -57,17 +57,17 @@ def inline(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn if isinstance(fn, _Inline) else _Inline(fn)
 
 
-def _declare(fn: Any) -> Tuple[Any, str, bool]:
-    """``(function, mode, takes idempotency_key)`` for the core."""
+def _declare(fn: Any) -> Tuple[Any, str, bool, bool]:
+    """``(function, mode, takes idempotency_key, takes progress)`` for the core."""
     if not callable(fn):
         raise TypeError(f"a handler must be callable, not {type(fn).__name__}")
     mode = "inline" if isinstance(fn, _Inline) else "async" if _is_async(fn) else "sync"
     fn = fn.fn if isinstance(fn, _Inline) else fn
     try:
-        takes_key = "idempotency_key" in inspect.signature(fn).parameters
+        params: Any = inspect.signature(fn).parameters
     except (TypeError, ValueError):
-        takes_key = False
-    return fn, mode, takes_key
+        params = ()
+    return fn, mode, "idempotency_key" in params, "progress" in params
 
 
 def _defined_in(fn: Any) -> Optional[str]:
@@ -90,7 +90,7 @@ def _defined_in(fn: Any) -> Optional[str]:
     return None
 
 
-def _resolve(module: str, attrs: List[str], base: Any) -> Tuple[Any, Optional[str], List[str], str, bool]:
+def _resolve(module: str, attrs: List[str], base: Any) -> Tuple[Any, Optional[str], List[str], str, bool, bool]:
     """Imports a manifest's ``handler`` and reports the facts the core decides on:
     where the resolved callable's code is defined, and which attributes of the path were modules."""
     base = os.fspath(base)
@@ -104,8 +104,8 @@ def _resolve(module: str, attrs: List[str], base: Any) -> Tuple[Any, Optional[st
             modules.append(".".join(attrs[: i + 1]))
     if not callable(fn):
         raise ImportError(f"`{module}:{'.'.join(attrs)}` is not callable")
-    _, mode, takes_key = _declare(fn)
-    return fn, _defined_in(fn), modules, mode, takes_key
+    _, mode, takes_key, takes_progress = _declare(fn)
+    return fn, _defined_in(fn), modules, mode, takes_key, takes_progress
 
 
 def _roots() -> List[str]:

@@ -171,9 +171,10 @@ def request(method: str, args: Mapping[str, Any]) -> Any:
     ``handler_refusal`` (``text``, ``origin``, ``modules_in_path``, ``base``,
     ``roots``: why the core refuses a resolved handler ref, or None)."""
 
-def definition_digest(name: str, description: str, input_schema: Any) -> str:
+def definition_digest(name: str, description: str, input_schema: Any, output_schema: Any = None) -> str:
     """``sha256:`` + hex SHA-256 of the canonical JSON of ``{"description",
-    "input_schema", "name"}``: what ``definition_digest`` pins. Raises
+    "input_schema", "name"}`` (with ``"output_schema"`` when one is given):
+    what ``definition_digest`` pins. Raises
     :class:`InvalidValueError` for values with no portable JSON form."""
 
 def canonical_json(value: Any) -> str:
@@ -303,7 +304,7 @@ class Ticket:
     def remaining(self) -> float:
         """Seconds left before the call's deadline."""
     def kwargs(self) -> Dict[str, Any]:
-        """The handler's keyword arguments (with ``idempotency_key`` if it takes one)."""
+        """The handler's keyword arguments (with ``idempotency_key``, ``progress`` if it takes them)."""
 
 @final
 class CallResult:
@@ -373,11 +374,11 @@ class Host:
     def __new__(
         cls,
         path: str,
-        handlers: Mapping[str, Tuple[Callable[..., Any], str, bool]],
+        handlers: Mapping[str, Tuple[Callable[..., Any], str, bool, bool]],
         tools: Sequence[Tuple[Any, Optional[str]]],
         audit: Optional[Callable[[Dict[str, Any]], Any]],
         on_approval: Optional[Callable[[Dict[str, Any], Dict[str, Any]], Any]],
-        resolve: Optional[Callable[[str, List[str], Any], Tuple[Callable[..., Any], Optional[str], List[str], str, bool]]],
+        resolve: Optional[Callable[[str, List[str], Any], Tuple[Callable[..., Any], Optional[str], List[str], str, bool, bool]]],
         roots: Sequence[str],
         runner: Callable[[Callable[..., Any], Dict[str, Any], float], Tuple[str, Any]],
         clock_ms: Optional[int] = None,
@@ -511,6 +512,10 @@ class Host:
         """Whether ``tool``, running in ``run``, may send a ``kind`` (``sampling`` or
         ``elicitation``) request to the caller's client: ``{"decision": "allowed"}`` or
         ``{"decision": "denied", "code": "relay_denied", "step", "message", "reasons"}``."""
+    def progress_decision(self, tool: str, reports: Any, *, secrets: Optional[Sequence[str]] = None) -> JSONObject:
+        """Issue 22: which of a running call's progress ``reports`` (``{"progress", "total"?,
+        "message"?}``, or ``"end"`` where the call ends) reach its caller, given the ``secrets``
+        handed out for the call: ``{"events": [{"relayed": {...}} | {"dropped": code} | {"ended": True}]}``."""
 
 def serve_mcp(
     host: Host,

@@ -61,7 +61,13 @@ pub fn host(mode: Mode) -> (Host, CallContext, Value, Arc<Counter>) {
     let dir = harness_dir();
     let counter = Arc::new(Counter::default());
     let observe = (mode != Mode::NoObserver).then(|| counter.clone() as Arc<dyn AuditCallback>);
-    let handlers = vec![HandlerDecl { tool: "lookup_order".into(), mode: HandlerMode::CallerThread, takes_idempotency_key: false, function: None }];
+    let handlers = vec![HandlerDecl {
+        tool: "lookup_order".into(),
+        mode: HandlerMode::CallerThread,
+        takes_idempotency_key: false,
+        takes_progress: false,
+        function: None,
+    }];
     let host = Host::load(&dir.join("harness.yaml"), HostOptions { handlers, observe, ..HostOptions::default() }).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     if mode == Mode::NotListening {

@@ -43,7 +43,7 @@ pub use crate::harness::{Effect, TaintedMode, TrifectaMode};
 pub use build::{policy_version_of, GovernorOptions};
 pub use effects::ToolEffect;
 pub use explain::Explanation;
-pub use notify::{CleanNotification, NotificationDrop, NotificationKind, LOG_LEVELS, NOTIFICATION_MAX_BYTES};
+pub use notify::{CleanNotification, NotificationDrop, LOG_LEVELS, NOTIFICATION_MAX_BYTES};
 pub use output::{cut, truncate};
 pub use provenance::DEFAULT_SINKS;
 pub use relay::{relay_decision_value, RelayDenial, RelayKind};
@@ -601,6 +601,10 @@ impl Governor {
             }
         }
         let (timeout_ms, run_deadline_ms) = self.call_timeout(ctx.run_id.as_deref(), rt.timeout_ms, found.ts_ms);
+        // Issue 22: a report's message is output of the tool (its sanitizers, the secrets masked).
+        let progress = crate::progress::Progress::new(ctx.progress.as_ref(), || {
+            crate::progress::ProgressPolicy::new(&rt.output.sanitize, &secrets.values(), rt.output.max_bytes)
+        });
         Begin::Invoke(Ticket {
             rules: found.rules,
             call_id: found.call_id,
@@ -630,6 +634,7 @@ impl Governor {
             secrets,
             operation: None,
             sinks: found.sinks,
+            progress,
         })
     }
 
@@ -705,6 +710,8 @@ impl Governor {
 
     /// Steps 8 (the outcome) and 9, then the audit event.
     pub fn finish(&self, ticket: Ticket, outcome: InvokeOutcome) -> CallResult {
+        // Issue 22: nothing the call reports from now on reaches its caller.
+        ticket.progress.end();
         let invoke_us = self.elapsed_us(ticket.started).saturating_sub(ticket.decide_us);
         let output_started = self.stopwatch();
         let Some(rt) = self.tools.get(ticket.tool_index) else {

@@ -1,26 +1,27 @@
-//! Relayed notifications are output (issue 22): the progress messages and
-//! log messages a running tool sends its caller (an upstream MCP tool's
-//! `notifications/progress` and `notifications/message`, relayed by the
-//! gateway) reach the caller's client while the call runs, so they are
-//! governed like what the tool returns: step 9 before they leave.
+//! Relayed log messages are output (issue 22): the log messages a running
+//! tool sends its caller (an upstream MCP tool's `notifications/message`,
+//! relayed by the gateway) reach the caller's client while the call runs, so
+//! they are governed like what the tool returns: step 9 before they leave.
+//! (Progress has its own rule, `crate::progress`, which treats its message
+//! the same way.)
 //!
 //! - the values the transport handed the tool (its secret handles, an
 //!   upstream's `env` and `headers_env` values) are masked as `[SECRET]`;
-//! - the text (a progress `message`; a log message's `logger` and `data`,
-//!   keys included) goes through the tool's `output.sanitize`;
-//! - a notification is bounded to `min(output.max_bytes, 4 KiB)` of text,
-//!   cut on a character boundary (`data` that is not a string is cut as its
+//! - the text (its `logger` and `data`, keys included) goes through the
+//!   tool's `output.sanitize`;
+//! - a message is bounded to `min(output.max_bytes, 4 KiB)` of text, cut on
+//!   a character boundary (`data` that is not a string is cut as its
 //!   canonical JSON text, as step 9 cuts an output);
-//! - everything else is rebuilt from the fields the notification defines
-//!   (`progress`, `total`; `level`); what an upstream adds stays behind;
+//! - it is rebuilt from the fields a log message defines (`level`, `logger`,
+//!   `data`); what an upstream adds stays behind;
 //! - a tool whose output is untrusted marks the run untrusted before its
 //!   text leaves, as step 9 does for its result.
 //!
-//! A notification that cannot be cleaned is withheld, never sent as it came,
-//! and audited as an event of the call (subject `relay <method>`): the tool
-//! is unknown (`unknown_tool`), a required field is missing or malformed
-//! (`invalid_output`), or the run's untrusted label could not be recorded
-//! (`store_unavailable`).
+//! A message that cannot be cleaned is withheld, never sent as it came, and
+//! audited as an event of the call (subject `relay notifications/message`):
+//! the tool is unknown (`unknown_tool`), a required field is missing or
+//! malformed (`invalid_output`), or the run's untrusted label could not be
+//! recorded (`store_unavailable`).
 
 use serde_json::{Map, Value};
 
@@ -31,36 +32,20 @@ use crate::call::{Decision, RefusalCode, Step, Ticket};
 use crate::sanitize;
 use crate::store::Labels;
 
-/// The most text one relayed notification carries, in UTF-8 bytes; less
+/// The most text one relayed log message carries, in UTF-8 bytes; less
 /// when the tool's `output.max_bytes` is less.
 pub const NOTIFICATION_MAX_BYTES: usize = 4096;
 
 /// The log levels of MCP's `notifications/message`, lowest first.
 pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
-/// A notification a running tool sends its caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotificationKind {
-    /// `notifications/progress`: `progress`, `total`, `message`.
-    Progress,
-    /// `notifications/message`: `level`, `logger`, `data`.
-    Log,
-}
+/// The MCP method of a relayed log message.
+const METHOD: &str = "notifications/message";
 
-impl NotificationKind {
-    /// The MCP method relayed.
-    pub const fn method(self) -> &'static str {
-        match self {
-            Self::Progress => "notifications/progress",
-            Self::Log => "notifications/message",
-        }
-    }
-}
-
-/// A notification cleaned for the caller.
+/// A log message cleaned for the caller.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CleanNotification {
-    /// The params to send (without a progress token: the caller's own is added by who relays).
+    /// The params to send (`level`, `logger`, `data`).
     pub params: Value,
     /// What the secret mask and the sanitizers replaced, by kind.
     pub redactions: Counts,
@@ -68,7 +53,7 @@ pub struct CleanNotification {
     pub truncated: bool,
 }
 
-/// A notification withheld: a stable code and a message that never holds its text.
+/// A log message withheld: a stable code and a message that never holds its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotificationDrop {
     /// `unknown_tool`, `invalid_output` or `store_unavailable`.
@@ -84,19 +69,14 @@ impl NotificationDrop {
 }
 
 impl Governor {
-    /// `params` of a `kind` notification the call of `ticket` sends its
-    /// caller, cleaned as the tool's output (see the module); `echoed` are
-    /// further values the transport handed the tool, masked like its secret
-    /// handles. A notification that cannot be cleaned is audited as an event
-    /// of the call (subject `relay <method>`) and comes back as the drop.
-    pub fn relay_notification(
-        &self,
-        ticket: &Ticket,
-        kind: NotificationKind,
-        params: &Value,
-        echoed: &[String],
-    ) -> Result<CleanNotification, NotificationDrop> {
-        let cleaned = self.clean_notification(ticket, kind, params, echoed);
+    /// `params` of a log message (`notifications/message`) the call of
+    /// `ticket` sends its caller, cleaned as the tool's output (see the
+    /// module); `echoed` are further values the transport handed the tool,
+    /// masked like its secret handles. A message that cannot be cleaned is
+    /// audited as an event of the call (subject `relay
+    /// notifications/message`) and comes back as the drop.
+    pub fn relay_log(&self, ticket: &Ticket, params: &Value, echoed: &[String]) -> Result<CleanNotification, NotificationDrop> {
+        let cleaned = self.clean_log(ticket, params, echoed);
         if let Err(drop) = &cleaned {
             self.record(AuditEvent {
                 ts_ms: self.clock.now_ms(),
@@ -115,7 +95,7 @@ impl Governor {
                 truncated: None,
                 would_refuse: Vec::new(),
                 rules: Vec::new(),
-                subject: Some(format!("relay {}", kind.method())),
+                subject: Some(format!("relay {METHOD}")),
                 confined: None,
                 sinks: Vec::new(),
                 timings: Timings::default(),
@@ -124,13 +104,7 @@ impl Governor {
         cleaned
     }
 
-    fn clean_notification(
-        &self,
-        ticket: &Ticket,
-        kind: NotificationKind,
-        params: &Value,
-        echoed: &[String],
-    ) -> Result<CleanNotification, NotificationDrop> {
+    fn clean_log(&self, ticket: &Ticket, params: &Value, echoed: &[String]) -> Result<CleanNotification, NotificationDrop> {
         let rt = self.tools.get(ticket.tool_index).filter(|rt| rt.name == ticket.tool);
         let Some(rt) = rt else {
             return Err(NotificationDrop::new(RefusalCode::UnknownTool, format!("`{}` is not a tool of this harness", ticket.tool)));
@@ -139,49 +113,27 @@ impl Governor {
         secrets.extend(echoed.iter().filter(|s| !s.is_empty()).cloned());
         let mut clean = Cleaner { rt, mask: sanitize::SecretMask::new(&secrets), redactions: Counts::new(), truncated: false };
         let mut left = rt.output.max_bytes.min(NOTIFICATION_MAX_BYTES);
-        let invalid = |what: &str| NotificationDrop::new(RefusalCode::InvalidOutput, format!("a `{}` from `{}` {what}", kind.method(), ticket.tool));
+        let invalid = |what: &str| NotificationDrop::new(RefusalCode::InvalidOutput, format!("a `{METHOD}` from `{}` {what}", ticket.tool));
         let mut out = Map::new();
-        match kind {
-            NotificationKind::Progress => {
-                let progress = params.get("progress").filter(|p| p.is_number()).ok_or_else(|| invalid("has no numeric `progress`"))?;
-                out.insert("progress".into(), progress.clone());
-                match params.get("total") {
-                    None | Some(Value::Null) => {}
-                    Some(total) if total.is_number() => {
-                        out.insert("total".into(), total.clone());
-                    }
-                    Some(_) => return Err(invalid("has a `total` that is not a number")),
-                }
-                match params.get("message") {
-                    None | Some(Value::Null) => {}
-                    Some(Value::String(message)) => {
-                        out.insert("message".into(), clean.text(message, &mut left).into());
-                    }
-                    Some(_) => return Err(invalid("has a `message` that is not a string")),
-                }
+        let level = params.get("level").and_then(Value::as_str).filter(|l| LOG_LEVELS.contains(l));
+        let level = level.ok_or_else(|| invalid("has no known `level`"))?;
+        out.insert("level".into(), level.into());
+        match params.get("logger") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(logger)) => {
+                out.insert("logger".into(), clean.text(logger, &mut left).into());
             }
-            NotificationKind::Log => {
-                let level = params.get("level").and_then(Value::as_str).filter(|l| LOG_LEVELS.contains(l));
-                let level = level.ok_or_else(|| invalid("has no known `level`"))?;
-                out.insert("level".into(), level.into());
-                match params.get("logger") {
-                    None | Some(Value::Null) => {}
-                    Some(Value::String(logger)) => {
-                        out.insert("logger".into(), clean.text(logger, &mut left).into());
-                    }
-                    Some(_) => return Err(invalid("has a `logger` that is not a string")),
-                }
-                let data = params.get("data").ok_or_else(|| invalid("has no `data`"))?;
-                out.insert("data".into(), clean.value(data, &mut left));
-            }
+            Some(_) => return Err(invalid("has a `logger` that is not a string")),
         }
+        let data = params.get("data").ok_or_else(|| invalid("has no `data`"))?;
+        out.insert("data".into(), clean.value(data, &mut left));
         // What leaves is the tool's output: an untrusted tool's text makes the
         // run untrusted now, as its result would (withheld when that cannot be recorded).
         if rt.output.untrusted && !ticket.labels.is_some_and(|l| l.untrusted) {
             self.store.add_labels(&ticket.run_id, Labels { private: false, untrusted: true }).map_err(|e| {
                 NotificationDrop::new(
                     RefusalCode::StoreUnavailable,
-                    format!("the run's untrusted label could not be recorded ({e}); the notification was withheld"),
+                    format!("the run's untrusted label could not be recorded ({e}); the log message was withheld"),
                 )
             })?;
         }
@@ -189,7 +141,7 @@ impl Governor {
     }
 }
 
-/// Step 9 for the text of one notification.
+/// Step 9 for the text of one log message.
 struct Cleaner<'a> {
     rt: &'a ToolRuntime,
     mask: sanitize::SecretMask,

@@ -48,6 +48,8 @@ impl Governor {
             operation: Some(operation.to_string()),
             rules: Vec::new(),
             sinks: Vec::new(),
+            // A reconciliation is the core's own question: nobody listens to its progress.
+            progress: crate::progress::Progress::default(),
         };
         let outcome = self.invoke(&ticket);
         let result = self.finish(ticket, outcome);

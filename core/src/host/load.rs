@@ -39,6 +39,8 @@ pub struct HandlerDecl {
     pub mode: HandlerMode,
     /// It takes the idempotency key (Python: an `idempotency_key` parameter).
     pub takes_idempotency_key: bool,
+    /// It takes a progress callback (issue 22; Python: a `progress` parameter).
+    pub takes_progress: bool,
     /// The function's own name, where the host language has one (a JS
     /// function's `name`): a manifest whose `handler` names another function
     /// fails the load with `handler_mismatch`. `None` checks nothing.
@@ -116,6 +118,8 @@ pub struct Resolved {
     pub mode: HandlerMode,
     /// It takes the idempotency key.
     pub takes_idempotency_key: bool,
+    /// It takes a progress callback (issue 22).
+    pub takes_progress: bool,
 }
 
 /// Imports handler refs for the core. The core decides which refs to
@@ -302,7 +306,10 @@ fn resolve_refs(
             Err(reason) => problems.push(fail(reason)),
             Ok(found) => match handler_refusal(text, found.origin.as_deref(), &found.modules_in_path, dir, &roots) {
                 None => {
-                    given.insert(tool.name().to_string(), HostHandler { mode: found.mode, takes_key: found.takes_idempotency_key });
+                    given.insert(
+                        tool.name().to_string(),
+                        HostHandler { mode: found.mode, takes_key: found.takes_idempotency_key, takes_progress: found.takes_progress },
+                    );
                 }
                 Some(reason) => problems.push(fail(reason)),
             },
@@ -338,8 +345,11 @@ impl Host {
                 Err(e) => problems.extend(e.problems().iter().cloned()),
             }
         }
-        let mut handlers: HashMap<String, HostHandler> =
-            options.handlers.iter().map(|d| (d.tool.clone(), HostHandler { mode: d.mode, takes_key: d.takes_idempotency_key })).collect();
+        let mut handlers: HashMap<String, HostHandler> = options
+            .handlers
+            .iter()
+            .map(|d| (d.tool.clone(), HostHandler { mode: d.mode, takes_key: d.takes_idempotency_key, takes_progress: d.takes_progress }))
+            .collect();
         // Only manifests in the harness name code to import: a tool registered
         // in code comes with its function or has none.
         if let Some(resolver) = options.resolver {

@@ -26,10 +26,11 @@ use serde_json::Value;
 pub use crate::audit::{ApprovalDecided, AuditEvent, EventField, Timings};
 pub use crate::canonical;
 pub use crate::codes::{ArgumentCode, ClassExtra, ProblemCode, RefusalClass, RefusalCode};
-pub use crate::digest::{definition_digest, definition_digest_canonical};
+pub use crate::digest::{definition_digest, definition_digest_canonical, tool_definition_digest};
 pub use crate::error::{Error, Problem};
 pub use crate::governor::{ApprovalRequest, CallContext, CallResult, Decision, Explanation, InvokeOutcome as TransportOutcome, Principal, Step};
 pub use crate::manifest::Tool;
+pub use crate::progress::{Progress, ProgressDrop, ProgressEvent, ProgressListener, ProgressSink};
 pub use crate::runtime::SpecFormat;
 pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
@@ -96,6 +97,7 @@ impl fmt::Display for LoadErrors {
 pub(crate) struct HostHandler {
     mode: HandlerMode,
     takes_key: bool,
+    takes_progress: bool,
 }
 
 /// A harness loaded for calls, or only read ([`Host::inspect`]).
@@ -140,6 +142,8 @@ pub struct Ticket {
     route: TicketRoute,
     /// A host handler that receives its secret values (`secrets_delivery: native`).
     native_secrets: bool,
+    /// A host handler that takes a progress callback (issue 22).
+    takes_progress: bool,
 }
 
 impl Ticket {
@@ -183,6 +187,15 @@ impl Ticket {
     /// the `secrets` keyword; Node: `ctx.secrets`); step 9 masks every echo.
     pub fn secrets(&self) -> Option<Value> {
         self.native_secrets.then(|| Value::Object(self.inner.secrets().iter().map(|(h, v)| (h.to_string(), Value::from(v))).collect()))
+    }
+    /// The progress callback a host handler receives (issue 22): for a
+    /// handler that takes one (Python: a `progress` parameter; Node: always,
+    /// `ctx.progress`), `None` for every other ticket. A binding hands it over
+    /// and forwards each call to [`Progress::report`], which decides (see
+    /// [`crate::progress`]); it works for the whole call, even after the
+    /// binding let go of the ticket, and drops what comes after the call ends.
+    pub fn progress(&self) -> Option<Progress> {
+        self.takes_progress.then(|| self.inner.progress().clone())
     }
 }
 
@@ -311,6 +324,7 @@ impl Host {
     }
 
     fn ticket(&self, inner: crate::governor::Ticket) -> Ticket {
+        let takes_progress = self.handlers.get(&inner.tool).is_some_and(|h| h.takes_progress);
         let route = match (&inner.transport, self.handlers.get(&inner.tool)) {
             (Transport::Native { .. }, Some(h)) => TicketRoute::Host { mode: h.mode, takes_idempotency_key: h.takes_key },
             // A native tool always has a handler (checked at load);
@@ -321,7 +335,7 @@ impl Host {
         let deadline = Instant::now() + Duration::from_millis(inner.timeout_ms);
         let native_secrets =
             matches!(route, TicketRoute::Host { .. }) && self.governor().and_then(|g| g.tool(&inner.tool)).is_some_and(|t| t.native_secrets);
-        Ticket { inner, deadline, route, native_secrets }
+        Ticket { inner, deadline, route, native_secrets, takes_progress: takes_progress && matches!(route, TicketRoute::Host { .. }) }
     }
 
     /// Steps 1–7.

@@ -30,7 +30,7 @@ pub const ERROR_CLASSES: [[&str; 2]; 3] = [["load", "LoadError"], ["value", "Inv
 /// each name with its arguments in order, `*` before the keyword-only ones,
 /// `name=default` (JSON) for an optional one. An `id` or `run` argument takes
 /// the id, or what a host holds it in (an approval, a run).
-pub const METHODS: [(&str, &[&str]); 16] = [
+pub const METHODS: [(&str, &[&str]); 17] = [
     ("describe_tools", &[]),
     ("grant", &["id", "*", "approver"]),
     ("deny", &["id", "reason=\"\"", "*", "by"]),
@@ -49,6 +49,7 @@ pub const METHODS: [(&str, &[&str]); 16] = [
     ("approve_in_band", &["id", "*", "by", "tenant=null"]),
     ("decline_in_band", &["id", "*", "by", "tenant=null"]),
     ("relay_decision", &["tool", "kind", "*", "run", "include_context=null"]),
+    ("progress_decision", &["tool", "reports", "*", "secrets=null"]),
 ];
 
 /// The core's tables a binding builds its classes and checks from: the
@@ -178,7 +179,8 @@ impl Host {
     /// observer's switch); issue 20: `accept_candidate` (`id`,
     /// `candidate`, `approver`); issue 22: `approve_in_band` and `decline_in_band` (`id`, `by`, `tenant`: the
     /// caller decides its own `approval.by: caller` call), `relay_decision` (`tool`, `kind`, `run`,
-    /// `include_context`). [`METHODS`] lists those a dynamic language exposes as methods.
+    /// `include_context`), `progress_decision` (`tool`, `reports`, `secrets`: what of a call's
+    /// progress reports reaches its caller, [`crate::progress::decide_all`]). [`METHODS`] lists those a dynamic language exposes as methods.
     pub fn request(&self, method: &str, args: &Value) -> Result<Value, Error> {
         let a = Args::of(args)?;
         match method {
@@ -256,6 +258,15 @@ impl Host {
                     .ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`kind` must be `sampling`, `elicitation` or `roots`"))?;
                 let decision = self.gov()?.relay_decision(a.required("tool")?, a.required("run")?, kind, a.text("include_context")?);
                 Ok(crate::governor::relay_decision_value(&decision))
+            }
+            // Issue 22: what of a running call's progress reports reaches its caller.
+            "progress_decision" => {
+                let tool = a.required("tool")?;
+                let rt = self.gov()?.tool(tool).ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), format!("no tool named `{tool}`")))?;
+                let reports = a.0.get("reports").and_then(Value::as_array);
+                let reports = reports.ok_or_else(|| invalid(ArgumentCode::InvalidArgument.as_str(), "`reports` must be a list"))?;
+                let policy = crate::progress::ProgressPolicy::new(&rt.output.sanitize, &a.strings("secrets")?, rt.output.max_bytes);
+                Ok(crate::progress::decide_all(&policy, reports))
             }
             other => Err(unknown(other)),
         }

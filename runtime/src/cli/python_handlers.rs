@@ -37,7 +37,7 @@ from harnessweaver import _governor as g
 found = []
 for module, attrs, base in json.loads(sys.stdin.read()):
     try:
-        _, origin, modules, _, takes = g._resolve(module, attrs, base)
+        _, origin, modules, _, takes, *_ = g._resolve(module, attrs, base)
         found.append({"origin": origin, "modules": modules, "takes_key": takes})
     except BaseException as exc:
         found.append({"error": "%s: %s" % (type(exc).__name__, exc)})
@@ -95,6 +95,7 @@ impl HandlerResolver for Answers {
                 .collect(),
             mode: HandlerMode::CallerThread,
             takes_idempotency_key: found.get("takes_key").and_then(Value::as_bool).unwrap_or(false),
+            takes_progress: false,
         })
     }
 }

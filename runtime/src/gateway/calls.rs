@@ -18,7 +18,7 @@ use rmcp::model::{CallToolResult, ClientCapabilities};
 use rmcp::ErrorData;
 use serde_json::{json, Map, Value};
 
-use super::relay::RelaySink;
+use super::relay::Relays;
 use super::{Gateway, GatewayResult, GatewayRun, Identity};
 
 /// The `_meta` key of a 2026-07-28 request's client capabilities.
@@ -92,7 +92,7 @@ impl CallRequest {
 /// The nine steps of `call` in `run`, with `approval` (the request's, or the
 /// one given in band) and the call's `relay`. Blocking: call it from a
 /// worker thread.
-pub fn execute(gateway: &Gateway, call: &CallRequest, run: String, approval: Option<String>, relay: Option<RelaySink>) -> GatewayResult {
+pub fn execute(gateway: &Gateway, call: &CallRequest, run: String, approval: Option<String>, relay: Option<Relays>) -> GatewayResult {
     gateway.call_relayed(&call.who, Some(run), &call.tool, call.args.clone(), approval, relay)
 }
 

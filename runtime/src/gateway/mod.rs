@@ -266,7 +266,7 @@ impl Gateway {
         tool: &str,
         args: Value,
         approval_id: Option<String>,
-        relay: Option<relay::RelaySink>,
+        relay: Option<relay::Relays>,
     ) -> GatewayResult {
         let mut waiting_on = None;
         let approval_id = approval_id.or_else(|| match self.matching_approval(tool, &args, who) {
@@ -277,9 +277,12 @@ impl Gateway {
             }
             None => None,
         });
-        let ctx = CallContext { principal: who.principal.clone(), tenant: who.tenant.clone(), run_id, approval_id, ..CallContext::default() };
+        // Issue 22: the call's progress (any transport, any host handler) reaches this caller only.
+        let progress = relay.as_ref().and_then(relay::Relays::listener);
+        let ctx =
+            CallContext { principal: who.principal.clone(), tenant: who.tenant.clone(), run_id, approval_id, progress, ..CallContext::default() };
         if let Some(executor) = &self.executor {
-            return GatewayResult { waiting_on, ..executor(&ctx, tool, args, relay) };
+            return GatewayResult { waiting_on, ..executor(&ctx, tool, args, relay.map(|r| r.sink)) };
         }
         let runtime = self.runtime();
         let result = match runtime.begin(tool, args, &ctx) {
@@ -292,7 +295,7 @@ impl Gateway {
                     runtime.finish(ticket, InvokeOutcome::TransportRefused { reason })
                 }
                 _ => {
-                    let relay = relay.map(|sink| Arc::new(relay::TicketRelay::new(Arc::clone(&self.runtime), ticket.clone(), sink)) as _);
+                    let relay = relay.map(|r| Arc::new(relay::TicketRelay::new(Arc::clone(&self.runtime), ticket.clone(), r.sink)) as _);
                     let outcome = crate::transport::relay::with_relay(relay, || runtime.invoke(&ticket));
                     runtime.finish(ticket, outcome)
                 }

@@ -8,10 +8,11 @@
 //! sends it on that request's own peer and stream:
 //!
 //! - progress, as `notifications/progress` with the caller's own progress
-//!   token (none sent when the caller gave none), its message cleaned as the
-//!   tool's output (`Governor::relay_notification`);
+//!   token (none sent when the caller gave none), decided by the core's
+//!   progress rule (`core/src/progress.rs`);
 //! - log messages, as `notifications/message`, at or above the level the
-//!   session set with `logging/setLevel`, cleaned likewise;
+//!   session set with `logging/setLevel`, cleaned as the tool's output
+//!   (`Governor::relay_log`);
 //! - sampling and elicitation requests, first decided by the core
 //!   ([`Governor::relay`](harnessweaver_core::governor::Governor::relay):
 //!   egress under the flow rules, a refusal audited), then sent to the
@@ -27,7 +28,7 @@ use rmcp::RoleServer;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use harnessweaver_core::governor::{NotificationKind, RelayKind, Ticket};
+use harnessweaver_core::governor::{RelayKind, Ticket};
 
 use super::HostRuntime;
 use crate::transport::relay::CallRelay;
@@ -60,6 +61,34 @@ pub enum RelayEvent {
 /// The sending end the call's worker holds.
 pub type RelaySink = mpsc::UnboundedSender<RelayEvent>;
 
+/// What [`pump`] hands the call: where its relays go, and whether the caller
+/// listens to progress (it gave a progress token).
+#[derive(Debug, Clone)]
+pub struct Relays {
+    /// Where the call's relays go.
+    pub sink: RelaySink,
+    /// The caller gave a progress token.
+    pub progress: bool,
+}
+
+impl Relays {
+    /// The progress listener of the call (issue 22), set on its context:
+    /// every report (a native handler's, a process tool's, an upstream MCP
+    /// tool's) is decided by the core before it is sent here.
+    pub fn listener(&self) -> Option<harnessweaver_core::progress::ProgressListener> {
+        self.progress.then(|| harnessweaver_core::progress::ProgressListener(Arc::new(ProgressToCaller(self.sink.clone()))))
+    }
+}
+
+/// Reports the core relayed, to the task serving the caller.
+struct ProgressToCaller(RelaySink);
+
+impl harnessweaver_core::progress::ProgressSink for ProgressToCaller {
+    fn progress(&self, event: harnessweaver_core::progress::ProgressEvent) {
+        let _ = self.0.send(RelayEvent::Progress { progress: event.progress, total: event.total, message: event.message });
+    }
+}
+
 /// The relay of one call: its ticket (for the core's decisions) and the
 /// channel to the task serving its caller.
 pub struct TicketRelay {
@@ -75,21 +104,21 @@ impl TicketRelay {
     }
 }
 
-// What a tool relays is its output: cleaned by the core (step 9 for a
-// notification) before it is queued; one that cannot be cleaned is withheld
-// (the core audits it).
+// What a tool relays is its output: decided and cleaned by the core before it
+// is queued (progress by the call's progress rule, a log message by step 9
+// for a notification); one that cannot be cleaned is withheld.
 impl CallRelay for TicketRelay {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>, echoed: &[String]) {
-        let params = json!({"progress": progress, "total": total, "message": message});
-        let Ok(clean) = self.runtime.runtime().governor().relay_notification(&self.ticket, NotificationKind::Progress, &params, echoed) else {
-            return;
-        };
-        let message = clean.params.get("message").and_then(Value::as_str).map(str::to_string);
-        let _ = self.sink.send(RelayEvent::Progress { progress, total, message });
+        // Decided by the core like any report of the call (core/src/progress.rs:
+        // masked, sanitized, ordered, bounded); what the connection handed the
+        // upstream is masked first, as step 9 masks it in the result.
+        let mask = harnessweaver_core::sanitize::SecretMask::new(echoed);
+        let message = message.map(|m| if mask.is_empty() { m } else { mask.mask(&m).0.into_owned() });
+        let _ = self.ticket.progress().report(progress, total, message.as_deref());
     }
 
     fn log(&self, params: Value, echoed: &[String]) {
-        if let Ok(clean) = self.runtime.runtime().governor().relay_notification(&self.ticket, NotificationKind::Log, &params, echoed) {
+        if let Ok(clean) = self.runtime.runtime().governor().relay_log(&self.ticket, &params, echoed) {
             let _ = self.sink.send(RelayEvent::Log(clean.params));
         }
     }
@@ -201,10 +230,11 @@ fn strip_nulls(mut value: Value) -> Value {
 pub async fn pump<T: Send + 'static>(
     peer: &Peer<RoleServer>,
     side: &CallerSide,
-    work: impl FnOnce(RelaySink) -> T + Send + 'static,
+    work: impl FnOnce(Relays) -> T + Send + 'static,
 ) -> Result<T, tokio::task::JoinError> {
     let (sink, mut events) = mpsc::unbounded_channel();
-    let mut join = tokio::task::spawn_blocking(move || work(sink));
+    let relays = Relays { sink, progress: side.progress_token.is_some() };
+    let mut join = tokio::task::spawn_blocking(move || work(relays));
     loop {
         tokio::select! {
             done = &mut join => {

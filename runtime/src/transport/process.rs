@@ -8,6 +8,18 @@
 //! ← {"ok": true, "output": …}  |  {"ok": false, "error": {"code", "message"}}
 //! ```
 //!
+//! While it runs, the process may report progress (issue 22) on stderr, one
+//! line per report, [`PROGRESS_PREFIX`] then a JSON object:
+//!
+//! ```text
+//! harnessweaver-progress {"progress": 2, "total": 5, "message": "fetched page 2"}
+//! ```
+//!
+//! Each report goes to the core ([`Progress::report`]), which decides what
+//! reaches the caller; other stderr lines, and lines longer than
+//! [`MAX_PROGRESS_LINE`] bytes, are ignored. stderr is read only while the
+//! caller listens to progress; otherwise it goes nowhere, as before.
+//!
 //! The process leads a process group of its own; when the call ends (the
 //! response read, the timeout passed, the response grown past
 //! `max_payload_bytes`) the whole group is killed, so a forked grandchild
@@ -31,11 +43,23 @@ use serde_json::{json, Value};
 
 use harnessweaver_core::governor::{InvokeOutcome, Ticket};
 use harnessweaver_core::manifest::{ProcessSpec, COMMAND_SEARCH_PATH};
+use harnessweaver_core::progress::Progress;
 
 use super::confine::{self, Confinement, Mode, PreparedCache};
 
 /// The protocol name every request carries.
 pub const PROTOCOL: &str = "harnessweaver-process-v1";
+
+/// What starts a progress line on a process's stderr (issue 22).
+pub const PROGRESS_PREFIX: &str = "harnessweaver-progress ";
+
+/// The longest progress line read, in bytes (a longer line is skipped).
+pub const MAX_PROGRESS_LINE: usize = 4096;
+
+/// How long the call waits, once the process group is gone, for the last
+/// progress lines to be read (the pipe closes at once unless a process that
+/// left the group holds it).
+const PROGRESS_DRAIN: Duration = Duration::from_millis(250);
 
 /// The exit status the launcher uses when it cannot confine the process.
 pub const CONFINE_FAILED_EXIT: i32 = 125;
@@ -122,7 +146,7 @@ impl ProcessRunner {
         };
         command.env_clear().envs(environment(&spec.env));
         let timeout = Duration::from_millis(ticket.timeout_ms);
-        match run(command, request, spec.max_payload_bytes, timeout) {
+        match run(command, request, spec.max_payload_bytes, timeout, ticket.progress()) {
             Err(e) if mode == Some(Mode::Direct) => InvokeOutcome::SandboxUnavailable {
                 message: format!("the process could not be started under its confinement, so it did not run ({e})"),
             },
@@ -190,12 +214,22 @@ enum Event {
 /// Starts `command` in a process group of its own, writes the request,
 /// reads at most `cap` bytes of response, and kills the group when the call
 /// ends, whatever ended it.
-fn run(mut command: Command, request: Vec<u8>, cap: u64, timeout: Duration) -> std::io::Result<Ended> {
+fn run(mut command: Command, request: Vec<u8>, cap: u64, timeout: Duration, progress: &Progress) -> std::io::Result<Ended> {
     use std::os::unix::process::CommandExt;
-    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0);
+    let stderr = if progress.listened() { Stdio::piped() } else { Stdio::null() };
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(stderr).process_group(0);
     let started = Instant::now();
     let mut child = command.spawn()?;
     let pid = child.id();
+    let drained = child.stderr.take().map(|stderr| {
+        let (done, drained) = mpsc::channel::<()>();
+        let progress = progress.clone();
+        spawn_named("hw-process-progress", move || {
+            read_progress(stderr, &progress);
+            drop(done);
+        });
+        drained
+    });
     let (tx, rx) = mpsc::channel();
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
@@ -244,7 +278,53 @@ fn run(mut command: Command, request: Vec<u8>, cap: u64, timeout: Duration) -> s
     };
     kill_group(pid);
     let status = reap(&mut child);
+    if let Some(drained) = drained {
+        // The group is gone, so stderr is at its end: what the process
+        // reported before its answer is decided before the call finishes.
+        let _ = drained.recv_timeout(PROGRESS_DRAIN);
+    }
     Ok(ended.unwrap_or(Ended::Output { bytes: output.unwrap_or_default(), status }))
+}
+
+/// Reads progress lines from a process's stderr until it closes.
+fn read_progress(stderr: std::process::ChildStderr, progress: &Progress) {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(stderr);
+    let mut line = Vec::with_capacity(256);
+    loop {
+        line.clear();
+        match (&mut reader).take(MAX_PROGRESS_LINE as u64 + 1).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.len() > MAX_PROGRESS_LINE && line.last() != Some(&b'\n') {
+            // Too long: skip to the end of the line.
+            loop {
+                line.clear();
+                match (&mut reader).take(MAX_PROGRESS_LINE as u64).read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) if line.last() == Some(&b'\n') => break,
+                    Ok(_) => {}
+                }
+            }
+            continue;
+        }
+        if let Some((n, total, message)) = progress_line(&line) {
+            let _ = progress.report(n, total, message.as_deref());
+        }
+    }
+}
+
+/// A progress line's report: `progress` (not a number: not finite, which
+/// the core drops), `total`, `message`; `None` for any other line.
+fn progress_line(line: &[u8]) -> Option<(f64, Option<f64>, Option<String>)> {
+    let text = std::str::from_utf8(line).ok()?.trim_end_matches(['\n', '\r']);
+    let report: Value = serde_json::from_str(text.strip_prefix(PROGRESS_PREFIX)?).ok()?;
+    let number = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    let progress = report.get("progress").map_or(f64::NAN, number);
+    let total = report.get("total").filter(|t| !t.is_null()).map(number);
+    let message = report.get("message").and_then(Value::as_str).map(str::to_string);
+    Some((progress, total, message))
 }
 
 fn spawn_named(name: &str, f: impl FnOnce() + Send + 'static) {

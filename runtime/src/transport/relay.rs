@@ -26,8 +26,9 @@ use serde_json::Value;
 /// What the caller's side does with a call's relays. Called from the MCP
 /// transport's runtime: every method returns at once.
 ///
-/// What a notification carries is the tool's output, and the relay cleans it
-/// as such (`Governor::relay_notification`); `echoed` are the values the
+/// What a notification carries is the tool's output, and the relay has the
+/// core decide it as such (progress: `core/src/progress.rs`; a log message:
+/// `Governor::relay_log`); `echoed` are the values the
 /// connection handed the upstream (its `env` and `headers_env` values), whose
 /// echoes are masked.
 pub trait CallRelay: Send + Sync {

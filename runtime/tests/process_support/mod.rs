@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use harnessweaver_core::governor::GovernorOptions;
+pub use harnessweaver_core::progress::ProgressEvent;
 use harnessweaver_core::{CallContext, CallResult, LoadOptions, Principal, Runtime};
 use harnessweaver_runtime::transport::confine::Probe;
 use harnessweaver_runtime::transport::TransportOptions;
@@ -68,6 +69,28 @@ pub fn load_in(dir: Dir, transport: TransportOptions) -> (Dir, Runtime) {
 
 pub fn call(rt: &Runtime, tool: &str, args: Value) -> CallResult {
     rt.call(tool, args, &CallContext { principal: Principal::new("alice"), ..CallContext::default() })
+}
+
+/// Calls `tool` as a caller that listens to its progress (issue 22): the
+/// result and the reports the core relayed.
+pub fn call_listening(rt: &Runtime, tool: &str, args: Value) -> (CallResult, Vec<ProgressEvent>) {
+    use harnessweaver_core::progress::{ProgressListener, ProgressSink};
+    struct Seen(std::sync::Mutex<Vec<ProgressEvent>>);
+    impl ProgressSink for Seen {
+        fn progress(&self, e: ProgressEvent) {
+            self.0.lock().unwrap().push(e);
+        }
+    }
+    let seen = std::sync::Arc::new(Seen(std::sync::Mutex::new(Vec::new())));
+    let ctx = CallContext { principal: Principal::new("alice"), progress: Some(ProgressListener(seen.clone())), ..CallContext::default() };
+    let result = rt.call(tool, args, &ctx);
+    let reports = seen.0.lock().unwrap().clone();
+    (result, reports)
+}
+
+/// The three progress lines `handler.py`'s `progress` attack writes on stderr, as the core relays them.
+pub fn three_steps() -> Vec<ProgressEvent> {
+    (1..=3).map(|i| ProgressEvent { progress: f64::from(i), total: Some(3.0), message: Some(format!("step {i}")) }).collect()
 }
 
 /// The refusal code of `r` (empty when it was allowed).
