@@ -205,3 +205,146 @@ fn bound_audience_refuses_tokens_for_other_resources() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// A JWK Set server on 127.0.0.1 for the re-fetch test: serves what `body`
+/// holds at the time and counts the requests.
+struct JwksServer {
+    url: String,
+    body: std::sync::Arc<std::sync::Mutex<String>>,
+    fetches: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl JwksServer {
+    fn start(body: String) -> JwksServer {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
+        let body = std::sync::Arc::new(std::sync::Mutex::new(body));
+        let fetches = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (served, count) = (std::sync::Arc::clone(&body), std::sync::Arc::clone(&fetches));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let body = served.lock().unwrap().clone();
+                let head =
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes()));
+            }
+        });
+        JwksServer { url, body, fetches }
+    }
+
+    fn serve(&self, body: String) {
+        *self.body.lock().unwrap() = body;
+    }
+
+    fn fetches(&self) -> u64 {
+        self.fetches.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Two Ed25519 keys (private PEM, public `x`), made for this test only.
+const ED_KEYS: [(&str, &str); 2] = [
+    (
+        "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIDl314grYGGV+WJgrxoOSpWZlCWrVdloxyt3R8WI4DwP\n-----END PRIVATE KEY-----\n",
+        "T7IjIf8WVUy0XLDYB4AsyQPS1oQJupHQDeWkTzOT3AU",
+    ),
+    (
+        "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIK1PMTNwLFgd1KqjgOZqLgtG3vlRedyZdjalUTyyyjuM\n-----END PRIVATE KEY-----\n",
+        "FHzgcTH3YLaOxvOhdXwrQ2_M6IW8bRgycVugk3DuwdI",
+    ),
+];
+
+fn jwks(keys: &[(usize, &str)]) -> String {
+    let keys: Vec<serde_json::Value> =
+        keys.iter().map(|(i, kid)| json!({"kty": "OKP", "crv": "Ed25519", "x": ED_KEYS[*i].1, "kid": kid, "alg": "EdDSA", "use": "sig"})).collect();
+    json!({ "keys": keys }).to_string()
+}
+
+fn ed_token(key: usize, kid: &str) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let mut header = Header::new(jsonwebtoken::Algorithm::EdDSA);
+    header.kid = Some(kid.to_string());
+    let key = EncodingKey::from_ed_pem(ED_KEYS[key].0.as_bytes()).unwrap();
+    format!("Bearer {}", encode(&header, &json!({"sub": "carol", "iat": now, "exp": now + 600}), &key).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_naming_an_unknown_kid_fetches_the_jwks_url_again_at_most_once_per_30_s() {
+    use harnessweaver_core::ManualClock;
+    use harnessweaver_runtime::gateway::auth::JWKS_REFETCH_INTERVAL_MS;
+    let server = JwksServer::start(jwks(&[(0, "k1")]));
+    let dir = harness_dir("jwks-refetch", &format!("    http:\n      jwt:\n        algorithm: EdDSA\n        jwks_url: {}\n", server.url));
+    let harness = Harness::load(dir.join("harness.yaml")).unwrap();
+    let mut auth = tokio::task::block_in_place(|| Authenticator::new(&harness.spec().gateway, harness.dir())).unwrap();
+    let clock = ManualClock::new(1_700_000_000_000);
+    auth.set_clock(std::sync::Arc::new(clock.clone()));
+    assert_eq!((server.fetches(), auth.jwks_fetches()), (1, 1), "fetched once at start");
+    assert_eq!(auth.authenticate(Some(&ed_token(0, "k1"))).await.unwrap().principal.id, "carol");
+    assert_eq!(server.fetches(), 1, "a known kid fetches nothing");
+
+    // Rotation: the server now serves k2; its first token fetches the set again.
+    server.serve(jwks(&[(1, "k2")]));
+    assert_eq!(auth.authenticate(Some(&ed_token(1, "k2"))).await.unwrap().principal.id, "carol");
+    assert_eq!(server.fetches(), 2);
+    // The check without re-fetching knows k2 now, and no longer k1.
+    assert!(auth.check(Some(&ed_token(1, "k2"))).is_ok());
+    assert_eq!(auth.authenticate(Some(&ed_token(0, "k1"))).await.unwrap_err().code, "invalid_token");
+
+    // Made-up kids inside the window: refused, no fetch (concurrent ones too).
+    let tokens: Vec<String> = (0..16).map(|i| ed_token(1, &format!("made-up-{i}"))).collect();
+    let refused = futures_join(tokens.iter().map(|t| auth.authenticate(Some(t)))).await;
+    assert!(refused.iter().all(|r| r.as_ref().unwrap_err().code == "invalid_token"));
+    assert_eq!(server.fetches(), 2, "no fetch inside the window");
+
+    // The window is measured on the clock: just before it ends, still none; then one.
+    clock.advance_ms(JWKS_REFETCH_INTERVAL_MS - 1);
+    assert!(auth.authenticate(Some(&ed_token(1, "made-up-x"))).await.is_err());
+    assert_eq!(server.fetches(), 2);
+    clock.advance_ms(1);
+    assert!(auth.authenticate(Some(&ed_token(1, "made-up-y"))).await.is_err());
+    assert_eq!(server.fetches(), 3, "one fetch when the window has passed");
+    assert!(auth.authenticate(Some(&ed_token(1, "made-up-z"))).await.is_err());
+    assert_eq!((server.fetches(), auth.jwks_fetches()), (3, 3));
+
+    // A fetch that gives no usable set keeps the keys there were.
+    server.serve("not json".into());
+    clock.advance_ms(JWKS_REFETCH_INTERVAL_MS);
+    assert!(auth.authenticate(Some(&ed_token(0, "k3"))).await.is_err());
+    assert_eq!(server.fetches(), 4);
+    assert!(auth.authenticate(Some(&ed_token(1, "k2"))).await.is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the futures concurrently on this task and collects their outputs in order.
+async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut set: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = set.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (slot, fut) in out.iter_mut().zip(set.iter_mut()) {
+            if slot.is_none() {
+                match fut.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *slot = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(Option::unwrap).collect()
+}

@@ -1,4 +1,5 @@
-"""Helpers of the gateway tests: the binary, a fresh harness, a running HTTP gateway."""
+"""Helpers of the gateway tests: the binary, a fresh harness, a running HTTP
+gateway, an official-SDK client session over stdio."""
 import contextlib
 import json
 import os
@@ -7,6 +8,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -59,3 +63,27 @@ def http_gateway(info, cmd=None):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+async def stdio_session(info, body, *, principal=None, tenant=None, args=(), command=None, discover=False, **callbacks):
+    """`body(session)`'s result, on one official Python SDK `ClientSession` over
+    stdio to `harnessweaver gateway mcp DIR --stdio` for `info` (or `command`,
+    a host serving the harness, e.g. py_host.py).
+
+    - `principal` (a JSON object as a dict or text, or a bare id) and `tenant`
+      become `--principal` and `--tenant`; `args` are further flags;
+    - `callbacks` go to the session (`logging_callback`, `sampling_callback`,
+      `elicitation_callback`, …);
+    - `discover`: the 2026-07-28 way in (`server/discover`, no `initialize`)
+      instead of the 2025-11-25 handshake.
+    """
+    command = list(command or [HW, "gateway", "mcp", info["dir"], "--stdio"])
+    if principal is not None:
+        command += ["--principal", principal if isinstance(principal, str) else json.dumps(principal)]
+    if tenant is not None:
+        command += ["--tenant", tenant]
+    params = StdioServerParameters(command=command[0], args=[*command[1:], *args], env=gateway_env(info))
+    async with stdio_client(params) as (r, w):
+        async with ClientSession(r, w, **callbacks) as s:
+            await (s.discover() if discover else s.initialize())
+            return await body(s)

@@ -111,6 +111,7 @@ class AuthorizationServer:
         self.codes = {}
         self.issued = []  # (scope, aud) of each token
         self.jwks = None  # served at /jwks.json when set
+        self.jwks_fetches = 0  # GETs of /jwks.json
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -128,7 +129,18 @@ class AuthorizationServer:
             def do_GET(self):
                 if self.path == "/.well-known/oauth-authorization-server":
                     return self._json(200, server.metadata())
+                if self.path.startswith("/authorize?"):
+                    # The user's browser, consenting at once: back to the client with a code.
+                    q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
+                    code, state = server.authorize(self.path)
+                    self.send_response(302)
+                    back = {"code": code} if state is None else {"code": code, "state": state}
+                    self.send_header("Location", q["redirect_uri"] + "?" + urllib.parse.urlencode(back))
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return None
                 if self.path == "/jwks.json" and server.jwks is not None:
+                    server.jwks_fetches += 1
                     return self._json(200, server.jwks)
                 self._json(404, {"error": "not_found"})
 
@@ -168,7 +180,7 @@ class AuthorizationServer:
         q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
         code = secrets.token_urlsafe(16)
         self.codes[code] = {"scope": q.get("scope", ""), "resource": q.get("resource"), "challenge": q["code_challenge"]}
-        return code, q["state"]
+        return code, q.get("state")
 
     def token(self, scope, resource):
         now = int(time.time())

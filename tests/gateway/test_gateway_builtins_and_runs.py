@@ -7,10 +7,7 @@ counted in the shared state store across gateway processes)."""
 import asyncio
 import os
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-
-from gateway_support import HW, gateway_env, make_harness
+from gateway_support import make_harness, stdio_session
 
 BUILTINS = (
     "  builtins:\n"
@@ -35,14 +32,7 @@ def harness_with(tmp_path, extra):
 
 
 def session(info, body):
-    async def go():
-        params = StdioServerParameters(command=HW, args=["gateway", "mcp", info["dir"], "--stdio"], env=gateway_env(info))
-        async with stdio_client(params) as (r, w):
-            async with ClientSession(r, w) as s:
-                await s.initialize()
-                return await body(s)
-
-    return asyncio.run(go())
+    return asyncio.run(stdio_session(info, body))
 
 
 def code_of(result):

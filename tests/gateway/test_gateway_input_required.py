@@ -16,8 +16,8 @@ from mcp.client.client import Client as SdkClient
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from gateway_support import http_gateway
-from test_gateway_relays import Client, audit, modern_session, relay_harness, text
+from gateway_support import http_gateway, stdio_session
+from test_gateway_relays import Client, audit, relay_harness, text
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_an_upstream_sampling_request_is_asked_as_an_input_required_result_and_r
             await s.call_tool("ask_model", args, input_responses={key: ANSWER}, request_state=asked.request_state)
         return asked, request, done, replay.value
 
-    asked, request, done, replay = asyncio.run(modern_session(harness, client, body))
+    asked, request, done, replay = asyncio.run(stdio_session(harness, body, discover=True, **client.kwargs))
     assert isinstance(asked, t.InputRequiredResult) and asked.request_state.startswith("hw1.")
     assert request.method == "sampling/createMessage"
     assert request.params.messages[0].content.text == "six times seven?"
@@ -60,7 +60,7 @@ def test_an_upstream_elicitation_is_asked_and_the_users_answer_goes_upstream(har
         answer = {key: {"action": "accept", "content": {"answer": "green"}}}
         return request, await s.call_tool("ask_user", args, input_responses=answer, request_state=asked.request_state)
 
-    request, done = asyncio.run(modern_session(harness, client, body))
+    request, done = asyncio.run(stdio_session(harness, body, discover=True, **client.kwargs))
     assert request.method == "elicitation/create" and request.params.message == "Favourite colour?"
     assert text(done) == "user said: green"
 
@@ -84,7 +84,7 @@ def test_a_request_state_is_bound_to_its_call(harness):
         done = await s.call_tool("ask_model", {"prompt": "a"}, input_responses={key: ANSWER}, request_state=asked.request_state)
         return errors, done
 
-    errors, done = asyncio.run(modern_session(harness, client, body))
+    errors, done = asyncio.run(stdio_session(harness, body, discover=True, **client.kwargs))
     assert errors == {"tampered": (-32602, "tampered"), "forged": (-32602, "tampered"), "other_call": (-32602, "other_call")}
     assert text(done) == "model said: forty-two"
 
@@ -119,7 +119,7 @@ def test_a_relay_in_a_private_untrusted_run_is_refused_not_asked(harness):
     async def body(s):
         return await s.call_tool("summarise_patient", {"name": "Ann"}, allow_input_required=True)
 
-    done = asyncio.run(modern_session(harness, client, body))
+    done = asyncio.run(stdio_session(harness, body, discover=True, **client.kwargs))
     assert isinstance(done, t.CallToolResult)
     assert text(done).startswith("sampling refused:") and "relay_denied" in text(done)
     denied = [e for e in audit(harness) if e.get("code") == "relay_denied"]
@@ -135,12 +135,12 @@ def test_a_call_needing_an_undeclared_client_capability_is_refused_32021(harness
             await s.call_tool("ask_user", {"question": "?"}, allow_input_required=True)
         return e.value.error
 
-    error = asyncio.run(modern_session(harness, Client(elicitation=False), body))
+    error = asyncio.run(stdio_session(harness, body, discover=True, **Client(elicitation=False).kwargs))
     assert error.code == -32021 and error.data == {"requiredCapabilities": {"elicitation": {}}}
     assert [e for e in audit(harness) if e.get("tool") == "ask_user"] == []
 
     async def declared(s):
         return await s.call_tool("ask_user", {"question": "?"}, allow_input_required=True)
 
-    asked = asyncio.run(modern_session(harness, Client(), declared))
+    asked = asyncio.run(stdio_session(harness, declared, discover=True, **Client().kwargs))
     assert isinstance(asked, t.InputRequiredResult)

@@ -12,6 +12,8 @@ import json
 import re
 import ssl
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
@@ -79,6 +81,76 @@ def test_https_with_an_audience_bound_jwt_the_sdk_lists_and_calls(oauth):
         # And plain HTTP on the TLS port is no way around it.
         with pytest.raises(httpx2.HTTPError):
             httpx2.post(url.replace("https://", "http://"), json=LIST, headers=dict(ACCEPT, Authorization=f"Bearer {token}"), timeout=30)
+
+
+class RecordingUpstream:
+    """An HTTP service on 127.0.0.1 that records the headers and body of each
+    request it gets and answers `{"ok": true}`."""
+
+    def __init__(self):
+        self.requests = []
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                upstream.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body.decode()))
+                data = b'{"ok": true}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_the_callers_bearer_token_never_reaches_an_http_upstream(oauth):
+    """No token passthrough: an http tool gets its own configured credential
+    (`headers_env`), never the Authorization header the caller sent the gateway."""
+    upstream = RecordingUpstream()
+    try:
+        Path(oauth["dir"], "tools", "notify.yaml").write_text(
+            "apiVersion: harnessweaver/v1\n"
+            "kind: Tool\n"
+            "metadata: { name: notify }\n"
+            "spec:\n"
+            "  transport: http\n"
+            f"  url: {upstream.url}/hook\n"
+            "  headers_env: { X-Api-Key: HW_NOTIFY_KEY }\n"
+            "  description: Posts a note to the team's hook.\n"
+            "  input_schema: { type: object, properties: { note: { type: string } }, required: [note] }\n"
+        )
+        subprocess.run([HW, "tools", "pin", oauth["dir"]], check=True, capture_output=True, text=True, timeout=60)
+        oauth["env"]["HW_NOTIFY_KEY"] = "notify-key-of-the-tool"
+        with http_gateway(oauth) as url:
+            token = mint(oauth, aud=url, scope="calc:run")
+
+            async def body(s):
+                return await s.call_tool("notify", {"note": "deploy done"})
+
+            result = asyncio.run(sdk_session(oauth, url, body, token))
+        assert result.is_error is False, result
+        assert json.loads(result.content[0].text) == {"ok": True}
+        [(path, headers, sent)] = upstream.requests
+        assert path == "/hook" and json.loads(sent) == {"note": "deploy done"}
+        # The tool's own credential went; the caller's did not, in any header or the body.
+        assert headers["x-api-key"] == "notify-key-of-the-tool"
+        assert "authorization" not in headers, headers
+        _, claims, signature = token.split(".")
+        everything = json.dumps(headers) + sent
+        assert claims not in everything and signature not in everything, headers
+    finally:
+        upstream.close()
 
 
 def test_no_token_and_other_audiences_get_401_pointing_at_the_resource_metadata(oauth):
@@ -293,6 +365,62 @@ def test_jwks_file_and_url_pick_the_key_by_kid(tmp_path):
     Path(info["harness"]).write_text(text.replace("jwks_file: keys/idp.jwks.json", "jwks_url: http://idp.example/jwks.json"))
     r = start(info, "--http", "127.0.0.1:0")
     assert r.returncode == 1 and "spec.gateway.http.jwt.jwks_url: `http://idp.example/jwks.json` is not an https:// URL" in r.stderr, r.stderr
+
+
+def test_a_rotated_jwks_url_key_is_fetched_again_and_made_up_kids_cause_no_fetch_storm(tmp_path):
+    """A token naming a `kid` the cached set lacks makes the gateway fetch its
+    jwks_url again, so a key the authorization server rotated in is accepted
+    without a restart; the re-fetch happens at most once per 30 s, so tokens
+    with made-up `kid`s cost the authorization server one fetch, not one each.
+    (The 30 s window itself, on a test clock: runtime/tests/gateway_config.rs.)"""
+    import jwt as pyjwt
+
+    info = oauth_harness(tmp_path / "h")
+    other = make_harness(tmp_path / "o", "--jwt", "RS256")
+    from cryptography.hazmat.primitives import serialization
+    from jwt.algorithms import RSAAlgorithm
+
+    def jwk(info, kid):
+        key = serialization.load_pem_public_key(Path(info["dir"], "keys", "idp.pem").read_bytes())
+        return dict(json.loads(RSAAlgorithm.to_jwk(key)), kid=kid, use="sig", alg="RS256")
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    aserver = AuthorizationServer(info["jwt"]["private_key_pem"])
+    try:
+        aserver.jwks = {"keys": [jwk(info, "2026-01")]}
+        text = Path(info["harness"]).read_text().replace("public_key_file: keys/idp.pem", f"jwks_url: {aserver.url}/jwks.json")
+        Path(info["harness"]).write_text(text)
+
+        def token(url, signer, kid):
+            claims = pyjwt.decode(mint(info, aud=url), options={"verify_signature": False})
+            return pyjwt.encode(claims, signer["jwt"]["private_key_pem"], algorithm="RS256", headers={"kid": kid})
+
+        with http_gateway(info) as url:
+            assert aserver.jwks_fetches == 1
+            assert post(info, url, init, token(url, info, "2026-01")).status_code == 200
+            # The authorization server rotates to a new key: its first token makes
+            # the gateway fetch the set again, and is accepted.
+            aserver.jwks = {"keys": [jwk(other, "2026-02")]}
+            assert post(info, url, init, token(url, other, "2026-02")).status_code == 200
+            assert aserver.jwks_fetches == 2
+            # The retired key's tokens are refused now; and inside the 30 s
+            # window no token fetches again: not the retired kid, not made-up ones.
+            assert post(info, url, init, token(url, info, "2026-01")).status_code == 401
+            for i in range(20):
+                assert post(info, url, init, token(url, other, f"made-up-{i}")).status_code == 401
+            assert post(info, url, init, token(url, other, "2026-02")).status_code == 200
+            assert aserver.jwks_fetches == 2
+
+        # A fresh gateway flooded with made-up kids: one fetch at start, one for the flood.
+        with http_gateway(info) as url:
+            assert aserver.jwks_fetches == 3
+            for i in range(20):
+                r = post(info, url, init, token(url, other, f"garbage-{i}"))
+                assert r.status_code == 401 and challenge(r)[1]["error"] == "invalid_token"
+            assert aserver.jwks_fetches == 4
+    finally:
+        aserver.close()
 
 
 def start(info, *args):

@@ -18,7 +18,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from gateway_support import HERE, HW, gateway_env, http_gateway, make_harness
+from gateway_support import HERE, http_gateway, make_harness, stdio_session
 
 ROOT = HERE.parent.parent
 RECORDS = json.dumps({"id": "rita", "roles": ["support"], "scopes": ["records:admin", "calc:run"]})
@@ -34,13 +34,9 @@ def run(coro):
     return asyncio.run(coro)
 
 
-async def stdio_session(info, body):
-    args = ["gateway", "mcp", info["dir"], "--stdio", "--principal", RECORDS, "--tenant", "acme"]
-    params = StdioServerParameters(command=HW, args=args, env=gateway_env(info))
-    async with stdio_client(params) as (r, w):
-        async with ClientSession(r, w) as s:
-            await s.initialize()
-            return await body(s)
+def records_session(info, body):
+    """`body` on a stdio session as a caller holding records:admin."""
+    return stdio_session(info, body, principal=RECORDS, tenant="acme")
 
 
 def set_output(info, tool, output):
@@ -74,7 +70,7 @@ def test_annotations_come_from_the_manifest_not_from_the_upstream(harness):
 
     # …the gateway says what the manifest says (side_effect: destructive,
     # effect retry_mode none, an MCP server: open world), and drops the title.
-    tools = run(stdio_session(harness, upstream))
+    tools = run(records_session(harness, upstream))
     purge = tools["purge"].annotations
     assert (purge.read_only_hint, purge.destructive_hint, purge.idempotent_hint, purge.open_world_hint) == (False, True, False, True)
     assert purge.title is None
@@ -90,7 +86,7 @@ def snapshot_call(info):
     async def body(s):
         return await s.call_tool("snapshot", {"contact": "ann@example.com"})
 
-    return run(stdio_session(info, body))
+    return run(records_session(info, body))
 
 
 def test_content_parts_pass_as_their_types_each_governed(harness):

@@ -19,26 +19,17 @@ import time
 import httpx2
 import jwt
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from gateway_support import HERE, HW, approvals, gateway_env, http_gateway, make_harness
+from gateway_support import HERE, HW, approvals, gateway_env, http_gateway, make_harness, stdio_session
 
 FINANCE = '{"id": "fiona", "roles": ["finance"]}'
 
 
 def run(coro):
     return asyncio.run(coro)
-
-
-async def stdio_session(info, body, extra_args=()):
-    params = StdioServerParameters(command=HW, args=["gateway", "mcp", info["dir"], "--stdio", *extra_args], env=gateway_env(info))
-    async with stdio_client(params) as (r, w):
-        async with ClientSession(r, w) as s:
-            await s.initialize()
-            return await body(s)
 
 
 async def http_session(url, token, body):
@@ -180,7 +171,7 @@ def test_stdio_identity_from_flags_overrides_the_configured_one(harness):
         return await s.list_tools()
 
     # A principal with the payroll scope, in another tenant: shout (acme only) disappears.
-    tools = run(stdio_session(harness, body, ["--principal", '{"id": "ops", "scopes": ["payroll:admin"]}', "--tenant", "globex"]))
+    tools = run(stdio_session(harness, body, principal={"id": "ops", "scopes": ["payroll:admin"]}, tenant="globex"))
     assert names(tools) == ["add", "payroll"]
 
 
@@ -390,15 +381,7 @@ def test_serve_mcp_stdio_runs_python_handlers(harness):
         return (await s.list_tools(), await s.call_tool("greet", {"name": "Ada"}), await s.call_tool("greet", {"name": ""}),
                 await s.call_tool("greet", {"name": "boom"}), await s.call_tool("add", {"a": 1, "b": 2}))
 
-    params = StdioServerParameters(command=sys.executable, args=[PY_HOST, harness["dir"]], env=gateway_env(harness))
-
-    async def run_host():
-        async with stdio_client(params) as (r, w):
-            async with ClientSession(r, w) as s:
-                await s.initialize()
-                return await body(s)
-
-    tools, hello, empty, boom, add = run(run_host())
+    tools, hello, empty, boom, add = run(stdio_session(harness, body, command=[sys.executable, PY_HOST, harness["dir"]]))
     assert names(tools) == ["add", "calc", "greet", "shout"]
     assert hello.is_error is False and hello.content[0].text == "Hello, Ada!"
     assert refusal(empty)["code"] == "invalid_args"

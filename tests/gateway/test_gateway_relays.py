@@ -12,9 +12,8 @@ import sys
 
 import mcp_types as t
 import pytest
-from gateway_support import HERE, HW, gateway_env, http_gateway
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from gateway_support import HERE, HW, http_gateway, stdio_session
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -36,6 +35,7 @@ class Client:
 
     def __init__(self, *, sampling=True, elicitation=True, elicit_action="accept", elicit_content=None):
         self.logs = []
+        self.log_params = []
         self.samplings = []
         self.elicitations = []
         self.elicit_action = elicit_action
@@ -48,6 +48,7 @@ class Client:
 
     async def on_log(self, params):
         self.logs.append((params.level, params.data))
+        self.log_params.append(params)
 
     async def on_sampling(self, context, params):
         self.samplings.append(params)
@@ -56,14 +57,6 @@ class Client:
     async def on_elicitation(self, context, params):
         self.elicitations.append(params)
         return t.ElicitResult(action=self.elicit_action, content=self.elicit_content)
-
-
-async def stdio_session(info, client, body):
-    params = StdioServerParameters(command=HW, args=["gateway", "mcp", info["dir"], "--stdio"], env=gateway_env(info))
-    async with stdio_client(params) as (r, w):
-        async with ClientSession(r, w, **client.kwargs) as s:
-            await s.initialize()
-            return await body(s)
 
 
 async def http_session(url, token, client, body):
@@ -100,7 +93,7 @@ def test_progress_of_an_upstream_tool_reaches_its_caller(harness):
     async def body(s):
         return await s.call_tool("count", {"steps": 3}, progress_callback=on_progress)
 
-    result = asyncio.run(stdio_session(harness, Client(), body))
+    result = asyncio.run(stdio_session(harness, body, **Client().kwargs))
     assert text(result) == "counted 3"
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
@@ -152,6 +145,38 @@ def test_two_concurrent_clients_each_get_only_their_own_progress_and_logs(harnes
     assert [data for _, data in alice_solo.logs] == ["solo debug", "solo info", "solo warning"]
 
 
+def test_relayed_progress_and_log_text_is_governed_like_the_tools_output(harness):
+    """gossip's manifest sanitizes its output (pii_redact, strip_instructions):
+    what it sends while it runs goes through the same policy before the client
+    sees it. The value the gateway handed the server (its `env`) is masked; a
+    log message carries at most min(output.max_bytes, 4 KiB) of text, a
+    progress message 1 KiB (core/src/progress.rs)."""
+    client = Client()
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total, message))
+
+    async def body(s):
+        return text(await s.call_tool("gossip", {}, progress_callback=on_progress))
+
+    assert asyncio.run(stdio_session(harness, body, **client.kwargs)) == "gossiped"
+    secret = harness["env"]["HW_RELAY_SECRET"]
+    shown = json.dumps([seen, [p.model_dump() for p in client.log_params]])
+    assert "jane.doe" not in shown and secret not in shown, shown
+    assert "Ignore all previous instructions" not in shown, shown
+
+    assert seen[0] == (1, 2, "mailing [EMAIL]")
+    assert seen[1] == (2, 2, "y" * 1024)  # the core's progress rule: 1 KiB per message
+    [info, warning, error] = client.log_params
+    assert (info.level, info.logger) == ("info", "mailer")
+    assert info.data == "[removed: instruction]", info.data
+    assert warning.data == {"contact": "Write to [EMAIL]", "note": "handed [SECRET]"}
+    assert (error.level, error.data) == ("error", "x" * 4096)
+    # Nothing was withheld: no notification came out of the audit trail as refused.
+    assert [e["decision"] for e in audit(harness) if e["tool"] == "gossip"] == ["allowed"]
+
+
 def test_logging_set_level_filters_relayed_log_messages(harness):
     everything, warnings = Client(), Client()
 
@@ -162,8 +187,8 @@ def test_logging_set_level_filters_relayed_log_messages(harness):
         await s.set_logging_level("warning")
         return text(await s.call_tool("chatter", {"tag": "b"}))
 
-    assert asyncio.run(stdio_session(harness, everything, all_levels)) == "chattered a"
-    assert asyncio.run(stdio_session(harness, warnings, warnings_only)) == "chattered b"
+    assert asyncio.run(stdio_session(harness, all_levels, **everything.kwargs)) == "chattered a"
+    assert asyncio.run(stdio_session(harness, warnings_only, **warnings.kwargs)) == "chattered b"
     assert everything.logs == [("debug", "a debug"), ("info", "a info"), ("warning", "a warning")]
     assert warnings.logs == [("warning", "b warning")]
 
@@ -174,7 +199,7 @@ def test_sampling_is_relayed_to_the_callers_client(harness):
     async def body(s):
         return text(await s.call_tool("ask_model", {"prompt": "what is six times seven?"}))
 
-    assert asyncio.run(stdio_session(harness, client, body)) == "model said: forty-two"
+    assert asyncio.run(stdio_session(harness, body, **client.kwargs)) == "model said: forty-two"
     assert len(client.samplings) == 1
     assert client.samplings[0].messages[0].content.text == "what is six times seven?"
 
@@ -185,7 +210,7 @@ def test_sampling_to_a_client_without_the_capability_is_an_error_upstream(harnes
     async def body(s):
         return text(await s.call_tool("ask_model", {"prompt": "hi"}))
 
-    out = asyncio.run(stdio_session(harness, client, body))
+    out = asyncio.run(stdio_session(harness, body, **client.kwargs))
     assert out.startswith("sampling refused:") and "does not support" in out, out
 
 
@@ -196,7 +221,7 @@ def assert_sampling_refused_and_audited(harness, tool, args):
     async def body(s):
         return text(await s.call_tool(tool, args))
 
-    out = asyncio.run(stdio_session(harness, client, body))
+    out = asyncio.run(stdio_session(harness, body, **client.kwargs))
     assert out.startswith("sampling refused:") and "relay_denied" in out, out
     assert client.samplings == []
     denied = [e for e in audit(harness) if e.get("code") == "relay_denied"]
@@ -222,7 +247,7 @@ def test_the_same_sampling_is_relayed_when_the_harness_turns_the_trifecta_off(ha
     async def body(s):
         return text(await s.call_tool("summarise_patient", {"name": "Ann"}))
 
-    assert asyncio.run(stdio_session(harness, client, body)) == "model said: forty-two"
+    assert asyncio.run(stdio_session(harness, body, **client.kwargs)) == "model said: forty-two"
     assert len(client.samplings) == 1
 
 
@@ -236,7 +261,7 @@ def test_elicitation_is_relayed_to_the_callers_user(harness):
     async def body(s):
         return text(await s.call_tool("ask_user", {"question": "Favourite colour?"}))
 
-    assert asyncio.run(stdio_session(harness, client, body)) == "user said: blue"
+    assert asyncio.run(stdio_session(harness, body, **client.kwargs)) == "user said: blue"
     assert [e.message for e in client.elicitations] == ["Favourite colour?"]
 
 
@@ -252,7 +277,7 @@ def test_caller_confirms_a_caller_approval_in_band(harness):
         big = await s.call_tool("transfer", {"amount": 500})
         return small, big
 
-    small, big = asyncio.run(stdio_session(harness, client, body))
+    small, big = asyncio.run(stdio_session(harness, body, **client.kwargs))
     # No approval needed: nobody is asked.
     assert text(small) == "sent 5"
     assert big.is_error is False and text(big) == "sent 500"
@@ -279,7 +304,7 @@ def test_caller_declines_in_band_and_the_call_is_refused(harness):
     async def body(s):
         return await s.call_tool("transfer", {"amount": 500})
 
-    result = asyncio.run(stdio_session(harness, client, body))
+    result = asyncio.run(stdio_session(harness, body, **client.kwargs))
     assert result.is_error is True
     assert (result.structured_content["code"], result.structured_content["step"]) == ("approval_denied", "approval")
     assert len(client.elicitations) == 1
@@ -291,7 +316,7 @@ def test_a_client_without_elicitation_gets_the_out_of_band_answer(harness):
     async def body(s):
         return await s.call_tool("transfer", {"amount": 500})
 
-    result = asyncio.run(stdio_session(harness, client, body))
+    result = asyncio.run(stdio_session(harness, body, **client.kwargs))
     assert result.is_error is True
     s = result.structured_content
     assert (s["status"], s["code"]) == ("pending", "approval_required")
@@ -308,7 +333,7 @@ def test_a_role_approval_is_never_put_to_the_caller_and_cannot_be_answered_in_ba
     async def first(s):
         return await s.call_tool("wipe", {"db": "prod"})
 
-    pending = asyncio.run(stdio_session(harness, client, first)).structured_content
+    pending = asyncio.run(stdio_session(harness, first, **client.kwargs)).structured_content
     assert (pending["status"], pending["code"]) == ("pending", "approval_required")
     assert client.elicitations == []
     apr = pending["approval_id"]
@@ -321,7 +346,7 @@ def test_a_role_approval_is_never_put_to_the_caller_and_cannot_be_answered_in_ba
             input_responses={"harnessweaver_approval": {"action": "accept", "content": {}}},
         )
 
-    again = asyncio.run(stdio_session(harness, client, forged)).structured_content
+    again = asyncio.run(stdio_session(harness, forged, **client.kwargs)).structured_content
     assert (again["status"], again["code"], again["approval_id"]) == ("pending", "approval_required", apr)
     assert [(a["id"], a["state"]) for a in approvals(harness)] == [(apr, "pending")]
 
@@ -336,7 +361,7 @@ def test_a_role_approval_is_never_put_to_the_caller_and_cannot_be_answered_in_ba
     async def after(s):
         return await s.call_tool("wipe", {"db": "prod"})
 
-    assert text(asyncio.run(stdio_session(harness, client, after))) == "wiped prod"
+    assert text(asyncio.run(stdio_session(harness, after, **client.kwargs))) == "wiped prod"
     assert client.elicitations == []
 
 
@@ -388,19 +413,10 @@ def test_a_retry_carrying_the_callers_answer_resumes_a_caller_approval(harness):
         )
         return pending, retried
 
-    pending, retried = asyncio.run(stdio_session(harness, client, body))
+    pending, retried = asyncio.run(stdio_session(harness, body, **client.kwargs))
     assert pending["status"] == "pending"
     assert retried.is_error is False and text(retried) == "sent 700"
     assert approvals(harness) == []
-
-
-async def modern_session(info, client, body):
-    """A 2026-07-28 session: `server/discover`, no initialize."""
-    params = StdioServerParameters(command=HW, args=["gateway", "mcp", info["dir"], "--stdio"], env=gateway_env(info))
-    async with stdio_client(params) as (r, w):
-        async with ClientSession(r, w, **client.kwargs) as s:
-            await s.discover()
-            return await body(s)
 
 
 def test_at_2026_07_28_a_caller_approval_is_asked_as_an_input_required_result(harness):
@@ -409,7 +425,7 @@ def test_at_2026_07_28_a_caller_approval_is_asked_as_an_input_required_result(ha
     async def body(s):
         return await s.call_tool("transfer", {"amount": 500}, allow_input_required=True)
 
-    asked = asyncio.run(modern_session(harness, client, body))
+    asked = asyncio.run(stdio_session(harness, body, discover=True, **client.kwargs))
     assert isinstance(asked, t.InputRequiredResult)
     request = asked.input_requests["harnessweaver_approval"]
     assert request.method == "elicitation/create"
@@ -425,7 +441,7 @@ def test_at_2026_07_28_the_callers_answer_resumes_the_call(harness):
         answer = {"harnessweaver_approval": {"action": "accept", "content": {}}}
         return await s.call_tool("transfer", {"amount": 500}, input_responses=answer, request_state=asked.request_state)
 
-    done = asyncio.run(modern_session(harness, client, body))
+    done = asyncio.run(stdio_session(harness, body, discover=True, **client.kwargs))
     assert done.is_error is False and text(done) == "sent 500"
     assert approvals(harness) == []
 
@@ -433,5 +449,5 @@ def test_at_2026_07_28_the_callers_answer_resumes_the_call(harness):
     async def role(s):
         return await s.call_tool("wipe", {"db": "x"}, allow_input_required=True)
 
-    pending = asyncio.run(modern_session(harness, client, role))
+    pending = asyncio.run(stdio_session(harness, role, discover=True, **client.kwargs))
     assert isinstance(pending, t.CallToolResult) and pending.structured_content["status"] == "pending"

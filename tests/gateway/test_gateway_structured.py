@@ -12,10 +12,8 @@ import asyncio
 import json
 
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
-from gateway_support import HW, gateway_env, make_harness
+from gateway_support import make_harness, stdio_session
 
 CALLER = json.dumps({"id": "rita", "roles": ["support"], "scopes": ["records:admin"]})
 # A code tool's output is `{"value": <the final expression>, "stdout": "…"}`.
@@ -50,15 +48,7 @@ def harness(tmp_path):
 
 
 def session(info, body):
-    async def go():
-        args = ["gateway", "mcp", info["dir"], "--stdio", "--principal", CALLER, "--tenant", "acme"]
-        params = StdioServerParameters(command=HW, args=args, env=gateway_env(info))
-        async with stdio_client(params) as (r, w):
-            async with ClientSession(r, w) as s:
-                await s.initialize()
-                return await body(s)
-
-    return asyncio.run(go())
+    return asyncio.run(stdio_session(info, body, principal=CALLER, tenant="acme"))
 
 
 def test_a_declared_output_schema_is_listed_and_the_output_sent_as_structured_content(harness):

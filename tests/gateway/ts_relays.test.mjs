@@ -26,8 +26,9 @@ function relayHarness() {
   return JSON.parse(r.stdout);
 }
 
-// A client that records what it is sent and answers with `answers`.
-async function withClient(info, answers, body) {
+// A client that records what it is sent and answers with `answers`, of the
+// CLI gateway, or of `host` (a command serving the harness, e.g. ts_host.mjs).
+async function withClient(info, answers, body, host = [HW, "gateway", "mcp", info.dir, "--stdio"]) {
   const seen = { logs: [], samplings: [], elicitations: [] };
   const capabilities = {};
   if (answers.sampling) capabilities.sampling = {};
@@ -46,7 +47,7 @@ async function withClient(info, answers, body) {
     });
   }
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => seen.logs.push([n.params.level, n.params.data]));
-  const transport = new StdioClientTransport({ command: HW, args: ["gateway", "mcp", info.dir, "--stdio"], env: { ...process.env, ...info.env }, stderr: "ignore" });
+  const transport = new StdioClientTransport({ command: host[0], args: host.slice(1), env: { ...process.env, ...info.env }, stderr: "ignore" });
   await client.connect(transport);
   try {
     return { out: await body(client), seen };
@@ -68,6 +69,35 @@ test("progress and log messages of an upstream tool reach its caller", async () 
   assert.deepEqual(out, ["counted 3", "chattered ts"]);
   assert.deepEqual(progress, [[1, 3, "step 1"], [2, 3, "step 2"], [3, 3, "step 3"]]);
   assert.deepEqual(seen.logs, [["debug", "ts debug"], ["info", "ts info"], ["warning", "ts warning"]]);
+});
+
+test("serveMcp relays as the CLI gateway does: progress, governed log text, sampling, elicitation", async () => {
+  const info = relayHarness();
+  const progress = [];
+  const answers = { sampling: "forty-two", elicitation: { action: "accept", content: { answer: "green" } } };
+  const host = [process.execPath, join(HERE, "ts_host.mjs"), info.dir, "--no-tools"];
+  const { out, seen } = await withClient(info, answers, async (c) => {
+    const onprogress = (p) => progress.push([p.progress, p.total, p.message]);
+    return [
+      text(await c.callTool({ name: "count", arguments: { steps: 2 } }, undefined, { onprogress })),
+      text(await c.callTool({ name: "chatter", arguments: { tag: "node" } })),
+      text(await c.callTool({ name: "gossip", arguments: {} }, undefined, { onprogress })),
+      text(await c.callTool({ name: "ask_model", arguments: { prompt: "six times seven?" } })),
+      text(await c.callTool({ name: "ask_user", arguments: { question: "Favourite colour?" } })),
+    ];
+  }, host);
+  assert.deepEqual(out, ["counted 2", "chattered node", "gossiped", "model said: forty-two", "user said: green"]);
+  // gossip's text went through its output policy, as through the CLI gateway.
+  assert.deepEqual(progress.slice(0, 3), [[1, 2, "step 1"], [2, 2, "step 2"], [1, 2, "mailing [EMAIL]"]]);
+  assert.equal(progress[3][2], "y".repeat(1024));
+  assert.deepEqual(seen.logs.slice(0, 3), [["debug", "node debug"], ["info", "node info"], ["warning", "node warning"]]);
+  assert.deepEqual(seen.logs.slice(3), [
+    ["info", "[removed: instruction]"],
+    ["warning", { contact: "Write to [EMAIL]", note: "handed [SECRET]" }],
+    ["error", "x".repeat(4096)],
+  ]);
+  assert.equal(seen.samplings[0].messages[0].content.text, "six times seven?");
+  assert.equal(seen.elicitations[0].message, "Favourite colour?");
 });
 
 test("sampling and elicitation are relayed to the caller's client", async () => {

@@ -17,6 +17,7 @@ mod explain;
 mod flow;
 // Issue 22: in-band approvals and relays through the MCP gateway.
 mod inband;
+mod notify;
 mod output;
 mod provenance;
 mod reconcile_op;
@@ -42,6 +43,7 @@ pub use crate::harness::{Effect, TaintedMode, TrifectaMode};
 pub use build::{policy_version_of, GovernorOptions};
 pub use effects::ToolEffect;
 pub use explain::Explanation;
+pub use notify::{CleanNotification, NotificationDrop, LOG_LEVELS, NOTIFICATION_MAX_BYTES};
 pub use output::{cut, truncate};
 pub use provenance::DEFAULT_SINKS;
 pub use relay::{relay_decision_value, RelayDenial, RelayKind};

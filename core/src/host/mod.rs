@@ -175,6 +175,11 @@ impl Ticket {
     pub fn route(&self) -> TicketRoute {
         self.route
     }
+    /// The governor's ticket of the call (its id, run and tool): what a
+    /// runtime relays the running call's messages for (issue 22).
+    pub fn call(&self) -> &crate::governor::Ticket {
+        &self.inner
+    }
     /// The secret values a host handler receives, `{HANDLE: value}` (issue
     /// 21): only for a tool whose manifest opts in with `secrets_delivery:
     /// native` (a handle whose source gave nothing is absent); `None` for

@@ -208,7 +208,7 @@ impl Console {
             Err(response) => return response,
         };
         let token = body.get("token").and_then(Value::as_str).unwrap_or_default();
-        let identity = match self.auth.check(Some(&format!("Bearer {token}"))) {
+        let identity = match self.auth.authenticate(Some(&format!("Bearer {token}"))).await {
             Ok(identity) => identity,
             Err(e) => return error(http::StatusCode::UNAUTHORIZED, e.code, &e.message),
         };

@@ -4,7 +4,9 @@
 //! is no caller: the gateway answers 401 and serves nothing.
 
 use std::path::Path;
+use std::sync::{Arc, PoisonError, RwLock};
 
+use harnessweaver_core::{Clock, SystemClock};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
@@ -29,13 +31,36 @@ struct JwtVerifier {
     keys: VerifyingKeys,
     validation: Validation,
     spec: JwtSpec,
+    /// `jwks_url`: the set is fetched again when a token names a `kid` it lacks.
+    refetch: Option<Refetch>,
 }
 
 /// The key a JWT is checked with: one (a secret or a PEM public key), or a
-/// JWK Set whose entry the token's `kid` names.
+/// JWK Set whose entry the token's `kid` names (replaced when a `jwks_url`
+/// is fetched again).
 enum VerifyingKeys {
     One(DecodingKey),
-    Set(Vec<(Option<String>, DecodingKey)>),
+    Set(RwLock<Arc<KeySet>>),
+}
+
+/// A JWK Set's keys with their `kid`s.
+type KeySet = Vec<(Option<String>, DecodingKey)>;
+
+/// The least time between two fetches of a `jwks_url` that tokens with an
+/// unknown `kid` cause (the fetch at start not counted): key rotation is
+/// picked up without a restart, and tokens with made-up `kid`s cannot make
+/// the gateway hammer the authorization server.
+pub const JWKS_REFETCH_INTERVAL_MS: u64 = 30_000;
+
+/// Re-fetching a `jwks_url` (key rotation).
+struct Refetch {
+    url: String,
+    clock: Arc<dyn Clock>,
+    /// When the last re-fetch began (on `clock`); held while one runs, so
+    /// concurrent tokens wait for it instead of fetching again.
+    last_ms: tokio::sync::Mutex<Option<u64>>,
+    /// Fetches made, the one at start included.
+    fetches: std::sync::atomic::AtomicU64,
 }
 
 /// Why a request was refused (the text goes into the 401's body; no secrets).
@@ -78,6 +103,35 @@ impl Authenticator {
         Ok(Authenticator { keys, jwt })
     }
 
+    /// Measures the re-fetch interval of a `jwks_url` on `clock` (tests);
+    /// the system clock otherwise.
+    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        if let Some(r) = self.jwt.as_mut().and_then(|v| v.refetch.as_mut()) {
+            r.clock = clock;
+        }
+    }
+
+    /// How many times the `jwks_url` was fetched (at start, and again for
+    /// tokens naming an unknown `kid`); 0 without one.
+    pub fn jwks_fetches(&self) -> u64 {
+        let refetch = self.jwt.as_ref().and_then(|v| v.refetch.as_ref());
+        refetch.map_or(0, |r| r.fetches.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// [`Authenticator::check`], and when the token is a JWT naming a `kid`
+    /// the `jwks_url`'s set lacks, the set fetched again first (at most once
+    /// per [`JWKS_REFETCH_INTERVAL_MS`]; concurrent requests wait for the
+    /// fetch under way) so a rotated key is accepted without a restart.
+    pub async fn authenticate(&self, authorization: Option<&str>) -> Result<Identity, AuthError> {
+        let checked = self.check(authorization);
+        let (Err(_), Some(v), Some(token)) = (&checked, &self.jwt, authorization.and_then(bearer)) else { return checked };
+        if v.refetch_for(token).await {
+            self.check(authorization)
+        } else {
+            checked
+        }
+    }
+
     /// Binds JWTs to this resource (RFC 8707, the MCP authorization spec):
     /// from now on a JWT's `aud` must name `resource` (or the configured
     /// `jwt.audience`), and a JWT without `aud` is refused.
@@ -101,9 +155,8 @@ impl Authenticator {
         let Some(header) = authorization else {
             return Err(AuthError { code: "missing_token", message: "send `Authorization: Bearer <token>`".into() });
         };
-        let token = match header.split_once(' ') {
-            Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => token.trim(),
-            _ => return Err(AuthError { code: "invalid_token", message: "the Authorization header is not `Bearer <token>`".into() }),
+        let Some(token) = bearer(header) else {
+            return Err(AuthError { code: "invalid_token", message: "the Authorization header is not `Bearer <token>`".into() });
         };
         let digest = sha256_tagged(token.as_bytes());
         if let Some((_, identity)) = self.keys.iter().find(|(d, _)| constant_time_eq(d.as_bytes(), digest.as_bytes())) {
@@ -149,6 +202,14 @@ fn fetch_jwks(url: &str) -> Result<String, String> {
     response.body_mut().with_config().limit(1024 * 1024).read_to_string().map_err(|e| format!("cannot read `{url}`: {e}"))
 }
 
+/// The token of an `Authorization: Bearer <token>` header value.
+fn bearer(header: &str) -> Option<&str> {
+    match header.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => Some(token.trim()),
+        _ => None,
+    }
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
@@ -157,6 +218,7 @@ impl JwtVerifier {
     fn new(spec: &JwtSpec, dir: &Path) -> Result<JwtVerifier, String> {
         let at = "spec.gateway.http.jwt";
         let algorithm: Algorithm = spec.algorithm.parse().map_err(|_| format!("{at}.algorithm: unknown algorithm `{}`", spec.algorithm))?;
+        let mut refetch = None;
         let key = if let Some(name) = &spec.secret_env {
             match std::env::var(name) {
                 Ok(secret) if !secret.is_empty() => VerifyingKeys::One(DecodingKey::from_secret(secret.as_bytes())),
@@ -165,10 +227,17 @@ impl JwtVerifier {
         } else if let Some(file) = &spec.jwks_file {
             let at = format!("{at}.jwks_file");
             let text = std::fs::read_to_string(dir.join(file)).map_err(|e| format!("{at}: cannot read `{file}`: {e}"))?;
-            VerifyingKeys::Set(jwk_set(&text, &format!("{at}: `{file}`"))?)
+            VerifyingKeys::Set(RwLock::new(Arc::new(jwk_set(&text, &format!("{at}: `{file}`"))?)))
         } else if let Some(url) = &spec.jwks_url {
             let at = format!("{at}.jwks_url");
-            VerifyingKeys::Set(jwk_set(&fetch_jwks(url).map_err(|e| format!("{at}: {e}"))?, &format!("{at}: `{url}`"))?)
+            let set = jwk_set(&fetch_jwks(url).map_err(|e| format!("{at}: {e}"))?, &format!("{at}: `{url}`"))?;
+            refetch = Some(Refetch {
+                url: url.clone(),
+                clock: Arc::new(SystemClock),
+                last_ms: tokio::sync::Mutex::new(None),
+                fetches: std::sync::atomic::AtomicU64::new(1),
+            });
+            VerifyingKeys::Set(RwLock::new(Arc::new(set)))
         } else {
             let file = spec.public_key_file.as_deref().unwrap_or_default();
             let pem = std::fs::read(dir.join(file)).map_err(|e| format!("{at}.public_key_file: cannot read `{file}`: {e}"))?;
@@ -202,14 +271,50 @@ impl JwtVerifier {
         validation.set_required_spec_claims(&required);
         // A token not yet valid (`nbf` past now + leeway) is refused.
         validation.validate_nbf = true;
-        Ok(JwtVerifier { keys: key, validation, spec: spec.clone() })
+        Ok(JwtVerifier { keys: key, validation, spec: spec.clone(), refetch })
+    }
+
+    /// Fetches the `jwks_url` again for `token`, whose `kid` the set lacked,
+    /// unless a re-fetch began less than [`JWKS_REFETCH_INTERVAL_MS`] ago;
+    /// true when the set now holds that `kid`. A fetch that fails, or gives
+    /// no usable set, keeps the keys there were.
+    async fn refetch_for(&self, token: &str) -> bool {
+        let (Some(r), VerifyingKeys::Set(set)) = (&self.refetch, &self.keys) else { return false };
+        let Some(kid) = jsonwebtoken::decode_header(token).ok().and_then(|h| h.kid) else { return false };
+        let knows = |kid: &str| set.read().unwrap_or_else(PoisonError::into_inner).iter().any(|(k, _)| k.as_deref() == Some(kid));
+        // A known `kid`: the token failed for another reason.
+        if knows(&kid) {
+            return false;
+        }
+        let mut last = r.last_ms.lock().await;
+        // Another request's fetch, which this one waited for, may have brought it.
+        if knows(&kid) {
+            return true;
+        }
+        let now = r.clock.now_ms();
+        if last.is_some_and(|at| now < at.saturating_add(JWKS_REFETCH_INTERVAL_MS)) {
+            return false;
+        }
+        *last = Some(now);
+        r.fetches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let url = r.url.clone();
+        let fetched = tokio::task::spawn_blocking(move || fetch_jwks(&url).and_then(|text| jwk_set(&text, &format!("`{url}`")))).await;
+        match fetched {
+            Ok(Ok(keys)) => *set.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(keys),
+            Ok(Err(e)) => eprintln!("harnessweaver gateway: spec.gateway.http.jwt.jwks_url: fetching the key set again failed, the keys stay: {e}"),
+            Err(_) => return false,
+        }
+        knows(&kid)
     }
 
     fn verify(&self, token: &str) -> Result<Identity, AuthError> {
         let bad = |message: String| AuthError { code: "invalid_token", message };
+        // The set as it is now (a re-fetch replaces it whole).
+        let set: Arc<KeySet>;
         let key = match &self.keys {
             VerifyingKeys::One(key) => key,
-            VerifyingKeys::Set(set) => {
+            VerifyingKeys::Set(current) => {
+                set = Arc::clone(&current.read().unwrap_or_else(PoisonError::into_inner));
                 let kid = jsonwebtoken::decode_header(token).map_err(|e| bad(format!("the JWT was refused: {e}")))?.kid;
                 // The `kid` named, or the set's only key when the token names none.
                 let found = match &kid {

@@ -7,16 +7,24 @@
 //! with [`HandedCall::begin`] on its thread, runs it as its own `call` does
 //! and answers with [`HandedCall::reply`]. A call dropped unanswered ends
 //! `handler_error`.
+//!
+//! Relays (issue 22): an allowed call's relay is registered by its call id
+//! when it begins ([`crate::transport::relay::register`]) until its reply,
+//! so the transport it runs on the host's pool relays to its caller as the
+//! gateway's own calls do (progress, log messages, sampling, elicitation).
 
 use std::net::SocketAddr;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use harnessweaver_core::host::{host_failure, ArgumentCode, Begun, CallContext, CallResult, Error, Host, Principal};
+use harnessweaver_core::runtime::Runtime;
 use serde_json::Value;
 
+use super::relay::{RelaySink, TicketRelay};
 use super::server::{serve_harness, ServeError};
-use super::{CallExecutor, Gateway, GatewayResult};
+use super::{CallExecutor, Gateway, GatewayResult, HostRuntime};
+use crate::transport::relay::{register, Registered};
 
 /// One `tools/call` handed to the host, and where its result goes.
 #[derive(Debug)]
@@ -25,12 +33,23 @@ pub struct HandedCall {
     args: Value,
     ctx: CallContext,
     reply: Sender<CallResult>,
+    /// Where the running call's relays go, and the runtime that decides them.
+    relay: Option<(RelaySink, Arc<Runtime>)>,
+    /// The relay registered for the call once it began, until the reply.
+    registered: Mutex<Option<Registered>>,
 }
 
 impl HandedCall {
-    /// Steps 1–7 of the call on `host` (the harness the gateway serves), as the host's `call` begins one.
+    /// Steps 1–7 of the call on `host` (the harness the gateway serves), as
+    /// the host's `call` begins one; an allowed call's relay is registered.
     pub fn begin(&self, host: &Host) -> Result<Begun, Error> {
-        host.begin(&self.tool, self.args.clone(), &self.ctx)
+        let begun = host.begin(&self.tool, self.args.clone(), &self.ctx)?;
+        if let (Begun::Allowed(ticket), Some((sink, runtime))) = (&begun, &self.relay) {
+            let runtime: Arc<dyn HostRuntime> = Arc::clone(runtime) as _;
+            let relay = Arc::new(TicketRelay::new(runtime, ticket.call().clone(), sink.clone()));
+            *self.registered.lock().unwrap_or_else(PoisonError::into_inner) = Some(register(&ticket.call().call_id, relay));
+        }
+        Ok(begun)
     }
 
     /// Hands back the call's result; none (the host failed to run it) ends it `handler_error`.
@@ -72,9 +91,11 @@ pub fn serve_handed_over(host: &Host, http: Option<&str>, who: Option<Principal>
         .ok_or_else(|| invalid(ArgumentCode::NotLoadedForCalls, "this harness was opened with inspect() and cannot take calls; use load()".into()))?;
     let (tx, rx) = channel::<HandedCall>();
     let tx = Mutex::new(tx);
-    let executor: CallExecutor = Arc::new(move |ctx, tool, args| {
+    let relaying = Arc::clone(&runtime);
+    let executor: CallExecutor = Arc::new(move |ctx, tool, args, sink| {
         let (reply, answer) = channel();
-        let call = HandedCall { tool: tool.to_string(), args, ctx: ctx.clone(), reply };
+        let relay = sink.map(|sink| (sink, Arc::clone(&relaying)));
+        let call = HandedCall { tool: tool.to_string(), args, ctx: ctx.clone(), reply, relay, registered: Mutex::default() };
         let sent = tx.lock().unwrap_or_else(PoisonError::into_inner).send(call);
         // No answer (the call was dropped unanswered): the host failed to run it.
         let result = sent.ok().and_then(|()| answer.recv().ok());

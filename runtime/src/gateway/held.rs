@@ -341,8 +341,9 @@ pub async fn start(
 ) -> Result<Pumped, JoinError> {
     let (sink, events) = mpsc::unbounded_channel();
     let (call_digest, caller_digest) = (call_digest(&call), caller_digest(&call.who));
-    let relays = super::relay::Relays { sink, progress: client.side.progress_token.is_some() };
     let g = Arc::clone(&gateway);
+    // The call's progress reaches the caller when it gave a progress token (as in `relay::pump`).
+    let relays = super::relay::Relays { sink, progress: client.side.progress_token.is_some() };
     let join = tokio::task::spawn_blocking(move || super::calls::execute(&g, &call, run, approval, Some(relays)));
     let held = HeldCall { join, events, asked: Vec::new(), call_digest, caller_digest, expires_ms: 0, keys_used: 0 };
     drive(&gateway, held, client).await

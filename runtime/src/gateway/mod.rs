@@ -66,9 +66,10 @@ pub type NativeInvoker = Arc<dyn Fn(Ticket) -> CallResult + Send + Sync>;
 
 /// A host that runs whole calls itself, on its own thread (begin, its
 /// handler, finish: Node, whose callbacks live on the JavaScript thread):
-/// given the call's context, tool and arguments, returns the result as
-/// [`GatewayResult`] without `waiting_on`. Called from a worker thread.
-pub type CallExecutor = Arc<dyn Fn(&CallContext, &str, Value) -> GatewayResult + Send + Sync>;
+/// given the call's context, tool and arguments, and where the running call's
+/// relays go (issue 22), returns the result as [`GatewayResult`] without
+/// `waiting_on`. Called from a worker thread.
+pub type CallExecutor = Arc<dyn Fn(&CallContext, &str, Value, Option<relay::RelaySink>) -> GatewayResult + Send + Sync>;
 
 /// Where the gateway's [`Runtime`] lives: the CLI owns one; a binding lends
 /// the one inside its host object.
@@ -281,7 +282,7 @@ impl Gateway {
         let ctx =
             CallContext { principal: who.principal.clone(), tenant: who.tenant.clone(), run_id, approval_id, progress, ..CallContext::default() };
         if let Some(executor) = &self.executor {
-            return GatewayResult { waiting_on, ..executor(&ctx, tool, args) };
+            return GatewayResult { waiting_on, ..executor(&ctx, tool, args, relay.map(|r| r.sink)) };
         }
         let runtime = self.runtime();
         let result = match runtime.begin(tool, args, &ctx) {

@@ -8,9 +8,11 @@
 //! sends it on that request's own peer and stream:
 //!
 //! - progress, as `notifications/progress` with the caller's own progress
-//!   token (none sent when the caller gave none);
+//!   token (none sent when the caller gave none), decided by the core's
+//!   progress rule (`core/src/progress.rs`);
 //! - log messages, as `notifications/message`, at or above the level the
-//!   session set with `logging/setLevel`;
+//!   session set with `logging/setLevel`, cleaned as the tool's output
+//!   (`Governor::relay_log`);
 //! - sampling and elicitation requests, first decided by the core
 //!   ([`Governor::relay`](harnessweaver_core::governor::Governor::relay):
 //!   egress under the flow rules, a refusal audited), then sent to the
@@ -102,14 +104,23 @@ impl TicketRelay {
     }
 }
 
+// What a tool relays is its output: decided and cleaned by the core before it
+// is queued (progress by the call's progress rule, a log message by step 9
+// for a notification); one that cannot be cleaned is withheld.
 impl CallRelay for TicketRelay {
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        // Decided by the core like any report of the call (sanitized, ordered, bounded).
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>, echoed: &[String]) {
+        // Decided by the core like any report of the call (core/src/progress.rs:
+        // masked, sanitized, ordered, bounded); what the connection handed the
+        // upstream is masked first, as step 9 masks it in the result.
+        let mask = harnessweaver_core::sanitize::SecretMask::new(echoed);
+        let message = message.map(|m| if mask.is_empty() { m } else { mask.mask(&m).0.into_owned() });
         let _ = self.ticket.progress().report(progress, total, message.as_deref());
     }
 
-    fn log(&self, params: Value) {
-        let _ = self.sink.send(RelayEvent::Log(params));
+    fn log(&self, params: Value, echoed: &[String]) {
+        if let Ok(clean) = self.runtime.runtime().governor().relay_log(&self.ticket, &params, echoed) {
+            let _ = self.sink.send(RelayEvent::Log(clean.params));
+        }
     }
 
     fn request(&self, kind: RelayKind, params: Value) -> oneshot::Receiver<Result<Value, String>> {

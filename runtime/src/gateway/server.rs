@@ -318,7 +318,7 @@ pub async fn serve_http(gateway: Arc<Gateway>, auth: Arc<Authenticator>, listene
                         return Ok::<_, Infallible>(not_found());
                     }
                     let header = req.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-                    let identity = match auth.check(header) {
+                    let identity = match auth.authenticate(header).await {
                         Ok(identity) => identity,
                         Err(e) => return Ok(unauthorized(e.code, &e.message, front.oauth.as_deref())),
                     };

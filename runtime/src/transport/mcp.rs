@@ -301,7 +301,7 @@ impl McpHub {
         let params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);
         let timeout = Duration::from_millis(ticket.timeout_ms);
         // Read here, on the caller's thread: `block` may poll on another.
-        let relay_of_call = relay::current();
+        let relay_of_call = relay::for_call(&ticket.call_id);
         let called = self.block(async { tokio::time::timeout(timeout, call_relayed(&client, params, relay_of_call)).await });
         match called {
             Err(_) => InvokeOutcome::TimedOut,
@@ -425,17 +425,17 @@ async fn call_relayed(
     use rmcp::model::{CallToolRequest, CancelledNotificationParam, ClientRequest, ServerResult};
     use rmcp::service::PeerRequestOptions;
     let calls = client.service().calls.clone();
-    relay::starting(&calls);
+    let number = relay::starting(&calls, relay_of_call);
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle = match client.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
         Ok(handle) => handle,
         Err(e) => {
-            relay::not_started(&calls);
+            relay::not_started(&calls, number);
             return Err(e);
         }
     };
     let key = relay::progress_key(&handle.progress_token);
-    relay::started(&calls, key.clone(), relay_of_call);
+    relay::started(&calls, number, key.clone());
     /// Ends the call's entry, and cancels it upstream when dropped unanswered (a timeout).
     struct Guard<'a> {
         client: &'a Client,
@@ -456,6 +456,11 @@ async fn call_relayed(
     }
     let mut guard = Guard { client, calls, key, id: Some(handle.id.clone()) };
     let answer = handle.await_response().await;
+    // What the server sent before its answer is handled in tasks of their own
+    // (rmcp spawns one per notification), which may not have run yet: a task
+    // spawned now is scheduled after them, so waiting for it lets them reach
+    // this call's relay while its caller still listens (issue 22).
+    let _ = tokio::spawn(async {}).await;
     guard.id = None;
     match answer? {
         ServerResult::CallToolResult(result) => Ok(result),
@@ -489,7 +494,8 @@ async fn connect(name: &str, config: &McpServer) -> Result<(Client, Vec<String>)
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .map_err(|e| format!("MCP server `{name}` could not start `{command}` ({})", e.kind()))?;
-            let client = Upstream::new().serve(transport).await.map_err(|_| format!("MCP server `{name}` did not complete the MCP handshake"))?;
+            let client =
+                Upstream::new(&secrets).serve(transport).await.map_err(|_| format!("MCP server `{name}` did not complete the MCP handshake"))?;
             Ok((client, secrets))
         }
         McpServer::Url { url, headers_env } => {
@@ -521,8 +527,10 @@ async fn connect(name: &str, config: &McpServer) -> Result<(Client, Vec<String>)
             }
             let client = reqwest::Client::builder().build().map_err(|_| format!("MCP server `{name}`: the HTTP client could not be built (TLS)"))?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
-            let client =
-                Upstream::new().serve(transport).await.map_err(|_| format!("MCP server `{name}` at `{url}` did not complete the MCP handshake"))?;
+            let client = Upstream::new(&secrets)
+                .serve(transport)
+                .await
+                .map_err(|_| format!("MCP server `{name}` at `{url}` did not complete the MCP handshake"))?;
             Ok((client, secrets))
         }
     }

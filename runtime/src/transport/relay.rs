@@ -3,8 +3,9 @@
 //! asks of the caller's client (sampling, elicitation), handed to whoever
 //! serves the caller (the MCP gateway). The gateway sets the relay around
 //! [`Governor::invoke`](harnessweaver_core::governor::Governor::invoke) with
-//! [`with_relay`]; the `mcp` transport picks it up with [`current`] on the
-//! same thread and routes the upstream's messages of that call to it only.
+//! [`with_relay`] (or, when a host runs the call itself, [`register`]s it by
+//! call id); the `mcp` transport picks it up with [`for_call`] and routes the
+//! upstream's messages of that call to it only.
 //!
 //! Which call an upstream message belongs to: a progress notification by its
 //! progress token (one per `tools/call`, exact); a sampling, elicitation or
@@ -24,11 +25,17 @@ use serde_json::Value;
 
 /// What the caller's side does with a call's relays. Called from the MCP
 /// transport's runtime: every method returns at once.
+///
+/// What a notification carries is the tool's output, and the relay has the
+/// core decide it as such (progress: `core/src/progress.rs`; a log message:
+/// `Governor::relay_log`); `echoed` are the values the
+/// connection handed the upstream (its `env` and `headers_env` values), whose
+/// echoes are masked.
 pub trait CallRelay: Send + Sync {
     /// A progress notification (`progress`, `total`, `message`) of the call.
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>, echoed: &[String]);
     /// A log message of the call (the `notifications/message` params: `level`, `logger`, `data`).
-    fn log(&self, params: Value);
+    fn log(&self, params: Value, echoed: &[String]);
     /// A sampling, elicitation or roots request of the call (its params): the
     /// client's result, or an error message for the upstream.
     fn request(&self, kind: RelayKind, params: Value) -> tokio::sync::oneshot::Receiver<Result<Value, String>>;
@@ -57,6 +64,33 @@ pub fn current() -> Option<Arc<dyn CallRelay>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// Relays by call id, for calls whose transport runs on a thread the relay's
+/// owner never sees: a host that runs each call itself (Node's `serveMcp`
+/// hands the call to the JavaScript thread, which runs its transport on
+/// libuv's pool) registers the call's relay when the call begins.
+static BY_CALL: std::sync::LazyLock<Mutex<HashMap<String, Arc<dyn CallRelay>>>> = std::sync::LazyLock::new(Mutex::default);
+
+/// A call's relay registered by id ([`register`]); dropping it ends the registration.
+#[derive(Debug)]
+pub struct Registered(String);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        BY_CALL.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.0);
+    }
+}
+
+/// Registers `relay` as the relay of call `call_id`, wherever its transport runs, until the guard drops.
+pub fn register(call_id: &str, relay: Arc<dyn CallRelay>) -> Registered {
+    BY_CALL.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(call_id.to_string(), relay);
+    Registered(call_id.to_string())
+}
+
+/// The relay of call `call_id`: the one this thread runs with ([`with_relay`]), or the one registered for it.
+pub fn for_call(call_id: &str) -> Option<Arc<dyn CallRelay>> {
+    current().or_else(|| BY_CALL.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(call_id).cloned())
+}
+
 /// The `_meta` key an upstream request may name itself with (the key of
 /// its `inputRequests` entry when the gateway asks a 2026-07-28 client).
 pub const INPUT_KEY_META: &str = "harnessweaver/input_key";
@@ -83,13 +117,20 @@ struct Entry {
 pub struct InFlight {
     /// Progress token → the call.
     calls: HashMap<String, Entry>,
-    /// Calls sent whose token is not known yet.
-    starting: usize,
+    /// Calls being sent, whose token is not known yet (by a number of their
+    /// own), with their relays: a message without a call id sent before the
+    /// sender learns the token still reaches the only call.
+    starting: Vec<(u64, Option<Arc<dyn CallRelay>>)>,
+    /// The number of the next call sent.
+    next: u64,
     /// Progress that came for a token not yet known while calls were being
     /// sent: the server may answer before the sender learns its token. Handed
     /// to the call when it is; bounded by [`EARLY_MAX`] and forgotten when no
     /// call is starting.
     early: Vec<(String, Progress)>,
+    /// The values the connection handed the server (its `env` or
+    /// `headers_env` values): masked in what it relays.
+    echoed: Arc<[String]>,
 }
 
 /// A progress notification's `progress`, `total` and `message`.
@@ -113,35 +154,42 @@ fn lock(table: &InFlightTable) -> std::sync::MutexGuard<'_, InFlight> {
     table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A call about to be sent: counted, so no message is attributed to
-/// another call while its token is unknown.
-pub fn starting(table: &InFlightTable) {
+/// A call about to be sent, relaying to `relay`: known before its token is,
+/// so no message is attributed to another call meanwhile, and a log message
+/// the server sends before the request's send has returned still reaches it.
+/// Returns the number [`started`] and [`not_started`] take.
+pub fn starting(table: &InFlightTable, relay: Option<Arc<dyn CallRelay>>) -> u64 {
     let mut t = lock(table);
     t.calls.retain(|_, e| e.ended.is_none());
-    t.starting += 1;
+    let number = t.next;
+    t.next = t.next.wrapping_add(1);
+    t.starting.push((number, relay));
+    number
 }
 
-/// The call sent has `token`.
-pub fn started(table: &InFlightTable, token: String, relay: Option<Arc<dyn CallRelay>>) {
+/// The call sent as `number` has `token`.
+pub fn started(table: &InFlightTable, number: u64, token: String) {
     let mut t = lock(table);
-    t.starting = t.starting.saturating_sub(1);
+    let at = t.starting.iter().position(|(n, _)| *n == number);
+    let relay = at.and_then(|i| t.starting.remove(i).1);
     t.calls.retain(|_, e| e.ended.is_none());
     let (early, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut t.early).into_iter().partition(|(k, _)| *k == token);
-    t.early = if t.starting == 0 { Vec::new() } else { rest };
+    t.early = if t.starting.is_empty() { Vec::new() } else { rest };
     t.calls.insert(token, Entry { relay: relay.clone(), ended: None });
+    let echoed = Arc::clone(&t.echoed);
     drop(t);
     if let Some(relay) = relay {
         for (_, (progress, total, message)) in early {
-            relay.progress(progress, total, message);
+            relay.progress(progress, total, message, &echoed);
         }
     }
 }
 
-/// A call that could not be sent.
-pub fn not_started(table: &InFlightTable) {
+/// The call `number` could not be sent.
+pub fn not_started(table: &InFlightTable, number: u64) {
     let mut t = lock(table);
-    t.starting = t.starting.saturating_sub(1);
-    if t.starting == 0 {
+    t.starting.retain(|(n, _)| *n != number);
+    if t.starting.is_empty() {
         t.early.clear();
     }
 }
@@ -151,12 +199,12 @@ pub fn not_started(table: &InFlightTable) {
 fn progress(table: &InFlightTable, token: String, progress: Progress) {
     let mut t = lock(table);
     if let Some(entry) = t.calls.get(&token) {
-        let relay = entry.relay.clone();
+        let (relay, echoed) = (entry.relay.clone(), Arc::clone(&t.echoed));
         drop(t);
         if let Some(relay) = relay {
-            relay.progress(progress.0, progress.1, progress.2);
+            relay.progress(progress.0, progress.1, progress.2, &echoed);
         }
-    } else if t.starting > 0 && t.early.len() < EARLY_MAX {
+    } else if !t.starting.is_empty() && t.early.len() < EARLY_MAX {
         t.early.push((token, progress));
     }
 }
@@ -189,10 +237,11 @@ pub enum Attribution {
 pub fn sole(table: &InFlightTable) -> Attribution {
     let mut t = lock(table);
     t.prune();
-    if t.calls.len() + t.starting > 1 {
+    if t.calls.len() + t.starting.len() > 1 {
         return Attribution::Several;
     }
-    match t.calls.values().next().and_then(|e| e.relay.clone()) {
+    let relay = t.calls.values().next().map(|e| &e.relay).or_else(|| t.starting.first().map(|(_, r)| r));
+    match relay.cloned().flatten() {
         Some(relay) => Attribution::Call(relay),
         None => Attribution::Nobody,
     }
@@ -208,9 +257,10 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// A client for a new connection with its own table.
-    pub fn new() -> Self {
-        Self { calls: Arc::new(Mutex::new(InFlight::default())) }
+    /// A client for a new connection with its own table, which handed the
+    /// server `echoed` (masked in what it relays).
+    pub fn new(echoed: &[String]) -> Self {
+        Self { calls: Arc::new(Mutex::new(InFlight { echoed: echoed.into(), ..InFlight::default() })) }
     }
 
     /// The call a request of the upstream belongs to: the call in flight
@@ -267,7 +317,7 @@ impl Upstream {
 
 impl Default for Upstream {
     fn default() -> Self {
-        Self::new()
+        Self::new(&[])
     }
 }
 
@@ -320,7 +370,8 @@ impl rmcp::ClientHandler for Upstream {
     ) {
         if let Attribution::Call(relay) = sole(&self.calls) {
             if let Ok(value) = serde_json::to_value(params) {
-                relay.log(value);
+                let echoed = Arc::clone(&lock(&self.calls).echoed);
+                relay.log(value, &echoed);
             }
         }
     }
@@ -344,10 +395,10 @@ mod tests {
     struct Recorder(Mutex<Vec<f64>>);
 
     impl CallRelay for Recorder {
-        fn progress(&self, progress: f64, _total: Option<f64>, _message: Option<String>) {
+        fn progress(&self, progress: f64, _total: Option<f64>, _message: Option<String>, _echoed: &[String]) {
             self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(progress);
         }
-        fn log(&self, _params: Value) {}
+        fn log(&self, _params: Value, _echoed: &[String]) {}
         fn request(&self, _kind: RelayKind, _params: Value) -> tokio::sync::oneshot::Receiver<Result<Value, String>> {
             tokio::sync::oneshot::channel().1
         }
@@ -361,15 +412,29 @@ mod tests {
     fn progress_that_comes_before_the_sender_knows_its_token_reaches_the_call() {
         let table: InFlightTable = Arc::default();
         let (a, b) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
-        starting(&table);
-        starting(&table);
+        let first = starting(&table, Some(a.clone()));
+        let second = starting(&table, Some(b.clone()));
         progress(&table, "1".into(), (1.0, Some(2.0), None));
         progress(&table, "2".into(), (7.0, None, None));
-        started(&table, "1".into(), Some(a.clone()));
+        started(&table, first, "1".into());
         progress(&table, "1".into(), (2.0, Some(2.0), None));
         assert_eq!(seen(&a), vec![1.0, 2.0]);
-        started(&table, "2".into(), Some(b.clone()));
+        started(&table, second, "2".into());
         assert_eq!(seen(&b), vec![7.0]);
+    }
+
+    #[test]
+    fn a_message_without_a_call_id_sent_while_the_only_call_is_being_sent_reaches_it() {
+        let table: InFlightTable = Arc::default();
+        let a = Arc::new(Recorder::default());
+        let number = starting(&table, Some(a.clone()));
+        assert!(matches!(sole(&table), Attribution::Call(r) if Arc::ptr_eq(&r, &(a.clone() as Arc<dyn CallRelay>))));
+        // A second call being sent: nobody can be named.
+        let other = starting(&table, None);
+        assert!(matches!(sole(&table), Attribution::Several));
+        not_started(&table, other);
+        started(&table, number, "1".into());
+        assert!(matches!(sole(&table), Attribution::Call(_)));
     }
 
     #[test]
@@ -377,8 +442,8 @@ mod tests {
         let table: InFlightTable = Arc::default();
         let a = Arc::new(Recorder::default());
         progress(&table, "1".into(), (1.0, None, None));
-        starting(&table);
-        started(&table, "1".into(), Some(a.clone()));
+        let number = starting(&table, Some(a.clone()));
+        started(&table, number, "1".into());
         assert!(seen(&a).is_empty());
     }
 }

@@ -6,7 +6,8 @@ with `harnessweaver tools pin`.
 
     python tests/gateway/relay/make_relay_harness.py DEST
 
-Prints one JSON object: {"dir", "env", "alice_token", "bob_token"}. Used by
+Prints one JSON object: {"dir", "env", "alice_token", "bob_token"}; `env` holds
+the tokens and HW_RELAY_SECRET, the value the gateway hands the server. Used by
 the Python and Node relay tests alike.
 """
 
@@ -40,11 +41,13 @@ GOVERNANCE = {
     "ask_user": "  client_capabilities: [elicitation]\n",
     # Only a reviewer with role ops may approve it (out of band).
     "wipe": '  approval: { when: "true", approver_role: ops }\n',
+    # Its progress and log messages are output: sanitized like its result.
+    "gossip": "  output: { sanitize: [pii_redact, strip_instructions] }\n",
 }
 
 
-async def served():
-    params = StdioServerParameters(command=sys.executable, args=[SERVER])
+async def served(env):
+    params = StdioServerParameters(command=sys.executable, args=[SERVER], env={**os.environ, **env})
     async with stdio_client(params) as (r, w):
         async with ClientSession(r, w) as s:
             await s.initialize()
@@ -59,7 +62,9 @@ def main():
         text = f.read()
     with open(path, "w") as f:
         f.write(text.replace("{{PYTHON}}", sys.executable).replace("{{SERVER}}", SERVER))
-    for tool in asyncio.run(served()):
+    # The value the gateway hands the server (`env`): masked where the server echoes it.
+    env = {"HW_RELAY_SECRET": "relay-" + secrets.token_hex(16)}
+    for tool in asyncio.run(served({"RELAY_SECRET": env["HW_RELAY_SECRET"]})):
         manifest = (
             "apiVersion: harnessweaver/v1\n"
             "kind: Tool\n"
@@ -72,9 +77,9 @@ def main():
         )
         with open(os.path.join(dest, "tools", f"{tool.name}.yaml"), "w") as f:
             f.write(manifest)
-    subprocess.run([HW, "tools", "pin", dest], check=True, capture_output=True, text=True)
+    subprocess.run([HW, "tools", "pin", dest], check=True, capture_output=True, text=True, env={**os.environ, **env})
     alice, bob = "alice-" + secrets.token_hex(16), "bob-" + secrets.token_hex(16)
-    env = {"HW_RELAY_TOKEN_ALICE": alice, "HW_RELAY_TOKEN_BOB": bob}
+    env.update({"HW_RELAY_TOKEN_ALICE": alice, "HW_RELAY_TOKEN_BOB": bob})
     print(json.dumps({"dir": dest, "env": env, "alice_token": alice, "bob_token": bob}))
 
 
