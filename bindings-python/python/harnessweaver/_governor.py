@@ -6,8 +6,10 @@ calling thread under the core's deadline: on an overrun a watchdog raises
 :class:`HandlerOverrun` in the handler at its next bytecode (a handler stuck in
 C code sees it when that returns), and the call ends ``timeout`` either way.
 An async handler runs in its own event loop on a daemon thread, abandoned at
-the deadline. ``acall`` awaits async handlers under the deadline and runs sync
-ones on a daemon thread (:func:`inline` ones on the event loop's thread).
+the deadline. ``acall`` runs an async handler up to its first wait, then awaits
+the rest under the deadline (one that never waits arms no timer; either way
+the core judges its deadline when it returns), and runs sync ones on a daemon
+thread (:func:`inline` ones on the event loop's thread).
 """
 
 from __future__ import annotations
