@@ -12,12 +12,12 @@ mod watchdog;
 
 use harnessweaver_core::host::canonical::{self, MAX_DEPTH};
 use harnessweaver_core::host::{self as core, Error, ErrorClass, HostValues, Kind, LoadErrors, Problem as CoreProblem};
-use pyo3::{create_exception, PyTypeInfo};
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::iter::BoundDictIterator;
 use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyIterator, PyList, PyString, PyTuple, PyType};
+use pyo3::{create_exception, PyTypeInfo};
 use serde_json::Value;
 
 create_exception!(harnessweaver, HandlerOverrun, PyBaseException, "Raised inside a sync handler that overran its timeout; the call ends `timeout`.");
@@ -34,7 +34,15 @@ impl Problem {
     }
     fn __repr__(&self) -> String {
         let p = &self.0;
-        format!("Problem(code={:?}, message={:?}, file={:?}, line={:?}, column={:?}, path={:?})", p.code.as_str(), p.message, p.file, p.line, p.column, p.path)
+        format!(
+            "Problem(code={:?}, message={:?}, file={:?}, line={:?}, column={:?}, path={:?})",
+            p.code.as_str(),
+            p.message,
+            p.file,
+            p.line,
+            p.column,
+            p.path
+        )
     }
     /// `file:line:column: path: message [code]`, as the core writes it.
     fn __str__(&self) -> String {
@@ -43,7 +51,11 @@ impl Problem {
 }
 
 /// A function of one object made a read-only property (or, with `method`, a method) of a class being built.
-fn member<'py>(py: Python<'py>, method: bool, f: impl Fn(&Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> + Send + Sync + 'static) -> PyResult<Bound<'py, PyAny>> {
+fn member<'py>(
+    py: Python<'py>,
+    method: bool,
+    f: impl Fn(&Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> + Send + Sync + 'static,
+) -> PyResult<Bound<'py, PyAny>> {
     let f = PyCFunction::new_closure(py, None, None, move |args, _| f(args))?;
     let wrap = if method { py.import("functools")?.getattr("partialmethod")? } else { py.import("builtins")?.getattr("property")? };
     wrap.call1((f,))

@@ -73,7 +73,12 @@ pub fn walk<H: HostValues>(host: &H, value: &H::Value, depth: usize) -> Result<V
                 let key = match host.kind(&key) {
                     Kind::Str(Some(key)) => key.into_owned(),
                     Kind::Str(None) => return Err(surrogate("key")),
-                    _ => return Err(Error::value("non_string_key", format!("object keys must be strings, found a key of type `{}`", host.type_name(&key)))),
+                    _ => {
+                        return Err(Error::value(
+                            "non_string_key",
+                            format!("object keys must be strings, found a key of type `{}`", host.type_name(&key)),
+                        ))
+                    }
                 };
                 let item = walk(host, &item, depth).map_err(|e| e.at_key(&key))?;
                 map.insert(key, item);
