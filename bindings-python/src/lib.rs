@@ -147,14 +147,14 @@ impl<'py> HostValues for Values<'py> {
     fn kind<'a>(&self, o: &'a Bound<'py, PyAny>) -> Kind<'a, Items<'py>, BoundDictIterator<'py>> {
         if o.is_none() {
             Kind::Null
+        } else if let Ok(s) = o.cast::<PyString>() {
+            Kind::Str(s.to_cow().ok())
         } else if let Ok(b) = o.cast::<PyBool>() {
             Kind::Bool(b.is_true()) // before int: `True` is an `int` in Python
         } else if o.is_instance_of::<PyInt>() {
             Kind::Int(o.extract::<i128>().map_err(|_| o.str().map(|s| s.to_string()).unwrap_or_default()))
         } else if let Ok(f) = o.cast::<PyFloat>() {
             Kind::Float(f.value())
-        } else if let Ok(s) = o.cast::<PyString>() {
-            Kind::Str(s.to_cow().ok())
         } else if let Ok(d) = o.cast::<PyDict>() {
             Kind::Map(d.iter())
         } else if let (true, Ok(items)) = (o.is_instance_of::<PyList>() || o.is_instance_of::<PyTuple>(), o.try_iter()) {
