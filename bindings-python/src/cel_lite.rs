@@ -4,29 +4,11 @@
 //! evaluation runs without the GIL.
 
 use harnessweaver_core::host::cel::{self, CelOutcome, Host, Part, VAR_NAMES};
-use harnessweaver_core::host::Error;
+use harnessweaver_core::host::{Error, ErrorClass};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyString};
 
-use crate::{exception, to_py, to_py_err, to_value, type_name, HarnessweaverError};
-
-mod exc {
-    use super::HarnessweaverError;
-    pyo3::create_exception!(
-        harnessweaver.cel_lite,
-        CompileError,
-        HarnessweaverError,
-        "A cel-lite expression did not compile: `.code`, `.message`, `.line`, `.column`; `str()` shows the line with a caret."
-    );
-    pyo3::create_exception!(
-        harnessweaver.cel_lite,
-        Unevaluable,
-        HarnessweaverError,
-        "A cel-lite expression could not be evaluated; `.reason` says which part failed."
-    );
-}
-
-use exc::{CompileError, Unevaluable};
+use crate::{exception, to_py, to_py_err, to_value, type_name};
 
 /// `exc` with more attributes (setting them on a fresh exception cannot fail in practice).
 fn with<'py, V: IntoPyObject<'py> + Copy>(exc: PyErr, py: Python<'py>, attrs: &[(&str, V)]) -> PyErr {
@@ -97,7 +79,7 @@ impl Program {
             (CelOutcome::Value(v), _) => to_py(py, &v),
             (CelOutcome::Unevaluable { .. }, Some(d)) => Ok(d),
             (CelOutcome::Unevaluable { reason }, None) => {
-                Err(with(exception(py, Unevaluable::new_err(reason.clone()), "unevaluable", &[]), py, &[("reason", reason.as_str())]))
+                Err(with(exception(py, ErrorClass::CelUnevaluable, reason.clone(), "unevaluable", &[]), py, &[("reason", reason.as_str())]))
             }
         }
     }
@@ -130,7 +112,7 @@ impl Program {
 #[pyfunction]
 fn cel_compile(py: Python<'_>, text: &str) -> PyResult<Program> {
     let inner = cel::compile(text).map_err(|e| {
-        let err = exception(py, CompileError::new_err(e.render()), e.code(), &[cel::to_problem(&e)]);
+        let err = exception(py, ErrorClass::CelCompile, e.render(), e.code(), &[cel::to_problem(&e)]);
         with(with(err, py, &[("message", e.message())]), py, &[("line", e.line()), ("column", e.column())])
     })?;
     let keys = inner.reads().iter().map(|r| PyString::intern(py, &r.name).unbind()).collect();
@@ -141,8 +123,6 @@ fn cel_compile(py: Python<'_>, text: &str) -> PyResult<Program> {
 /// Adds the cel-lite names to the native module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("CelCompileError", py.get_type::<CompileError>())?;
-    m.add("CelUnevaluable", py.get_type::<Unevaluable>())?;
     m.add("CEL_NAMES", VAR_NAMES.to_vec())?;
     m.add("CEL_MAX_LENGTH", cel::MAX_LENGTH)?;
     m.add("CEL_MAX_DEPTH", cel::MAX_DEPTH)?;

@@ -9,17 +9,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use harnessweaver_core::host::{
-    self as core, ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, EventField, HandlerDecl,
-    HandlerMode, HandlerRef, HandlerResolver, HostOptions, Outcome, RefusalClass, Resolved, TestOptions, Ticket as CoreTicket, TicketCell,
-    TicketRoute,
+    self as core, ApprovalAnswer, ApprovalCallback, ApprovalDecided, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, ErrorClass,
+    HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Outcome, Resolved, TestOptions, Ticket as CoreTicket,
+    TicketCell, TicketRoute,
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyString};
+use pyo3::types::{PyDict, PyString};
 use serde_json::Value;
 
-use crate::{convert, load_err, manifest_source, properties, refusal_class, to_py, to_py_err, to_value, watchdog, HandlerOverrun};
+use crate::{class, convert, load_err, properties, to_py, to_py_err, to_value, watchdog, HandlerOverrun};
 
 /// Who makes a call: an id, roles, scopes and attributes.
 #[pyclass(frozen, eq, module = "harnessweaver", name = "Principal")]
@@ -82,8 +81,8 @@ pub struct Ticket {
 #[pymethods]
 impl Ticket {
     /// The handler's keyword arguments: the validated args, and `idempotency_key` if it takes one.
-    fn kwargs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.cell.peek(|t| kwargs(py, t)).unwrap_or_else(|| Ok(PyDict::new(py)))
+    fn kwargs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.cell.peek(|t| kwargs(py, t).map(Bound::into_any)).unwrap_or_else(|| Ok(PyDict::new(py).into_any()))
     }
     /// Seconds left before the deadline.
     #[getter]
@@ -103,14 +102,10 @@ impl Ticket {
     }
 }
 
+/// A handler's keyword arguments: the core's `kwargs`, plus the `progress`
+/// callable when the core hands the call one.
 fn kwargs<'py>(py: Python<'py>, t: &CoreTicket) -> PyResult<Bound<'py, PyDict>> {
-    let d = to_py(py, t.args())?.cast_into::<PyDict>().unwrap_or_else(|_| PyDict::new(py));
-    if let TicketRoute::Host { takes_idempotency_key: true, .. } = t.route() {
-        d.set_item("idempotency_key", t.idempotency_key())?;
-    }
-    if let Some(secrets) = t.secrets() {
-        d.set_item("secrets", to_py(py, &secrets)?)?;
-    }
+    let d = to_py(py, &t.kwargs())?.cast_into::<PyDict>()?;
     if let Some(progress) = t.progress() {
         d.set_item("progress", Progress(progress))?;
     }
@@ -166,46 +161,23 @@ fn name_of(py: Python<'_>, e: &PyErr) -> String {
     e.get_type(py).name().map_or_else(|_| "Exception".into(), |n| n.to_string())
 }
 
-/// Audit events to a Python callable, as dicts.
+/// Audit events to a Python callable, as the dicts of their JSON form.
 struct PyAudit(Py<PyAny>);
 
-impl AuditCallback for PyAudit {
-    fn record(&self, event: &AuditEvent) -> Result<(), String> {
-        Python::attach(|py| {
-            let event = event_dict(py, event).map_err(|e| name_of(py, &e))?;
-            self.0.call1(py, (event,)).map(drop).map_err(|e| name_of(py, &e))
-        })
-    }
-
-    /// Issue 24: an approver's decision, to the `observe` callable only, as `{"approval_decided": {...}}`.
-    fn approval_decided(&self, decided: &harnessweaver_core::host::ApprovalDecided) -> Result<(), String> {
-        Python::attach(|py| {
-            let value = to_py(py, &serde_json::json!({ "approval_decided": decided })).map_err(|e| name_of(py, &e))?;
-            self.0.call1(py, (value,)).map(drop).map_err(|e| name_of(py, &e))
-        })
+impl PyAudit {
+    fn send(&self, value: &impl serde::Serialize) -> Result<(), String> {
+        Python::attach(|py| to_py(py, value).and_then(|v| self.0.call1(py, (v,))).map(drop).map_err(|e| name_of(py, &e)))
     }
 }
 
-/// An event's JSON form as a dict, built from its fields with keys made once (the per-call cost of a callback sink).
-fn event_dict<'py>(py: Python<'py>, event: &AuditEvent) -> PyResult<Bound<'py, PyDict>> {
-    static KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
-    let keys = KEYS.get_or_init(py, || AuditEvent::FIELDS.iter().map(|k| PyString::intern(py, k).unbind()).collect());
-    let dict = PyDict::new(py);
-    for (key, field) in keys.iter().zip(event.fields()) {
-        let value = match field {
-            None => continue,
-            Some(EventField::U64(n)) => n.into_pyobject(py)?.into_any(),
-            Some(EventField::Str(s)) => s.into_pyobject(py)?,
-            Some(EventField::Bool(b)) => PyBool::new(py, b).to_owned().into_any(),
-            Some(EventField::Counts(counts)) => to_py(py, counts)?,
-            Some(EventField::Refusals(refusals)) => to_py(py, refusals)?,
-            Some(EventField::Names(names)) => to_py(py, names)?,
-            Some(EventField::Sinks(sinks)) => to_py(py, sinks)?,
-            Some(EventField::Timings(timings)) => to_py(py, timings)?,
-        };
-        dict.set_item(key.bind(py), value)?;
+impl AuditCallback for PyAudit {
+    fn record(&self, event: &AuditEvent) -> Result<(), String> {
+        self.send(event)
     }
-    Ok(dict)
+    /// Issue 24: an approver's decision, to the `observe` callable only, as `{"approval_decided": {...}}`.
+    fn approval_decided(&self, decided: &ApprovalDecided) -> Result<(), String> {
+        self.send(&serde_json::json!({ "approval_decided": decided }))
+    }
 }
 
 /// `on_approval(request, approval)`: True approves, False denies, `{"accept": "<candidate id>"}` accepts
@@ -334,7 +306,7 @@ impl Host {
             decls.push(HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key, takes_progress, function: None });
             fns.insert(tool, (f, name));
         }
-        let code_tools = tools.iter().map(|(m, origin)| manifest_source(py, m, origin.clone())).collect::<PyResult<_>>()?;
+        let code_tools = tools.iter().map(|(m, origin)| Ok(ManifestSource::from_host(convert(py, m)?, origin.clone()))).collect::<PyResult<_>>()?;
         let mut resolver = resolve.map(|resolve| PyResolver { resolve, roots, found: HashMap::new() });
         let options = HostOptions {
             handlers: decls,
@@ -402,8 +374,8 @@ impl Host {
     #[staticmethod]
     #[pyo3(signature = (result, raise_on_refusal = true))]
     fn deliver(py: Python<'_>, result: Py<CallResult>, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
-        let Some(class) = RefusalClass::of(result.get().0.decision, result.get().0.step).filter(|_| raise_on_refusal) else { return Ok(result) };
-        Err(PyErr::from_value(refusal_class(py, class)?.call1((result,))?))
+        let Some(c) = ErrorClass::of_call(result.get().0.decision, result.get().0.step).filter(|_| raise_on_refusal) else { return Ok(result) };
+        Err(PyErr::from_value(class(py, c)?.call1((result,))?))
     }
 
     #[pyo3(signature = (id, *, approver, args = None))]

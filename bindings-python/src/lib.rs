@@ -11,23 +11,15 @@ mod host;
 mod watchdog;
 
 use harnessweaver_core::host::canonical::{self, MAX_DEPTH};
-use harnessweaver_core::host::{self as core, Error, LoadErrors, ManifestSource, Problem as CoreProblem, RefusalClass};
+use harnessweaver_core::host::{self as core, Error, ErrorClass, HostValues, Kind, LoadErrors, Problem as CoreProblem};
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::iter::BoundDictIterator;
+use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyIterator, PyList, PyString, PyTuple, PyType};
 use pyo3::{create_exception, PyTypeInfo};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-create_exception!(harnessweaver, HarnessweaverError, PyException, "Base class of every harnessweaver error; `.code` is its stable snake_case code.");
-create_exception!(harnessweaver, LoadError, HarnessweaverError, "A harness or manifest failed to load; `.problems` lists every problem found.");
-create_exception!(
-    harnessweaver,
-    InvalidValueError,
-    HarnessweaverError,
-    "A value with no portable JSON form (NaN, a huge integer, nesting too deep, a non-string key)."
-);
-create_exception!(harnessweaver, InvalidArgumentError, HarnessweaverError, "A bad argument from the caller.");
 create_exception!(harnessweaver, HandlerOverrun, PyBaseException, "Raised inside a sync handler that overran its timeout; the call ends `timeout`.");
 
 /// One load problem: its code, message and where it is (`Problem::FIELDS`, as properties).
@@ -58,114 +50,134 @@ impl Problem {
     }
 }
 
+/// A function of one object made a read-only property (or, with `method`, a method) of a class being built.
+fn member<'py>(
+    py: Python<'py>,
+    method: bool,
+    f: impl Fn(&Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> + Send + Sync + 'static,
+) -> PyResult<Bound<'py, PyAny>> {
+    let f = PyCFunction::new_closure(py, None, None, move |args, _| f(args))?;
+    let wrap = if method { py.import("functools")?.getattr("partialmethod")? } else { py.import("builtins")?.getattr("property")? };
+    wrap.call1((f,))
+}
+
 /// Makes each of `names` a read-only property of `T`, its value `read(object, name)`
 /// (the core's field tables, so a field added there is a property here).
 fn properties<T: PyTypeInfo>(py: Python<'_>, names: &[&'static str], read: fn(&Bound<'_, PyAny>, &str) -> PyResult<Py<PyAny>>) -> PyResult<()> {
-    let property = py.import("builtins")?.getattr("property")?;
-    for &name in names {
-        let get = PyCFunction::new_closure(py, None, None, move |args, _| read(&args.get_item(0)?, name))?;
-        py.get_type::<T>().setattr(name, property.call1((get,))?)?;
-    }
-    Ok(())
+    names.iter().try_for_each(|&name| py.get_type::<T>().setattr(name, member(py, false, move |a| read(&a.get_item(0)?, name))?))
 }
 
 fn problem_field(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Py<PyAny>> {
     Ok(to_py(obj.py(), &obj.cast::<Problem>()?.get().0.to_value().get(name))?.unbind())
 }
 
-/// An exception of `cls` with `message`, `.code` and `.problems`.
-fn exception(py: Python<'_>, err: PyErr, code: &str, problems: &[CoreProblem]) -> PyErr {
-    let value = err.value(py);
-    // Setting attributes on a fresh exception cannot fail in practice; without them it is still the right one.
-    let _ = value.setattr("code", code);
-    let _ = PyList::new(py, problems.iter().map(|p| Problem(p.clone()))).and_then(|list| value.setattr("problems", list));
-    err
+/// The exception classes, in the order of `ErrorClass::all()`.
+static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+
+/// Builds the exception classes from the core's table into `m` (cel-lite's as `Cel<Name>`).
+fn build_classes(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let mut made: Vec<Bound<'_, PyType>> = Vec::new();
+    for c in ErrorClass::all() {
+        let base = c.parent().and_then(|p| made.get(p.index()).cloned()).unwrap_or_else(|| py.get_type::<PyException>());
+        let ns = PyDict::new(py);
+        ns.set_item("__doc__", c.doc())?;
+        ns.set_item("__module__", c.module().map_or_else(|| "harnessweaver".to_string(), |s| format!("harnessweaver.{s}")))?;
+        for x in c.extras().iter().map(|x| x.as_str()) {
+            ns.set_item(x, member(py, false, move |a| Ok(a.get_item(0)?.getattr("result")?.getattr(x)?.unbind()))?)?;
+        }
+        if c.is_refusal_base() {
+            ns.set_item("__init__", member(py, true, refusal_init)?)?;
+            ns.set_item("to_model", member(py, true, |a| Ok(a.get_item(0)?.getattr("result")?.call_method0("to_model")?.unbind()))?)?;
+        }
+        let class = py.get_type::<PyType>().call1((c.name(), (&base,), ns))?.cast_into::<PyType>()?;
+        m.add(if c.module().is_some() { format!("Cel{}", c.name()) } else { c.name().to_string() }, &class)?;
+        made.push(class);
+    }
+    CLASSES.set(py, made.into_iter().map(Bound::unbind).collect()).map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("imported twice"))
 }
 
-/// Maps a core error to the matching exception.
+/// `ToolBlocked(result)`: its message, and `result`, `code`, `step` and `problems` from the result.
+fn refusal_init(args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+    let (this, result) = (args.get_item(0)?, args.get_item(1)?);
+    this.py().get_type::<PyException>().call_method1("__init__", (&this, result.getattr("message")?))?;
+    for key in ["code", "step"] {
+        this.setattr(key, result.getattr(key)?)?;
+    }
+    this.setattr("problems", PyList::empty(this.py()))?;
+    this.setattr("result", result)?;
+    Ok(this.py().None())
+}
+
+/// The exception class `c`.
+fn class(py: Python<'_>, c: ErrorClass) -> PyResult<Bound<'_, PyType>> {
+    let all = CLASSES.get(py).ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("harnessweaver._native is not initialised"))?;
+    all.get(c.index()).map(|t| t.bind(py).clone()).ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("an error class is missing"))
+}
+
+/// An exception of class `c` with `message`, `.code` and `.problems`.
+fn exception(py: Python<'_>, c: ErrorClass, message: String, code: &str, problems: &[CoreProblem]) -> PyErr {
+    let made = class(py, c).and_then(|t| t.call1((message,))).and_then(|e| {
+        e.setattr("code", code)?;
+        e.setattr("problems", PyList::new(py, problems.iter().map(|p| Problem(p.clone())))?)?;
+        Ok(e)
+    });
+    made.map_or_else(|e| e, PyErr::from_value)
+}
+
+/// Maps a core error to the exception of its class.
 fn to_py_err(py: Python<'_>, err: &Error) -> PyErr {
-    let message = err.to_string();
-    let exc = match err {
-        Error::Load(_) => LoadError::new_err(message),
-        Error::Value { .. } => InvalidValueError::new_err(message),
-        Error::InvalidArgument { .. } => InvalidArgumentError::new_err(message),
-        _ => HarnessweaverError::new_err(message),
-    };
-    exception(py, exc, err.code(), err.problems())
+    exception(py, ErrorClass::of(err), err.to_string(), err.code(), err.problems())
 }
 
 fn load_err(py: Python<'_>, err: &LoadErrors) -> PyErr {
-    exception(py, LoadError::new_err(err.text()), err.code(), &err.problems)
+    exception(py, ErrorClass::Load, err.text(), err.code(), &err.problems)
 }
 
-fn value_error(code: &'static str, message: String) -> Error {
-    Error::value(code, message)
-}
+/// Python's values as the core's walk reads them (`host::walk`).
+struct Values<'py>(Python<'py>);
 
-/// Converts a Python value to the core's JSON value directly (no JSON text in between).
-fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Error> {
-    if obj.is_none() {
-        return Ok(Value::Null);
-    }
-    // bool before int: `True` is an `int` in Python.
-    if let Ok(b) = obj.cast::<PyBool>() {
-        return Ok(Value::Bool(b.is_true()));
-    }
-    if obj.is_instance_of::<PyInt>() {
-        return match obj.extract::<i128>() {
-            Ok(i) => canonical::int_value(i),
-            // Beyond i128: the core words the refusal with the number's text.
-            Err(_) => canonical::int_value_from_text(&obj.str().map(|s| s.to_string()).unwrap_or_default()),
-        };
-    }
-    if let Ok(f) = obj.cast::<PyFloat>() {
-        return canonical::float_value(f.value());
-    }
-    // A principal as the core reads one (in a host method's arguments).
-    if let Ok(p) = obj.cast::<host::Principal>() {
-        return Ok(p.get().0.to_value());
-    }
-    if let Ok(s) = obj.cast::<PyString>() {
-        return s
-            .to_cow()
-            .map(|s| Value::String(s.into_owned()))
-            .map_err(|_| value_error("invalid_string", "string is not valid Unicode (lone surrogate)".into()));
-    }
-    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-        let depth = enter(depth)?;
-        let iter = obj.try_iter().map_err(|e| value_error("invalid_value", e.to_string()))?;
-        // A failure names where it is (a JSON pointer), never the value.
-        return iter
-            .enumerate()
-            .map(|(i, item)| to_value(&item.map_err(|e| value_error("invalid_value", e.to_string()))?, depth).map_err(|e| e.at_index(i)))
-            .collect::<Result<_, _>>()
-            .map(Value::Array);
-    }
-    if let Ok(dict) = obj.cast::<PyDict>() {
-        let depth = enter(depth)?;
-        let mut map = Map::new();
-        for (key, item) in dict.iter() {
-            let Ok(key) = key.cast::<PyString>() else {
-                return Err(value_error("non_string_key", format!("object keys must be strings, found a key of type `{}`", type_name(&key))));
-            };
-            let key = key.to_cow().map_err(|_| value_error("invalid_string", "key is not valid Unicode (lone surrogate)".into()))?;
-            let item = to_value(&item, depth).map_err(|e| e.at_key(&key))?;
-            map.insert(key.into_owned(), item);
+type Items<'py> = std::iter::Map<Bound<'py, PyIterator>, fn(PyResult<Bound<'py, PyAny>>) -> Result<Bound<'py, PyAny>, String>>;
+
+impl<'py> HostValues for Values<'py> {
+    type Value = Bound<'py, PyAny>;
+    type List = Items<'py>;
+    type Map = BoundDictIterator<'py>;
+
+    fn kind<'a>(&self, o: &'a Bound<'py, PyAny>) -> Kind<'a, Items<'py>, BoundDictIterator<'py>> {
+        if o.is_none() {
+            Kind::Null
+        } else if let Ok(s) = o.cast::<PyString>() {
+            Kind::Str(s.to_cow().ok())
+        } else if let Ok(b) = o.cast::<PyBool>() {
+            Kind::Bool(b.is_true()) // before int: `True` is an `int` in Python
+        } else if o.is_instance_of::<PyInt>() {
+            Kind::Int(o.extract::<i128>().map_err(|_| o.str().map(|s| s.to_string()).unwrap_or_default()))
+        } else if let Ok(f) = o.cast::<PyFloat>() {
+            Kind::Float(f.value())
+        } else if let Ok(d) = o.cast::<PyDict>() {
+            Kind::Map(d.iter())
+        } else if let (true, Ok(items)) = (o.is_instance_of::<PyList>() || o.is_instance_of::<PyTuple>(), o.try_iter()) {
+            Kind::List(items.map(|item| item.map_err(|e| e.to_string())))
+        } else if let Ok(p) = o.cast::<host::Principal>() {
+            Kind::Core(p.get().0.to_value())
+        } else {
+            Kind::Other(type_name(o))
         }
-        return Ok(Value::Object(map));
     }
-    Err(value_error("unsupported_type", format!("values of type `{}` have no JSON form", type_name(obj))))
+
+    fn type_name(&self, value: &Bound<'py, PyAny>) -> String {
+        type_name(value)
+    }
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type().name().map_or_else(|_| "?".to_string(), |n| n.to_string())
 }
 
-fn enter(depth: usize) -> Result<usize, Error> {
-    if depth >= MAX_DEPTH {
-        return Err(value_error("nesting_too_deep", format!("value nests deeper than {MAX_DEPTH} levels")));
-    }
-    Ok(depth + 1)
+/// A Python value as the core's JSON value, `depth` levels down already.
+fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Error> {
+    core::walk(&Values(obj.py()), obj, depth)
 }
 
 /// Converts a core value (JSON, or any serializable type) straight to Python objects (dict, list, str, int, float, bool, None).
@@ -175,22 +187,6 @@ fn to_py<'py, T: serde::Serialize + ?Sized>(py: Python<'py>, value: &T) -> PyRes
 
 fn convert(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     to_value(obj, 0).map_err(|e| to_py_err(py, &e))
-}
-
-/// A manifest given as text or a mapping (the core tells them apart).
-fn manifest_source(py: Python<'_>, manifest: &Bound<'_, PyAny>, origin: Option<String>) -> PyResult<ManifestSource> {
-    Ok(ManifestSource::from_host(convert(py, manifest)?, origin))
-}
-
-/// The refusal class of `class` (`_governor.py` builds them from the core's table into this module).
-fn refusal_class(py: Python<'_>, class: RefusalClass) -> PyResult<Bound<'_, PyAny>> {
-    static CLASSES: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
-    let all = CLASSES.get_or_try_init(py, || {
-        let module = py.import("harnessweaver._native")?;
-        RefusalClass::ALL.iter().map(|c| module.getattr(c.name()).map(Bound::unbind)).collect::<PyResult<Vec<_>>>()
-    })?;
-    let at = RefusalClass::ALL.iter().position(|c| *c == class).and_then(|i| all.get(i));
-    at.map(|t| t.bind(py).clone()).ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("a refusal class is missing"))
 }
 
 /// A core host method that needs no harness (`tables`, `describe_manifest`, `sanitize`, ...), its named arguments in a dict.
@@ -237,10 +233,7 @@ fn cli_run(py: Python<'_>, args: Vec<String>) -> i32 {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("HarnessweaverError", py.get_type::<HarnessweaverError>())?;
-    m.add("LoadError", py.get_type::<LoadError>())?;
-    m.add("InvalidValueError", py.get_type::<InvalidValueError>())?;
-    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    build_classes(m)?;
     m.add("HandlerOverrun", py.get_type::<HandlerOverrun>())?;
     m.add("MAX_DEPTH", MAX_DEPTH)?;
     m.add("RISKS", core::RISKS.to_vec())?;

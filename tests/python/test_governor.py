@@ -9,7 +9,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -86,6 +86,36 @@ def test_sync_and_async_handlers(tmp_path: Path) -> None:
         assert [r.output["sum"] for r in results] == [1, 2, 3, 4, 5]
 
     asyncio.run(main())
+
+
+def test_acall_runs_an_async_handler_to_its_first_wait_then_under_its_deadline(tmp_path: Path) -> None:
+    # acall starts the handler itself and arms the deadline only once it waits: each way it can end.
+    names = ["now", "early", "late", "slow"]
+    path = write_harness(tmp_path, [tool(n) for n in names[:3]] + [tool("slow", timeout="50ms")])
+
+    async def now() -> int:
+        return 1
+
+    async def early() -> int:
+        raise KeyError("before any wait")
+
+    async def late() -> int:
+        await asyncio.sleep(0)
+        raise LookupError("after a wait")
+
+    async def slow() -> int:
+        await asyncio.sleep(5)
+        return 0
+
+    h = hw.load(path, handlers={"now": now, "early": early, "late": late, "slow": slow})
+
+    async def main() -> List[Tuple[str, Any]]:
+        results = [await h.acall(n, principal=ALICE, raise_on_refusal=False) for n in names]
+        return [(r.code or "ok", r.output) for r in results]
+
+    started = time.monotonic()
+    assert asyncio.run(main()) == [("ok", 1), ("handler_error", None), ("handler_error", None), ("timeout", None)]
+    assert time.monotonic() - started < 4
 
 
 def test_idempotency_key_goes_to_handlers_that_take_it(tmp_path: Path) -> None:

@@ -6,8 +6,10 @@ calling thread under the core's deadline: on an overrun a watchdog raises
 :class:`HandlerOverrun` in the handler at its next bytecode (a handler stuck in
 C code sees it when that returns), and the call ends ``timeout`` either way.
 An async handler runs in its own event loop on a daemon thread, abandoned at
-the deadline. ``acall`` awaits async handlers under the deadline and runs sync
-ones on a daemon thread (:func:`inline` ones on the event loop's thread).
+the deadline. ``acall`` runs an async handler up to its first wait, then awaits
+the rest under the deadline (one that never waits arms no timer; either way
+the core judges its deadline when it returns), and runs sync ones on a daemon
+thread (:func:`inline` ones on the event loop's thread).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import functools
 import importlib
 import inspect
 import json
-import operator
 import os
 import site
 import sys
@@ -154,6 +155,28 @@ def _in_thread(fn: Callable[..., Any], kwargs: Dict[str, Any]) -> "asyncio.Futur
     return future
 
 
+class _Resume:
+    """Awaits the rest of a coroutine that yielded ``first`` when ``acall`` started it."""
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro: Any, first: Any) -> None:
+        self.coro, self.first = coro, first
+
+    def __await__(self) -> Any:
+        coro, out = self.coro, self.first
+        while True:
+            try:
+                try:
+                    sent = yield out
+                except BaseException as exc:  # noqa: BLE001 - a cancellation (the deadline) goes to the handler
+                    out = coro.throw(exc)
+                else:
+                    out = coro.send(sent)
+            except StopIteration as done:
+                return done.value
+
+
 def _id(o: Any) -> Any:
     """The id of an approval or a run: an id, a mapping with ``id``, an ``ApprovalRequired`` or a ``Run``."""
     if isinstance(o, (str, type(None))):
@@ -185,29 +208,8 @@ def _host_method(name: str, params: List[str]) -> Callable[..., Any]:
     return method
 
 
-def _refusal_init(self: Any, result: CallResult) -> None:
-    Exception.__init__(self, result.message)
-    self.result, self.code, self.step, self.problems = result, result.code, result.step, []
-
-
-def _complete_native() -> None:
-    """Builds into the native module what the core's tables describe: the refusal classes
-    (base first, one per step) and the host methods that only pass their arguments on."""
-    tables = _native.request("tables", {})
-    made: Dict[Optional[str], Any] = {None: _native.HarnessweaverError}
-    for c in tables["refusalClasses"]:
-        ns: Dict[str, Any] = {"__doc__": c["doc"], "__module__": "harnessweaver"}
-        ns.update({x: property(operator.attrgetter(f"result.{x}")) for x in c["extras"]})
-        if c["parent"] is None:
-            ns.update(__init__=_refusal_init, to_model=lambda self: self.result.to_model())
-        made[c["name"]] = type(c["name"], (made[c["parent"]],), ns)
-        setattr(_native, c["name"], made[c["name"]])
-        _native.__all__.append(c["name"])
-    for name, params in tables["methods"]:
-        setattr(_native.Host, name, _host_method(name, params))
-
-
-_complete_native()
+for _name, _params in _native.request("tables", {})["methods"]:  # the host methods that only pass their arguments on
+    setattr(_native.Host, _name, _host_method(_name, _params))
 
 
 class Run:
@@ -329,12 +331,20 @@ class Harness(_native.Host):
         try:
             if ticket.route == "inline":
                 value = fn(**kwargs)
-            elif ticket.route == "async" and _timeout is not None:
-                async with _timeout(ticket.remaining):
-                    value = await fn(**kwargs)
-            else:
-                job = fn(**kwargs) if ticket.route == "async" else asyncio.shield(_in_thread(fn, kwargs))
-                value = await asyncio.wait_for(job, ticket.remaining)
+            elif ticket.route != "async":
+                value = await asyncio.wait_for(asyncio.shield(_in_thread(fn, kwargs)), ticket.remaining)
+            else:  # up to its first wait now, the rest under its deadline
+                coro = fn(**kwargs)
+                try:
+                    first = coro.send(None)
+                except StopIteration as done:
+                    value = done.value
+                else:
+                    if _timeout is None:
+                        value = await asyncio.wait_for(_Resume(coro, first), ticket.remaining)
+                    else:
+                        async with _timeout(ticket.remaining):
+                            value = await _Resume(coro, first)
         except asyncio.TimeoutError:
             return self.finish_timed_out(ticket)
         except asyncio.CancelledError:

@@ -97,6 +97,7 @@ impl Governor {
                 rules: Vec::new(),
                 subject: Some(format!("relay {METHOD}")),
                 confined: None,
+                intent: None,
                 sinks: Vec::new(),
                 timings: Timings::default(),
             });

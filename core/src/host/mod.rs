@@ -10,9 +10,12 @@
 
 mod callbacks;
 pub mod cel;
+mod classes;
+mod kwargs;
 mod load;
 mod request;
 mod values;
+mod walk;
 mod watchdog;
 
 use std::collections::HashMap;
@@ -35,12 +38,15 @@ pub use crate::runtime::SpecFormat;
 pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
+pub use classes::ErrorClass;
+pub use kwargs::Kwargs;
 pub use load::{
     handler_ref_problems, handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource,
     Resolved, TestOptions,
 };
 pub use request::{request, tables, ERROR_CLASSES, METHODS};
 pub use values::{value_error, value_of_text};
+pub use walk::{walk, HostValues, Kind};
 pub use watchdog::{Interrupter, Watchdog};
 
 use crate::clock::ManualClock;
