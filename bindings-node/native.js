@@ -835,18 +835,15 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.CallResult = nativeBinding.CallResult
 module.exports.GatewayCall = nativeBinding.GatewayCall
 module.exports.NativeGateway = nativeBinding.NativeGateway
 module.exports.NativeHost = nativeBinding.NativeHost
 module.exports.canonicalJson = nativeBinding.canonicalJson
-module.exports.celLiteBadVars = nativeBinding.celLiteBadVars
 module.exports.celLiteCompile = nativeBinding.celLiteCompile
 module.exports.cliRun = nativeBinding.cliRun
 module.exports.definitionDigest = nativeBinding.definitionDigest
-module.exports.inspectHost = nativeBinding.inspectHost
+module.exports.init = nativeBinding.init
 module.exports.loadHost = nativeBinding.loadHost
 module.exports.request = nativeBinding.request
-module.exports.resultField = nativeBinding.resultField
-module.exports.resultRefusal = nativeBinding.resultRefusal
-module.exports.resultToModel = nativeBinding.resultToModel
 module.exports.serveMcp = nativeBinding.serveMcp

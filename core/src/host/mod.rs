@@ -10,6 +10,7 @@
 
 mod callbacks;
 pub mod cel;
+mod host_fn;
 mod load;
 mod request;
 mod values;
@@ -34,6 +35,7 @@ pub use crate::runtime::SpecFormat;
 pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
+pub use host_fn::HostFn;
 pub use load::{
     handler_ref_problems, handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource,
     Resolved, TestOptions,

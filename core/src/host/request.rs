@@ -136,7 +136,8 @@ fn unknown(method: &str) -> Error {
 /// `modules_in_path`, `base`, `roots`: see [`handler_refusal`]), `describe_manifest` (`manifest`
 /// as an object or YAML/JSON text, `origin`), `sanitize` (`value`,
 /// `sanitizers`: `{value, counts}`) or `value_error` (`kind`, `detail`,
-/// `path`: always the error [`value_error`] words for them).
+/// `path`: always the error [`value_error`] words for them) or `cel_vars` (`type` or `key`: the error
+/// for cel-lite variables that are not a mapping or hold an unknown key; null for a known key).
 pub fn request(method: &str, args: &Value) -> Result<Value, Error> {
     let a = Args::of(args)?;
     match method {
@@ -155,6 +156,11 @@ pub fn request(method: &str, args: &Value) -> Result<Value, Error> {
             let refusal = handler_refusal(a.required("text")?, origin, &a.strings("modules_in_path")?, Path::new(a.required("base")?), &roots);
             Ok(refusal.map_or(Value::Null, Value::String))
         }
+        // What is wrong with cel-lite variables a host checked itself: not a mapping (`type`), or an unknown `key`.
+        "cel_vars" => match a.text("type")? {
+            Some(type_name) => Err(cel::not_a_mapping(type_name)),
+            None => cel::check_key(a.text("key")?.unwrap_or_default()).map(|()| Value::Null),
+        },
         "value_error" => {
             let path = a.value("path").as_array().cloned().unwrap_or_default();
             Err(value_error(a.text("kind")?.unwrap_or_default(), a.text("detail")?.unwrap_or_default(), &path))
