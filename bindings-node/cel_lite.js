@@ -11,20 +11,9 @@
 
 /** Builds the `celLite` namespace over the addon, adding its error classes to `classes` (which the addon throws). */
 module.exports = function makeCelLite(native, classes, names) {
-  /** A cel-lite expression did not compile; `message` shows the line with a caret. */
-  classes.CompileError = class CompileError extends classes.HarnessweaverError {
-    constructor({ message, code, line, column, reason }) {
-      super(message, code, [{ code, message: reason, file: null, line, column, path: '' }])
-      Object.assign(this, { line, column, reason })
-    }
-  }
-  /** A runtime error stopped the evaluation; `reason` says which part failed. */
-  classes.Unevaluable = class Unevaluable extends classes.HarnessweaverError {
-    constructor(reason) {
-      super(reason, 'unevaluable', [])
-      this.reason = reason
-    }
-  }
+  // A cel-lite expression did not compile (`message` shows the line with a caret; `line`, `column`, `reason`),
+  // or a runtime error stopped an evaluation (`reason` says which part failed): the addon throws them.
+  for (const name of ['CompileError', 'Unevaluable']) classes[name] = { [name]: class extends classes.HarnessweaverError {} }[name]
   // A switch over the core's names: faster than a Set on every call.
   const known = new Function('key', `switch (key) { ${names.map((n) => `case ${JSON.stringify(n)}:`).join(' ')} return true } return false`)
   const { hasOwn, getPrototypeOf } = Object

@@ -1,39 +1,15 @@
 'use strict'
 // harnessweaver for Node. The Rust core decides every step; the addon
 // (src/*.rs) converts values, runs a sync handler within `call` and throws the
-// classes made here from the core's tables. This file shapes the API, races a
-// handler's promise against its deadline (abandoned at it, its late result
-// ignored) and hands spans to OpenTelemetry. The API reference is index.d.ts.
+// classes made here from the core's tables. This file shapes the API and races
+// a handler's promise against its deadline (abandoned at it, its late result
+// ignored). The API reference is index.d.ts.
 
 const native = require('./native.js')
 
 const TABLES = native.request('tables', {})
-// Issue 24: the host's own OpenTelemetry API, when it is installed (checked once); without it no observer is given.
-const otel = (() => {
-  try {
-    return require('@opentelemetry/api')
-  } catch {
-    return null
-  }
-})()
-// Hosts loaded with an observer (weakly). Each has a switch in the core saying whether its observer
-// listens: on while an SDK is behind the API's proxy tracer provider. The API's setGlobalTracerProvider
-// and disable are wrapped to flip the switches.
-const observed = new Set()
-function sdkRegistered() {
-  const provider = otel.trace.getTracerProvider()
-  return provider.getDelegateTracer ? provider.getDelegateTracer('harnessweaver') !== undefined : true
-}
-for (const name of otel ? ['setGlobalTracerProvider', 'disable'] : []) {
-  const original = otel.trace[name]
-  otel.trace[name] = function (...args) {
-    try {
-      return original.apply(this, args)
-    } finally {
-      for (const ref of observed) ref.deref()?.request('observe', { listening: sdkRegistered() }) ?? observed.delete(ref)
-    }
-  }
-}
+// Issue 24: spans and approval waits to the host's OpenTelemetry API, when it is installed (else null).
+const otel = require('./adapters/opentelemetry.js')
 const TIMED_OUT = Symbol('timed out')
 const camel = (name) => name.replace(/_(.)/g, (_, l) => l.toUpperCase())
 
@@ -252,47 +228,9 @@ function loadWith(path, options, t) {
   })
   const loaded = {}
   const inner = native.loadHost(String(path), handlers, sources, o.audit ?? null, o.onApproval ?? null, t.clockMs ?? null,
-    t.sequentialIds ?? null, t.sandboxWorker ?? null, otel && observer(loaded))
-  if (otel) {
-    observed.add((loaded.host = new WeakRef(inner)))
-    inner.request('observe', { listening: sdkRegistered() })
-  }
+    t.sequentialIds ?? null, t.sandboxWorker ?? null, otel && otel.observer(loaded))
+  if (otel) otel.watch((loaded.host = new WeakRef(inner)))
   return new Harness(inner, String(path), Object.keys(tools).sort())
-}
-
-// Each call's span, as the core describes it (the `span` host method), handed to the host's
-// OpenTelemetry API, and each approval decision's wait recorded in the `harnessweaver.approval.wait`
-// histogram; called only while the core's switch says an SDK is registered.
-function observer(loaded) {
-  return (event) => {
-    const host = loaded.host && loaded.host.deref()
-    const decided = event.approval_decided
-    if (decided) {
-      // The API's meter provider has no proxy: asked at each (rare) decision, so a provider set later is used.
-      const wait = otel.metrics.getMeter('harnessweaver').createHistogram('harnessweaver.approval.wait', {
-        unit: 's',
-        description: "how long an approval waited, from the call that asked to the approver's decision",
-      })
-      wait.record(decided.wait_ms / 1000, { 'gen_ai.tool.name': decided.tool, 'harnessweaver.approval.state': decided.state })
-    } else if (host) {
-      emitSpan(otel.trace.getTracerProvider().getTracer('harnessweaver'), host.request('span', { event }))
-    }
-  }
-}
-
-function emitSpan(tracer, span) {
-  // [seconds, nanoseconds] of `us` microseconds after the span's start (µs since the epoch fit a double exactly).
-  const at = (us) => {
-    const t = span.start_ms * 1000 + us
-    return [Math.floor(t / 1e6), (t % 1e6) * 1000]
-  }
-  const parent = tracer.startSpan(span.name, { kind: otel.SpanKind.INTERNAL, attributes: Object.fromEntries(span.attributes), startTime: at(0) })
-  const within = otel.trace.setSpan(otel.context.active(), parent)
-  for (const phase of span.phases) {
-    tracer.startSpan(phase.name, { startTime: at(phase.start_offset_us) }, within).end(at(phase.start_offset_us + phase.duration_us))
-  }
-  if (span.error !== null) parent.setStatus({ code: otel.SpanStatusCode.ERROR, message: span.error })
-  parent.end(at(span.duration_us))
 }
 
 function inspect(path) {
@@ -309,7 +247,7 @@ const _testing = {
     return r instanceof CallResult ? r : { held: r }
   },
   /** Runs a held call to its result, as `call` would have. */
-  resume: async (harness, held, o = {}) => settle(harness._rt, harness._rt.resume(held, o.raiseOnRefusal !== false), o.raiseOnRefusal !== false),
+  resume: async (harness, held, o = {}) => settle(harness._rt, harness._rt.finish(held, 'resume', null, o.raiseOnRefusal !== false), o.raiseOnRefusal !== false),
 }
 
 async function serveMcp(h, options) {

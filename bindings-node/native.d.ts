@@ -40,17 +40,18 @@ export declare class NativeHost {
   /** The core's host method `method` with its named arguments (`Host::request`). */
   request(method: string, args: object): any
   /**
-   * A call (see the module's note for what it answers); `raise`: throw a refusal.
-   * With `hold` an allowed call's ticket is answered, until `resume` runs it as `call` would
+   * A call (see the module's note for what it answers); `raise`: throw a refusal. With `hold` an
+   * allowed call's ticket is answered, until `finish(ticket, 'resume')` runs it as `call` would
    * have: the fixture runner changes the filesystem between the two (a swapped link, issue 20).
    */
-  call(tool: string, args: unknown, principal: unknown, tenant: string | null, task: string | null, runId: string | null, approvalId: string | null, raise: boolean, hold?: boolean): any
-  /** Runs the call `call` held (`hold`), answering as `call` does. */
-  resume(ticket: unknown, raise: boolean): any
+  call(tool: string, args: unknown, who: unknown, tenant: string | undefined | null, task: string | undefined | null, runId: string | undefined | null, approvalId: string | undefined | null, raise: boolean, hold?: boolean | undefined | null): any
   /** Grants approval `id` as `approver` (with the approver's edited `args`, if any) and begins the approved call, as `call` does. */
   approveAndResume(id: string, approver: unknown, args: unknown, raise: boolean): any
-  /** Ends the ticket of a handler's promise: it `returned` `value`, `threw` `value` or hit the deadline (`timeout`). */
-  finish(ticket: unknown, how: 'returned' | 'threw' | 'timeout', value: unknown, raise: boolean): any
+  /**
+   * Ends the ticket of a handler's promise: it `returned` `value`, `threw` `value` or hit the deadline
+   * (`timeout`); or runs a held call (`resume`), answering as `call` does.
+   */
+  finish(ticket: unknown, how: 'returned' | 'threw' | 'timeout' | 'resume', value: unknown, raise: boolean): any
 }
 
 /** The canonical JSON text of a value. */
@@ -73,7 +74,7 @@ export declare function init(classes: Record<string, Function>): void
  * `codeTools` are `[manifest, origin]` pairs; `audit` and `onApproval` get values; `observe` also sees
  * every audit event, beside the harness's sink (issue 24); `clockMs` and `sequentialIds` are for tests.
  */
-export declare function loadHost(path: string, tools: Record<string, Function> | null, codeTools: unknown[], audit?: Function | null, onApproval?: Function | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null, observe?: Function | null): NativeHost
+export declare function loadHost(path: string, tools: object | undefined | null, codeTools: unknown, audit?: ((arg?: unknown) => unknown) | undefined | null, onApproval?: ((arg?: unknown) => unknown) | undefined | null, clockMs?: number | undefined | null, sequentialIds?: boolean | undefined | null, sandboxWorker?: string | undefined | null, observe?: ((arg?: unknown) => unknown) | undefined | null): NativeHost
 
 /** A core host method that needs no harness (`harnessweaver_core::host::request`): `tables`, `sanitize`, `definition_digest`, …. */
 export declare function request(method: string, args: object): any

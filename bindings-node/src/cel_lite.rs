@@ -31,8 +31,9 @@ pub fn cel_lite_compile<'e>(env: &'e Env, text: String) -> Result<Unknown<'e>> {
     let program = match core_cel::compile(&text) {
         Ok(program) => program,
         Err(e) => {
-            let data = json!({"code": e.code(), "message": e.render(), "line": e.line(), "column": e.column(), "reason": e.message()});
-            return Err(Error::from_unknown_without_coercion(js.unknown(js.new_of("CompileError", &[to_js(js, &data)?])?)));
+            let (line, column, reason) = (json!(e.line()), json!(e.column()), json!(e.message()));
+            let problems = json!([{"code": e.code(), "message": reason, "file": null, "line": line, "column": column, "path": ""}]);
+            return Err(js.error("CompileError", &e.render(), e.code(), &problems, &[("line", line), ("column", column), ("reason", reason)]));
         }
     };
     let reads = json!(program.reads().iter().map(|r| json!([r.name, r.parent, r.whole, r.depth])).collect::<Vec<_>>());
@@ -81,7 +82,7 @@ unsafe fn evaluate_parts(js: Js, info: sys::napi_callback_info) -> Result<Raw> {
     let mut parts = Vec::with_capacity(reads.len());
     for (i, read) in reads.iter().enumerate() {
         parts.push(match (kind(i + 1)?, values.get(i)) {
-            (1, Some(v)) => Part::Value(from_js(js, *v, read.depth).map_err(|f| f.raise(js))?),
+            (1, Some(v)) => Part::Value(from_js(js, *v, read.depth).map_err(|e| js.raise(&e))?),
             (2, _) => Part::Map,
             _ => Part::Absent,
         });
@@ -92,8 +93,6 @@ unsafe fn evaluate_parts(js: Js, info: sys::napi_callback_info) -> Result<Raw> {
     }
     match program.evaluate_parts(&parts) {
         CelOutcome::Value(v) => to_js(js, &v),
-        CelOutcome::Unevaluable { reason } => {
-            Err(Error::from_unknown_without_coercion(js.unknown(js.new_of("Unevaluable", &[js.string(&reason)?])?)))
-        }
+        CelOutcome::Unevaluable { reason } => Err(js.error("Unevaluable", &reason, "unevaluable", &json!([]), &[("reason", json!(reason))])),
     }
 }

@@ -22,7 +22,7 @@ use napi::sys;
 use napi_derive::napi;
 use serde_json::Value;
 
-use crate::{from_js, ok, out, to_js, value, Fail, Js, Raw};
+use crate::{from_js, out, to_js, value, Js, Raw};
 
 /// A JavaScript function kept for the host's life, called on its own thread only.
 pub(crate) struct JsFn {
@@ -68,9 +68,7 @@ pub struct NativeHost {
 /// Loads `harness.yaml`, reading it once: `tools` maps tool names to handlers (null: only inspect it);
 /// `codeTools` are `[manifest, origin]` pairs; `audit` and `onApproval` get values; `observe` also sees
 /// every audit event, beside the harness's sink (issue 24); `clockMs` and `sequentialIds` are for tests.
-#[napi(
-    ts_args_type = "path: string, tools: Record<string, Function> | null, codeTools: unknown[], audit?: Function | null, onApproval?: Function | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null, observe?: Function | null"
-)]
+#[napi]
 pub fn load_host(
     env: Env,
     path: String,
@@ -134,13 +132,10 @@ impl NativeHost {
         crate::answer(js, self.inner.request(&method, &value(js, &args)?))
     }
 
-    /// A call (see the module's note for what it answers); `raise`: throw a refusal.
-    /// With `hold` an allowed call's ticket is answered, until `resume` runs it as `call` would
+    /// A call (see the module's note for what it answers); `raise`: throw a refusal. With `hold` an
+    /// allowed call's ticket is answered, until `finish(ticket, 'resume')` runs it as `call` would
     /// have: the fixture runner changes the filesystem between the two (a swapped link, issue 20).
-    #[napi(
-        ts_args_type = "tool: string, args: unknown, principal: unknown, tenant: string | null, task: string | null, runId: string | null, approvalId: string | null, raise: boolean, hold?: boolean",
-        ts_return_type = "any"
-    )]
+    #[napi(ts_return_type = "any")]
     pub fn call<'e>(
         &self,
         env: &'e Env,
@@ -162,13 +157,6 @@ impl NativeHost {
         }
     }
 
-    /// Runs the call `call` held (`hold`), answering as `call` does.
-    #[napi(ts_args_type = "ticket: unknown, raise: boolean", ts_return_type = "any")]
-    pub fn resume<'e>(&self, env: &'e Env, ticket: &External<TicketCell>, raise: bool) -> Result<Unknown<'e>> {
-        let js = Js(env.raw());
-        self.settle(js, ticket.take().map(Begun::Allowed), raise)
-    }
-
     /// Grants approval `id` as `approver` (with the approver's edited `args`, if any) and begins the approved call, as `call` does.
     #[napi(ts_args_type = "id: string, approver: unknown, args: unknown, raise: boolean", ts_return_type = "any")]
     pub fn approve_and_resume<'e>(&self, env: &'e Env, id: String, approver: Unknown, args: Unknown, raise: bool) -> Result<Unknown<'e>> {
@@ -177,17 +165,21 @@ impl NativeHost {
         self.settle(js, self.inner.approve_and_resume(&id, &principal(js, &approver)?, edited), raise)
     }
 
-    /// Ends the ticket of a handler's promise: it `returned` `value`, `threw` `value` or hit the deadline (`timeout`).
-    #[napi(ts_args_type = "ticket: unknown, how: 'returned' | 'threw' | 'timeout', value: unknown, raise: boolean", ts_return_type = "any")]
+    /// Ends the ticket of a handler's promise: it `returned` `value`, `threw` `value` or hit the deadline
+    /// (`timeout`); or runs a held call (`resume`), answering as `call` does.
+    #[napi(
+        ts_args_type = "ticket: unknown, how: 'returned' | 'threw' | 'timeout' | 'resume', value: unknown, raise: boolean",
+        ts_return_type = "any"
+    )]
     pub fn finish<'e>(&self, env: &'e Env, ticket: &External<TicketCell>, how: String, value: Unknown, raise: bool) -> Result<Unknown<'e>> {
-        let js = Js(env.raw());
+        let (js, ticket) = (Js(env.raw()), ticket.take());
         let outcome = match how.as_str() {
+            "resume" => return self.settle(js, ticket.map(Begun::Allowed), raise),
             "returned" => outcome(js, value.raw()),
             "threw" => Outcome::Failed { kind: js.kind_of(value.raw()) },
             _ => Outcome::TimedOut,
         };
-        let ticket = ticket.take().map_err(|e| js.raise(&e))?;
-        deliver(js, self.inner.finish(ticket, outcome), raise)
+        deliver(js, self.inner.finish(ticket.map_err(|e| js.raise(&e))?, outcome), raise)
     }
 }
 
@@ -196,11 +188,11 @@ fn outcome(js: Js, v: Raw) -> Outcome {
     if js.type_of(v) == sys::ValueType::napi_undefined {
         return Outcome::Returned(Value::Null);
     }
-    match from_js(js, v, 0) {
-        Ok(v) => Outcome::Returned(v),
-        Err(Fail::Core(e)) => Outcome::not_json(&e),
+    match (from_js(js, v, 0), out!(napi_is_exception_pending(js.0))) {
+        (Ok(v), _) => Outcome::Returned(v),
         // A getter threw while the value was read.
-        Err(Fail::Js(_)) => Outcome::Failed { kind: out!(napi_get_and_clear_last_exception(js.0)).map_or("Error".into(), |e| js.kind_of(e)) },
+        (Err(_), Ok(true)) => Outcome::Failed { kind: out!(napi_get_and_clear_last_exception(js.0)).map_or("Error".into(), |e| js.kind_of(e)) },
+        (Err(e), _) => Outcome::not_json(&e),
     }
 }
 
@@ -227,14 +219,8 @@ impl NativeHost {
         let outcome = match js.call(f, &[to_js(js, ticket.args())?, ctx])? {
             Err(thrown) => Outcome::Failed { kind: js.kind_of(thrown) },
             Ok(v) if js.type_of(v) == sys::ValueType::napi_object && is_thenable(js, v)? => {
-                let ms = ticket.remaining().as_secs_f64() * 1000.0;
-                let parts =
-                    [v, out!(napi_create_double(js.0, ms))?, External::new(TicketCell::new(ticket)).into_unknown(&Env::from_raw(js.0))?.raw()];
-                let array = out!(napi_create_array_with_length(js.0, 3))?;
-                for (i, part) in (0..).zip(parts) {
-                    ok(unsafe { sys::napi_set_element(js.0, array, i, part) })?;
-                }
-                return Ok(js.unknown(array));
+                let racing = (js.unknown(v), ticket.remaining().as_secs_f64() * 1000.0, External::new(TicketCell::new(ticket)));
+                return Ok(js.unknown(unsafe { ToNapiValue::to_napi_value(js.0, racing)? }));
             }
             Ok(v) => outcome(js, v),
         };

@@ -22,9 +22,8 @@ use serde_json::{Map, Value};
 type Raw = sys::napi_value;
 
 thread_local! {
-    /// `index.js`'s classes by name (`init`), and `Object.prototype`.
+    /// `index.js`'s classes by name (`init`).
     static CLASSES: Cell<sys::napi_ref> = const { Cell::new(ptr::null_mut()) };
-    static OBJECT_PROTOTYPE: Cell<sys::napi_ref> = const { Cell::new(ptr::null_mut()) };
 }
 
 /// JavaScript's `typeof` of each N-API value type (an external is an object).
@@ -67,20 +66,9 @@ impl Js {
     pub(crate) fn set(self, object: Raw, key: &str, value: Raw) -> Result<()> {
         ok(unsafe { sys::napi_set_property(self.0, object, self.string(key)?, value) })
     }
-    fn reference(self, r: sys::napi_ref) -> Result<Raw> {
-        out!(napi_get_reference_value(self.0, r))
-    }
-    fn object_prototype(self) -> Result<Raw> {
-        if !OBJECT_PROTOTYPE.get().is_null() {
-            return self.reference(OBJECT_PROTOTYPE.get());
-        }
-        let proto = self.get(self.get(out!(napi_get_global(self.0))?, "Object")?, "prototype")?;
-        OBJECT_PROTOTYPE.set(out!(napi_create_reference(self.0, proto, 1))?);
-        Ok(proto)
-    }
     /// `new classes[name](...args)`, a class of `index.js`.
     pub(crate) fn new_of(self, name: &str, args: &[Raw]) -> Result<Raw> {
-        let class = self.get(self.reference(CLASSES.get())?, name)?;
+        let class = self.get(out!(napi_get_reference_value(self.0, CLASSES.get()))?, name)?;
         out!(napi_new_instance(self.0, class, args.len(), args.as_ptr()))
     }
     /// Calls `f`: its value, or `Err` with what it threw.
@@ -102,89 +90,72 @@ impl Js {
         });
         name.unwrap_or_else(|| TYPE_NAMES.get(ty.cast_unsigned() as usize).copied().unwrap_or("object").to_string())
     }
-    /// The error to return for a core error: `index.js`'s class for its kind, thrown by napi-rs.
-    pub(crate) fn raise(self, err: &CoreError) -> Error {
-        let kind = ERROR_CLASSES.iter().find(|c| c[0] == err.kind()).map_or("HarnessweaverError", |c| c[1]);
+    /// `new classes[class](message, code, problems)` with the `extra` properties, as the error for napi-rs to throw.
+    pub(crate) fn error(self, class: &str, message: &str, code: &str, problems: &Value, extra: &[(&str, Value)]) -> Error {
         let made = (|| {
-            let args = [self.string(&err.to_string())?, self.string(err.code())?, to_js(self, &err.problems_value())?];
-            self.new_of(kind, &args)
+            let error = self.new_of(class, &[self.string(message)?, self.string(code)?, to_js(self, problems)?])?;
+            extra.iter().try_for_each(|(key, value)| self.set(error, key, to_js(self, value)?))?;
+            Ok(Error::from_unknown_without_coercion(self.unknown(error)))
         })();
-        made.map_or_else(|e| e, |e| Error::from_unknown_without_coercion(unsafe { Unknown::from_raw_unchecked(self.0, e) }))
+        made.unwrap_or_else(|e| e)
+    }
+    /// The error to return for a core error: `index.js`'s class for its kind (or the exception
+    /// JavaScript threw while a value was read, left pending).
+    pub(crate) fn raise(self, err: &CoreError) -> Error {
+        if out!(napi_is_exception_pending(self.0)).unwrap_or(false) {
+            return Error::new(Status::PendingException, err.to_string());
+        }
+        let class = ERROR_CLASSES.iter().find(|c| c[0] == err.kind()).map_or("HarnessweaverError", |c| c[1]);
+        self.error(class, &err.to_string(), err.code(), &err.problems_value(), &[])
     }
     pub(crate) fn unknown<'e>(self, v: Raw) -> Unknown<'e> {
         unsafe { Unknown::from_raw_unchecked(self.0, v) }
     }
 }
 
-/// Why a value could not be read: the core's word for it, or what JavaScript threw (a getter).
-pub(crate) enum Fail {
-    Core(CoreError),
-    Js(Error),
-}
-
-impl From<CoreError> for Fail {
-    fn from(e: CoreError) -> Self {
-        Fail::Core(e)
-    }
-}
-
-impl From<Error> for Fail {
-    fn from(e: Error) -> Self {
-        Fail::Js(e)
-    }
-}
-
-impl Fail {
-    fn at(self, step: impl FnOnce(CoreError) -> CoreError) -> Self {
-        match self {
-            Fail::Core(e) => Fail::Core(step(e)),
-            js => js,
-        }
-    }
-    pub(crate) fn raise(self, js: Js) -> Error {
-        match self {
-            Fail::Core(e) => js.raise(&e),
-            Fail::Js(e) => e,
-        }
-    }
+/// An N-API failure while a value is read (a getter threw: its exception stays pending).
+fn io(e: Error) -> CoreError {
+    CoreError::Io { message: e.reason }
 }
 
 /// `v` as the core's JSON value, `depth` levels below the top of what it belongs to.
-pub(crate) fn from_js(js: Js, v: Raw, depth: usize) -> std::result::Result<Value, Fail> {
+pub(crate) fn from_js(js: Js, v: Raw, depth: usize) -> std::result::Result<Value, CoreError> {
     let env = js.0;
     let ty = js.type_of(v);
     Ok(match ty {
-        sys::ValueType::napi_string => Value::String(js.text(v)?),
-        sys::ValueType::napi_number => canonical::double_value(out!(napi_get_value_double(env, v))?)?,
-        sys::ValueType::napi_boolean => Value::Bool(out!(napi_get_value_bool(env, v))?),
+        sys::ValueType::napi_string => Value::String(js.text(v).map_err(io)?),
+        sys::ValueType::napi_number => canonical::double_value(out!(napi_get_value_double(env, v)).map_err(io)?)?,
+        sys::ValueType::napi_boolean => Value::Bool(out!(napi_get_value_bool(env, v)).map_err(io)?),
         sys::ValueType::napi_null => Value::Null,
-        sys::ValueType::napi_bigint => canonical::int_value_from_text(&js.text(out!(napi_coerce_to_string(env, v))?)?)?,
-        sys::ValueType::napi_object if depth >= canonical::MAX_DEPTH => return Err(value_error("deep", "", &[]).into()),
-        sys::ValueType::napi_object if out!(napi_is_array(env, v))? => {
-            let items = (0..out!(napi_get_array_length(env, v))?).map(|i| {
-                let item = out!(napi_get_element(env, v, i))?;
-                from_js(js, item, depth + 1).map_err(|e| e.at(|e| e.at_index(i as usize)))
+        sys::ValueType::napi_bigint => canonical::int_value_from_text(&js.text(out!(napi_coerce_to_string(env, v)).map_err(io)?).map_err(io)?)?,
+        sys::ValueType::napi_object if depth >= canonical::MAX_DEPTH => return Err(value_error("deep", "", &[])),
+        sys::ValueType::napi_object if out!(napi_is_array(env, v)).map_err(io)? => {
+            let items = (0..out!(napi_get_array_length(env, v)).map_err(io)?).map(|i| {
+                let item = out!(napi_get_element(env, v, i)).map_err(io)?;
+                from_js(js, item, depth + 1).map_err(|e| e.at_index(i as usize))
             });
             Value::Array(items.collect::<std::result::Result<_, _>>()?)
         }
         sys::ValueType::napi_object => {
-            let proto = out!(napi_get_prototype(env, v))?;
-            let plain = js.type_of(proto) == sys::ValueType::napi_null || out!(napi_strict_equals(env, proto, js.object_prototype()?))?;
-            if !plain {
-                return Err(value_error("object", "", &[]).into());
+            // Plain: made by `{}` or `Object.create(null)`, its prototype `Object.prototype` (of any realm) or none.
+            let proto = out!(napi_get_prototype(env, v)).map_err(io)?;
+            if js.type_of(proto) != sys::ValueType::napi_null
+                && js.type_of(out!(napi_get_prototype(env, proto)).map_err(io)?) != sys::ValueType::napi_null
+            {
+                return Err(value_error("object", "", &[]));
             }
             let (own, filter) = (sys::KeyCollectionMode::own_only, sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols);
-            let keys = out!(napi_get_all_property_names(env, v, own, filter, sys::KeyConversion::numbers_to_strings))?;
+            let keys = out!(napi_get_all_property_names(env, v, own, filter, sys::KeyConversion::numbers_to_strings)).map_err(io)?;
             let mut map = Map::new();
-            for i in 0..out!(napi_get_array_length(env, keys))? {
-                let key = out!(napi_get_element(env, keys, i))?;
-                let (name, item) = (js.text(key)?, out!(napi_get_property(env, v, key))?);
-                let item = from_js(js, item, depth + 1).map_err(|e| e.at(|e| e.at_key(&name)))?;
+            for i in 0..out!(napi_get_array_length(env, keys)).map_err(io)? {
+                let key = out!(napi_get_element(env, keys, i)).map_err(io)?;
+                let (name, item) = (js.text(key).map_err(io)?, out!(napi_get_property(env, v, key)).map_err(io)?);
+                let item = from_js(js, item, depth + 1).map_err(|e| e.at_key(&name))?;
                 map.insert(name, item);
             }
             Value::Object(map)
         }
-        other => return Err(value_error(TYPE_NAMES.get(other.cast_unsigned() as usize).copied().unwrap_or("object"), "", &[]).into()),
+        other => return Err(value_error(TYPE_NAMES.get(other.cast_unsigned() as usize).copied().unwrap_or("object"), "", &[])),
     })
 }
 
@@ -235,7 +206,7 @@ pub fn init(env: Env, classes: Unknown) -> Result<()> {
 
 /// A value read by the core's rules, thrown as the core's error.
 pub(crate) fn value(js: Js, v: &Unknown) -> Result<Value> {
-    from_js(js, v.raw(), 0).map_err(|f| f.raise(js))
+    from_js(js, v.raw(), 0).map_err(|e| js.raise(&e))
 }
 
 /// A core answer as a JavaScript value, or its error thrown.
