@@ -10,7 +10,6 @@ const native = require('./native.js')
 const TABLES = native.request('tables', {})
 // Issue 24: spans and approval waits to the host's OpenTelemetry API, when it is installed (else null).
 const otel = require('./adapters/opentelemetry.js')
-const TIMED_OUT = Symbol('timed out')
 const camel = (name) => name.replace(/_(.)/g, (_, l) => l.toUpperCase())
 
 class HarnessweaverError extends Error {
@@ -73,25 +72,14 @@ class ToolDescription {
 }
 
 // A handler's promise (`[promise, remainingMs, ticket]` from the addon) against its deadline, then the core's finish.
+// An abandoned handler may still reject later: `settled` handles that, never an unhandled rejection.
 async function race(rt, [pending, ms, ticket], raise) {
   let timer
-  const timeout = new Promise((resolve) => {
-    timer = setTimeout(resolve, ms, TIMED_OUT)
-  })
-  pending = Promise.resolve(pending)
-  // An abandoned handler may still reject later: never an unhandled rejection.
-  pending.catch(() => {})
-  let how = 'returned'
-  let value
-  try {
-    value = await Promise.race([pending, timeout])
-  } catch (err) {
-    how = 'threw'
-    value = err
-  } finally {
-    clearTimeout(timer)
-  }
-  return rt.finish(ticket, value === TIMED_OUT ? 'timeout' : how, value, raise)
+  const timeout = new Promise((resolve) => (timer = setTimeout(resolve, ms, ['timeout', null])))
+  const settled = Promise.resolve(pending).then((value) => ['returned', value], (err) => ['threw', err])
+  const [how, value] = await Promise.race([settled, timeout])
+  clearTimeout(timer)
+  return rt.finish(ticket, how, value, raise)
 }
 
 // What the addon answered, to its end: a result (or a promise of one), or a handler's promise to race.
@@ -155,24 +143,17 @@ class Harness {
     const raise = o.raiseOnRefusal !== false
     return settle(this._rt, this._rt.approveAndResume(String(approvalId(id)), o.approver ?? null, o.args ?? null, raise), raise)
   }
-
-  deny(id, options) {
-    const o = options || {}
-    return this._request('deny', { id: String(approvalId(id)), by: o.by ?? null, reason: String(o.reason ?? '') })
-  }
-
-  toolSpecs(format, options) {
-    const o = options || {}
-    return this._request('tool_specs', { format: String(format ?? 'openai'), principal: o.principal ?? null, tenant: o.tenant ?? null })
-  }
 }
 
 // The core's other host methods (from its table), camelCased: the arguments before `*` are
 // positional, the keyword-only ones come in an options object, an optional one missing is its default.
-// Node gives these its own way: `tools`, `run()`, `run.labels`, `_testing.advanceMs`.
+// Node gives these its own way: `tools`, `run()`, `run.labels`, `_testing.advanceMs`; and these
+// take their options in the object: `deny(id, { by, reason })`, `toolSpecs(format, { principal, tenant })`.
 const SHAPED = ['describe_tools', 'new_run', 'labels', 'advance_ms']
+const OPTIONS = { deny: ['id', '*', 'by', 'reason=""'], tool_specs: ['format="openai"', '*', 'principal=null', 'tenant=null'] }
 const ids = { id: approvalId, run: runId }
-for (const [name, params] of TABLES.methods) {
+for (const [name, table] of TABLES.methods) {
+  const params = OPTIONS[name] ?? table
   if (camel(name) in Harness.prototype || SHAPED.includes(name)) continue
   const star = params.indexOf('*')
   const [positional, keywords] = star < 0 ? [params, []] : [params.slice(0, star), params.slice(star + 1)]

@@ -67,7 +67,7 @@ unsafe extern "C" fn evaluate(env: sys::napi_env, info: sys::napi_callback_info)
 }
 
 unsafe fn evaluate_parts(js: Js, info: sys::napi_callback_info) -> Result<Raw> {
-    let (mut args, mut argc, mut data) = (vec![ptr::null_mut(); 64], 64, ptr::null_mut());
+    let (mut args, mut argc, mut data) = (vec![ptr::null_mut(); 16], 16, ptr::null_mut());
     crate::ok(unsafe { sys::napi_get_cb_info(js.0, info, &mut argc, args.as_mut_ptr(), ptr::null_mut(), &mut data) })?;
     if argc > args.len() {
         args.resize(argc, ptr::null_mut());
@@ -77,17 +77,17 @@ unsafe fn evaluate_parts(js: Js, info: sys::napi_callback_info) -> Result<Raw> {
     let program = unsafe { &*data.cast::<Program>() };
     let reads = program.reads();
     let (words, values) = args.split_at_checked((reads.len() + 1).div_ceil(PAIRS)).ok_or_else(|| Error::from_reason("missing arguments"))?;
-    let word = |pair: usize| words.get(pair / PAIRS).copied().unwrap_or(ptr::null_mut());
-    let kind = |pair: usize| -> Result<u32> { Ok((out!(napi_get_value_uint32(js.0, word(pair)))? >> (2 * (pair % PAIRS))) & 3) };
+    let words = words.iter().map(|w| out!(napi_get_value_uint32(js.0, *w))).collect::<Result<Vec<u32>>>()?;
+    let kind = |pair: usize| (words.get(pair / PAIRS).copied().unwrap_or(0) >> (2 * (pair % PAIRS))) & 3;
     let mut parts = Vec::with_capacity(reads.len());
     for (i, read) in reads.iter().enumerate() {
-        parts.push(match (kind(i + 1)?, values.get(i)) {
+        parts.push(match (kind(i + 1), values.get(i)) {
             (1, Some(v)) => Part::Value(from_js(js, *v, read.depth).map_err(|e| js.raise(&e))?),
             (2, _) => Part::Map,
             _ => Part::Absent,
         });
     }
-    if kind(0)? == 1 {
+    if kind(0) == 1 {
         let verdict = program.approval_required_parts(&parts);
         return verdict.reason.map_or_else(|| out!(napi_get_boolean(js.0, verdict.required)), |reason| js.string(&reason));
     }
