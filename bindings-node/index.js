@@ -52,11 +52,9 @@ const { LoadError, InvalidValueError, InvalidArgumentError, ToolBlocked, ToolNot
 const celLite = require('./cel_lite.js')(native, classes, TABLES.celNames)
 native.init(classes)
 
-const invalid = (message, code) => new InvalidArgumentError(message, code, [])
-
 /** What a call ended with (the addon's class); every field is the core's, converted when read. */
 const { CallResult } = native
-for (const k of TABLES.resultFields) Object.defineProperty(CallResult.prototype, k, { get() { return this.field(k) }, enumerable: true })
+for (const k of TABLES.resultProperties) Object.defineProperty(CallResult.prototype, k, { get() { return this.field(k) }, enumerable: true })
 
 class ToolDescription {
   constructor(fields, source) {
@@ -175,35 +173,29 @@ for (const [name, table] of TABLES.methods) {
   })
 }
 
-function load(path, options) {
-  return loadWith(path, options, {})
+const load = (path, options) => loadWith(path, options, {})
+// Throws the caller's mistake with its code, unless `ok`.
+function need(ok, message, code) {
+  if (!ok) throw new InvalidArgumentError(message, code, [])
 }
 
 function loadWith(path, options, t) {
-  if (options !== undefined && (options === null || typeof options !== 'object')) {
-    throw invalid('`options` must be an object like `{ tools }`', 'invalid_options')
-  }
+  need(options === undefined || (options !== null && typeof options === 'object'), '`options` must be an object like `{ tools }`', 'invalid_options')
   const o = options || {}
   const tools = o.tools === undefined ? {} : o.tools
-  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
-    throw invalid('`tools` must be an object mapping tool names to functions', 'invalid_tools')
-  }
+  need(tools !== null && typeof tools === 'object' && !Array.isArray(tools), '`tools` must be an object mapping tool names to functions', 'invalid_tools')
   const codeTools = o.codeTools ?? []
-  if (!Array.isArray(codeTools)) throw invalid('`codeTools` must be an array of [ToolDescription, function] pairs', 'invalid_tools')
-  for (const key of ['audit', 'onApproval']) {
-    if (o[key] != null && typeof o[key] !== 'function') throw invalid(`\`${key}\` must be a function`, 'invalid_options')
-  }
+  need(Array.isArray(codeTools), '`codeTools` must be an array of [ToolDescription, function] pairs', 'invalid_tools')
+  for (const key of ['audit', 'onApproval']) need(o[key] == null || typeof o[key] === 'function', `\`${key}\` must be a function`, 'invalid_options')
   const handlers = Object.create(null)
   for (const [name, fn] of Object.entries(tools)) {
-    if (typeof fn !== 'function') throw invalid(`\`tools.${name}\` must be a function`, 'invalid_tools')
+    need(typeof fn === 'function', `\`tools.${name}\` must be a function`, 'invalid_tools')
     handlers[name] = fn
   }
   const sources = codeTools.map((pair) => {
     const [tool, fn] = Array.isArray(pair) ? pair : [pair, undefined]
-    if (!(tool instanceof ToolDescription) || !tool._source) {
-      throw invalid('`codeTools` takes [ToolDescription.fromManifest(...), function] pairs', 'invalid_tools')
-    }
-    if (fn !== undefined && typeof fn !== 'function') throw invalid(`the handler of \`${tool.name}\` must be a function`, 'invalid_tools')
+    need(tool instanceof ToolDescription && tool._source, '`codeTools` takes [ToolDescription.fromManifest(...), function] pairs', 'invalid_tools')
+    need(fn === undefined || typeof fn === 'function', `the handler of \`${tool.name}\` must be a function`, 'invalid_tools')
     if (fn) handlers[tool.name] = fn
     return tool._source
   })

@@ -9,15 +9,13 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** What a call ended with; `index.js` defines a getter for each field of the core's table (`field`). */
+/** What a call ended with; `index.js` defines a getter for each property of the core's table (`field`). */
 export declare class CallResult {
-  /** Whether the call ran. */
-  get allowed(): boolean
   /** The text to hand back to the model. */
   toModel(): string
   /** The core's JSON form (what `JSON.stringify` prints). */
   toJSON(): any
-  /** One field of the core's table (`CallResult::FIELDS`). */
+  /** One property of the core's table (`CallResult::PROPERTIES`). */
   field(name: string): any
 }
 

@@ -233,18 +233,12 @@ fn is_thenable(js: Js, v: Raw) -> Result<bool> {
     Ok(out!(napi_is_promise(js.0, v))? || js.type_of(js.get(v, "then")?) == sys::ValueType::napi_function)
 }
 
-/// What a call ended with; `index.js` defines a getter for each field of the core's table (`field`).
+/// What a call ended with; `index.js` defines a getter for each property of the core's table (`field`).
 #[napi]
 pub struct CallResult(pub(crate) CoreResult);
 
 #[napi]
 impl CallResult {
-    /// Whether the call ran.
-    #[napi(getter)]
-    pub fn allowed(&self) -> bool {
-        RefusalClass::of(self.0.decision, self.0.step).is_none()
-    }
-
     /// The text to hand back to the model.
     #[napi]
     pub fn to_model(&self) -> String {
@@ -258,7 +252,7 @@ impl CallResult {
         Ok(js.unknown(to_js(js, &self.0.to_value())?))
     }
 
-    /// One field of the core's table (`CallResult::FIELDS`).
+    /// One property of the core's table (`CallResult::PROPERTIES`).
     #[napi(ts_return_type = "any")]
     pub fn field<'e>(&self, env: &'e Env, name: String) -> Result<Unknown<'e>> {
         let js = Js(env.raw());

@@ -53,7 +53,7 @@ pub const METHODS: [(&str, &[&str]); 16] = [
 
 /// The core's tables a binding builds its classes and checks from: the
 /// refusal classes (base first, each with its parent, step, doc and extra
-/// fields), the other error classes, the host methods ([`METHODS`]), the result's fields, the manifest risks
+/// fields), the other error classes, the host methods ([`METHODS`]), the result's fields and properties, the manifest risks
 /// and side effects (for `add tool`, with those that need an effect contract), the variable names cel-lite
 /// expressions may use, and the bounds of a value (its nesting, an integer's
 /// magnitude) for a host that writes its values' JSON text itself.
@@ -67,7 +67,7 @@ pub fn tables() -> Value {
     use crate::manifest::{needs_contract, side_effect_name, SideEffect};
     let contract = [SideEffect::None, SideEffect::Read, SideEffect::WriteInternal, SideEffect::WriteExternal, SideEffect::Destructive];
     let contract: Vec<&str> = contract.into_iter().filter(|s| needs_contract(*s)).map(side_effect_name).collect();
-    json!({"refusalClasses": classes, "errorClasses": ERROR_CLASSES, "methods": METHODS, "resultFields": CallResult::FIELDS, "risks": RISKS,
+    json!({"refusalClasses": classes, "errorClasses": ERROR_CLASSES, "methods": METHODS, "resultFields": CallResult::FIELDS, "resultProperties": CallResult::PROPERTIES, "risks": RISKS,
         "sideEffects": SIDE_EFFECTS, "contractSideEffects": contract, "celNames": cel::VAR_NAMES, "maxDepth": MAX_DEPTH,
         "maxSafeInteger": MAX_SAFE_INTEGER})
 }
