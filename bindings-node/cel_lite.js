@@ -81,8 +81,7 @@ module.exports = function makeCelLite(native, classes, names) {
 
     /** The approval rule: `{ required, reason }`; true, unevaluable or not a bool means required. */
     approvalRequired(vars) {
-      const answer = this[GATHER](vars, 1)
-      return typeof answer === 'string' ? { required: true, reason: answer } : { required: answer, reason: null }
+      return this[GATHER](vars, 1)
     }
 
     toString() {

@@ -8,8 +8,7 @@
 //! `evaluate(k…, p…)` takes words of 2-bit kinds (pair 0: 0 for the value, 1
 //! for the approval verdict; pair `i + 1` the part of read `i`: 0 absent, 1 a
 //! value, 2 a map read field by field; 16 pairs a word), then one argument per
-//! read. It returns the value (throwing `Unevaluable`), or for the verdict
-//! `true`, `false` or the reason.
+//! read. It returns the value (throwing `Unevaluable`), or the verdict `{required, reason}`.
 
 use std::ptr;
 
@@ -33,7 +32,7 @@ pub fn cel_lite_compile<'e>(env: &'e Env, text: String) -> Result<Unknown<'e>> {
         Err(e) => {
             let (line, column, reason) = (json!(e.line()), json!(e.column()), json!(e.message()));
             let problems = json!([{"code": e.code(), "message": reason, "file": null, "line": line, "column": column, "path": ""}]);
-            return Err(js.error("CompileError", &e.render(), e.code(), &problems, &[("line", line), ("column", column), ("reason", reason)]));
+            return Err(js.error("CompileError", &e.render(), e.code(), &problems, &[(c"line", line), (c"column", column), (c"reason", reason)]));
         }
     };
     let reads = json!(program.reads().iter().map(|r| json!([r.name, r.parent, r.whole, r.depth])).collect::<Vec<_>>());
@@ -89,10 +88,10 @@ unsafe fn evaluate_parts(js: Js, info: sys::napi_callback_info) -> Result<Raw> {
     }
     if kind(0) == 1 {
         let verdict = program.approval_required_parts(&parts);
-        return verdict.reason.map_or_else(|| out!(napi_get_boolean(js.0, verdict.required)), |reason| js.string(&reason));
+        return to_js(js, &json!({"required": verdict.required, "reason": verdict.reason}));
     }
     match program.evaluate_parts(&parts) {
         CelOutcome::Value(v) => to_js(js, &v),
-        CelOutcome::Unevaluable { reason } => Err(js.error("Unevaluable", &reason, "unevaluable", &json!([]), &[("reason", json!(reason))])),
+        CelOutcome::Unevaluable { reason } => Err(js.error("Unevaluable", &reason, "unevaluable", &json!([]), &[(c"reason", json!(reason))])),
     }
 }

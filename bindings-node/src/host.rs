@@ -89,8 +89,8 @@ pub fn load_host(
     let (mut handlers, mut decls) = (HashMap::new(), Vec::new());
     for name in Object::keys(&tools)? {
         let f: Unknown = tools.get_named_property(&name)?;
-        let kind = js.text(js.get(js.get(f.raw(), "constructor")?, "name")?)?;
-        let function = Some(js.text(js.get(f.raw(), "name")?)?).filter(|n| !n.is_empty());
+        let kind = js.text(js.get(js.get(f.raw(), c"constructor")?, c"name")?)?;
+        let function = Some(js.text(js.get(f.raw(), c"name")?)?).filter(|n| !n.is_empty());
         let mode = if kind == "AsyncFunction" { HandlerMode::Async } else { HandlerMode::CallerThread };
         decls.push(HandlerDecl { tool: name.clone(), mode, takes_idempotency_key: true, function });
         handlers.insert(name, JsFn::new(js.0, f.raw())?);
@@ -209,11 +209,11 @@ impl NativeHost {
         }
         let Some(handler) = self.handlers.get(ticket.tool()) else { return deliver(js, self.inner.finish_lost(ticket, "no handler"), raise) };
         let ctx = out!(napi_create_object(js.0))?;
-        js.set(ctx, "idempotencyKey", js.string(ticket.idempotency_key())?)?;
-        js.set(ctx, "tool", js.string(ticket.tool())?)?;
+        js.set(ctx, c"idempotencyKey", js.string(ticket.idempotency_key())?)?;
+        js.set(ctx, c"tool", js.string(ticket.tool())?)?;
         // The values the core hands a tool declaring `secrets_delivery: native`.
         if let Some(secrets) = ticket.secrets() {
-            js.set(ctx, "secrets", to_js(js, &secrets)?)?;
+            js.set(ctx, c"secrets", to_js(js, &secrets)?)?;
         }
         let f = out!(napi_get_reference_value(js.0, handler.f))?;
         let outcome = match js.call(f, &[to_js(js, ticket.args())?, ctx])? {
@@ -230,7 +230,7 @@ impl NativeHost {
 
 /// Whether `v` is a promise, or an object with a `then` function.
 fn is_thenable(js: Js, v: Raw) -> Result<bool> {
-    Ok(out!(napi_is_promise(js.0, v))? || js.type_of(js.get(v, "then")?) == sys::ValueType::napi_function)
+    Ok(out!(napi_is_promise(js.0, v))? || js.type_of(js.get(v, c"then")?) == sys::ValueType::napi_function)
 }
 
 /// What a call ended with; `index.js` defines a getter for each property of the core's table (`field`).

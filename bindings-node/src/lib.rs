@@ -11,6 +11,7 @@ mod gateway;
 mod host;
 
 use std::cell::Cell;
+use std::ffi::{CStr, CString};
 use std::ptr;
 
 use harnessweaver_core::host::{self as core, canonical, value_error, Error as CoreError, ERROR_CLASSES};
@@ -60,15 +61,16 @@ impl Js {
     pub(crate) fn type_of(self, v: Raw) -> sys::napi_valuetype {
         out!(napi_typeof(self.0, v)).unwrap_or(sys::ValueType::napi_undefined)
     }
-    pub(crate) fn get(self, object: Raw, key: &str) -> Result<Raw> {
-        out!(napi_get_property(self.0, object, self.string(key)?))
+    pub(crate) fn get(self, object: Raw, key: &CStr) -> Result<Raw> {
+        out!(napi_get_named_property(self.0, object, key.as_ptr()))
     }
-    pub(crate) fn set(self, object: Raw, key: &str, value: Raw) -> Result<()> {
-        ok(unsafe { sys::napi_set_property(self.0, object, self.string(key)?, value) })
+    pub(crate) fn set(self, object: Raw, key: &CStr, value: Raw) -> Result<()> {
+        ok(unsafe { sys::napi_set_named_property(self.0, object, key.as_ptr(), value) })
     }
     /// `new classes[name](...args)`, a class of `index.js`.
     pub(crate) fn new_of(self, name: &str, args: &[Raw]) -> Result<Raw> {
-        let class = self.get(out!(napi_get_reference_value(self.0, CLASSES.get()))?, name)?;
+        let name = CString::new(name).map_err(|e| Error::from_reason(e.to_string()))?;
+        let class = self.get(out!(napi_get_reference_value(self.0, CLASSES.get()))?, &name)?;
         out!(napi_new_instance(self.0, class, args.len(), args.as_ptr()))
     }
     /// Calls `f`: its value, or `Err` with what it threw.
@@ -83,7 +85,7 @@ impl Js {
     /// What a thrown value is called: an object's `name` when it is a non-empty string, else its type.
     pub(crate) fn kind_of(self, thrown: Raw) -> String {
         let ty = self.type_of(thrown);
-        let name = (ty == sys::ValueType::napi_object).then(|| self.get(thrown, "name")).and_then(|n| match n {
+        let name = (ty == sys::ValueType::napi_object).then(|| self.get(thrown, c"name")).and_then(|n| match n {
             Ok(n) if self.type_of(n) == sys::ValueType::napi_string => self.text(n).ok().filter(|n| !n.is_empty()),
             Ok(_) => None,
             Err(_) => out!(napi_get_and_clear_last_exception(self.0)).ok().and(None),
@@ -91,7 +93,7 @@ impl Js {
         name.unwrap_or_else(|| TYPE_NAMES.get(ty.cast_unsigned() as usize).copied().unwrap_or("object").to_string())
     }
     /// `new classes[class](message, code, problems)` with the `extra` properties, as the error for napi-rs to throw.
-    pub(crate) fn error(self, class: &str, message: &str, code: &str, problems: &Value, extra: &[(&str, Value)]) -> Error {
+    pub(crate) fn error(self, class: &str, message: &str, code: &str, problems: &Value, extra: &[(&CStr, Value)]) -> Error {
         let made = (|| {
             let error = self.new_of(class, &[self.string(message)?, self.string(code)?, to_js(self, problems)?])?;
             extra.iter().try_for_each(|(key, value)| self.set(error, key, to_js(self, value)?))?;
