@@ -50,11 +50,26 @@ for (const c of TABLES.refusalClasses) {
 const { LoadError, InvalidValueError, InvalidArgumentError, ToolBlocked, ToolNotFound, InvalidArguments, DigestMismatch, PolicyDenied,
   LimitExceeded, FlowBlocked, ApprovalRequired, ApprovalDenied, ToolFailed, OutputRejected } = classes
 const celLite = require('./cel_lite.js')(native, classes, TABLES.celNames)
-native.init(classes)
 
-/** What a call ended with (the addon's class); every field is the core's, converted when read. */
-const { CallResult } = native
-for (const k of TABLES.resultProperties) Object.defineProperty(CallResult.prototype, k, { get() { return this.field(k) }, enumerable: true })
+/** What a call ended with; every property is the core's, converted when read. */
+class CallResult {
+  #r
+  constructor(inner) {
+    this.#r = inner
+  }
+
+  static {
+    const methods = ['toModel', 'toJSON']
+    for (const k of [...TABLES.resultProperties, ...methods]) {
+      const read = function () { return native.result(this.#r, k) }
+      Object.defineProperty(this.prototype, k, methods.includes(k) ? { value: read } : { get: read, enumerable: true })
+    }
+  }
+}
+classes.CallResult = CallResult
+native.init(classes)
+// A result (an external of the addon), or a promise of one, as a `CallResult`.
+const wrap = (r) => (r instanceof Promise ? r.then(wrap) : new CallResult(r))
 
 class ToolDescription {
   constructor(fields, source) {
@@ -109,7 +124,7 @@ class Harness {
 
   async call(tool, args, options) {
     const o = options || {}
-    return settle(this._rt, begin(this, tool, args, o, o.principal, false), o.raiseOnRefusal !== false)
+    return wrap(settle(this._rt, begin(this, tool, args, o, o.principal, false), o.raiseOnRefusal !== false))
   }
 
   run(options) {
@@ -130,7 +145,7 @@ class Harness {
       async call(tool, args, callOptions) {
         const c = { ...callOptions, tenant: run.tenant, task: run.task, run: run.id }
         const p = run.principal === given ? read : run.principal
-        return settle(harness._rt, begin(harness, tool, args, c, p, false), c.raiseOnRefusal !== false)
+        return wrap(settle(harness._rt, begin(harness, tool, args, c, p, false), c.raiseOnRefusal !== false))
       },
     }
     return run
@@ -139,7 +154,7 @@ class Harness {
   async approve(id, options) {
     const o = options || {}
     const raise = o.raiseOnRefusal !== false
-    return settle(this._rt, this._rt.approveAndResume(String(approvalId(id)), o.approver ?? null, o.args ?? null, raise), raise)
+    return wrap(settle(this._rt, this._rt.approveAndResume(String(approvalId(id)), o.approver ?? null, o.args ?? null, raise), raise))
   }
 }
 
@@ -217,10 +232,10 @@ const _testing = {
   /** Steps 1–7 of a call whose allowed ticket is held: `{ held }`, or the result. */
   begin(harness, tool, args, o) {
     const r = begin(harness, tool, args, o, o.principal, true)
-    return r instanceof CallResult ? r : { held: r }
+    return Array.isArray(r) ? { held: r[0] } : new CallResult(r)
   },
   /** Runs a held call to its result, as `call` would have. */
-  resume: async (harness, held, o = {}) => settle(harness._rt, harness._rt.finish(held, 'resume', null, o.raiseOnRefusal !== false), o.raiseOnRefusal !== false),
+  resume: async (harness, held, o = {}) => wrap(settle(harness._rt, harness._rt.finish(held, 'resume', null, o.raiseOnRefusal !== false), o.raiseOnRefusal !== false)),
 }
 
 async function serveMcp(h, options) {

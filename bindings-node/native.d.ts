@@ -9,22 +9,12 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** What a call ended with; `index.js` defines a getter for each property of the core's table (`field`). */
-export declare class CallResult {
-  /** The text to hand back to the model. */
-  toModel(): string
-  /** The core's JSON form (what `JSON.stringify` prints). */
-  toJSON(): any
-  /** One property of the core's table (`CallResult::PROPERTIES`). */
-  field(name: string): any
-}
-
 /** One `tools/call` handed to JavaScript, and where its result goes. */
 export declare class GatewayCall {
   /** Begins the call on `host` (the harness served) as `NativeHost.call` does, with the gateway's caller and run. */
   begin(host: NativeHost): any
   /** Hands back the call's result; none (the host failed to run it) ends it `handler_error`. */
-  reply(result?: CallResult | null): void
+  reply(result?: unknown): void
 }
 
 /** A running gateway (native side); `serveMcp` in `index.js` drives it. */
@@ -76,6 +66,12 @@ export declare function loadHost(path: string, tools: object | undefined | null,
 
 /** A core host method that needs no harness (`harnessweaver_core::host::request`): `tables`, `sanitize`, `definition_digest`, …. */
 export declare function request(method: string, args: object): any
+
+/**
+ * A property of a call's result (`CallResult::PROPERTIES`), or its `toModel` text or `toJSON` form:
+ * `index.js`'s `CallResult` holds the result as an external (cheaper to make than a class instance).
+ */
+export declare function result(result: unknown, what: string): any
 
 /**
  * Starts serving `host`'s harness over MCP on a thread of its own: stdio (as `principal`

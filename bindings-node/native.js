@@ -835,7 +835,6 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.CallResult = nativeBinding.CallResult
 module.exports.GatewayCall = nativeBinding.GatewayCall
 module.exports.NativeGateway = nativeBinding.NativeGateway
 module.exports.NativeHost = nativeBinding.NativeHost
@@ -846,4 +845,5 @@ module.exports.definitionDigest = nativeBinding.definitionDigest
 module.exports.init = nativeBinding.init
 module.exports.loadHost = nativeBinding.loadHost
 module.exports.request = nativeBinding.request
+module.exports.result = nativeBinding.result
 module.exports.serveMcp = nativeBinding.serveMcp

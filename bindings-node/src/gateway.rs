@@ -9,12 +9,12 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use harnessweaver_core::host::{Error as CoreError, Principal};
+use harnessweaver_core::host::{CallResult as CoreResult, Error as CoreError, Principal};
 use harnessweaver_runtime::gateway::handover::{serve_handed_over, HandOver, HandedCall};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::host::{CallResult, NativeHost};
+use crate::host::NativeHost;
 use crate::{value, Js};
 
 /// A running gateway (native side); `serveMcp` in `index.js` drives it.
@@ -72,10 +72,10 @@ impl GatewayCall {
     }
 
     /// Hands back the call's result; none (the host failed to run it) ends it `handler_error`.
-    #[napi(ts_args_type = "result?: CallResult | null")]
-    pub fn reply(&self, result: Option<&CallResult>) {
+    #[napi(ts_args_type = "result?: unknown")]
+    pub fn reply(&self, result: Option<&External<CoreResult>>) {
         if let Some(call) = self.0.borrow_mut().take() {
-            call.reply(result.map(|r| r.0.clone()));
+            call.reply(result.map(|r| CoreResult::clone(r)));
         }
     }
 }

@@ -1,8 +1,8 @@
 //! `NativeHost` (a loaded harness) over `harnessweaver_core::host`.
 //!
 //! Conversion only. `call` runs steps 1–7 in the core and, in the same
-//! crossing, a sync handler and the core's finish: it answers a `CallResult`
-//! (or throws its refusal class), a promise of one (a core transport, run on
+//! crossing, a sync handler and the core's finish: it answers a result (an
+//! external `index.js` wraps; or throws its refusal class), a promise of one (a core transport, run on
 //! libuv's pool), or `[promise, remainingMs, ticket]` for a handler that
 //! returned a promise, which `index.js` races against the deadline and hands
 //! to `finish` (the core judges the deadline and runs step 9).
@@ -152,7 +152,7 @@ impl NativeHost {
         let js = Js(env.raw());
         let ctx = CallContext { principal: principal(js, &who)?, tenant, task, run_id, approval_id, ..CallContext::default() };
         match self.inner.begin(&tool, value(js, &args)?, &ctx) {
-            Ok(Begun::Allowed(ticket)) if hold == Some(true) => External::new(TicketCell::new(ticket)).into_unknown(env),
+            Ok(Begun::Allowed(ticket)) if hold == Some(true) => Ok(js.unknown(unsafe { ToNapiValue::to_napi_value(js.0, vec![External::new(TicketCell::new(ticket))])? })),
             begun => self.settle(js, begun, raise),
         }
     }
@@ -233,40 +233,26 @@ fn is_thenable(js: Js, v: Raw) -> Result<bool> {
     Ok(out!(napi_is_promise(js.0, v))? || js.type_of(js.get(v, c"then")?) == sys::ValueType::napi_function)
 }
 
-/// What a call ended with; `index.js` defines a getter for each property of the core's table (`field`).
-#[napi]
-pub struct CallResult(pub(crate) CoreResult);
-
-#[napi]
-impl CallResult {
-    /// The text to hand back to the model.
-    #[napi]
-    pub fn to_model(&self) -> String {
-        self.0.to_model()
-    }
-
-    /// The core's JSON form (what `JSON.stringify` prints).
-    #[napi(js_name = "toJSON", ts_return_type = "any")]
-    pub fn to_json<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
-        let js = Js(env.raw());
-        Ok(js.unknown(to_js(js, &self.0.to_value())?))
-    }
-
-    /// One property of the core's table (`CallResult::PROPERTIES`).
-    #[napi(ts_return_type = "any")]
-    pub fn field<'e>(&self, env: &'e Env, name: String) -> Result<Unknown<'e>> {
-        let js = Js(env.raw());
-        Ok(js.unknown(to_js(js, &self.0.field(&name).unwrap_or(Value::Null))?))
-    }
+/// A property of a call's result (`CallResult::PROPERTIES`), or its `toModel` text or `toJSON` form:
+/// `index.js`'s `CallResult` holds the result as an external (cheaper to make than a class instance).
+#[napi(ts_args_type = "result: unknown, what: string", ts_return_type = "any")]
+pub fn result<'e>(env: &'e Env, result: &External<CoreResult>, what: String) -> Result<Unknown<'e>> {
+    let js = Js(env.raw());
+    let value = match what.as_str() {
+        "toModel" => return js.string(&result.to_model()).map(|v| js.unknown(v)),
+        "toJSON" => result.to_value(),
+        name => result.field(name).unwrap_or(Value::Null),
+    };
+    Ok(js.unknown(to_js(js, &value)?))
 }
 
-/// A `CallResult`, or with `raise` the error of its refusal class (`RefusalClass::of`) to throw.
+/// A call's result as an external, or with `raise` its refusal class (`RefusalClass::of`) to throw.
 fn deliver<'e>(js: Js, result: CoreResult, raise: bool) -> Result<Unknown<'e>> {
     let class = RefusalClass::of(result.decision, result.step).filter(|_| raise);
-    let instance = unsafe { ToNapiValue::to_napi_value(js.0, CallResult(result))? };
+    let inner = unsafe { ToNapiValue::to_napi_value(js.0, External::new(result))? };
     match class {
-        Some(class) => Err(Error::from_unknown_without_coercion(js.unknown(js.new_of(class.name(), &[instance])?))),
-        None => Ok(js.unknown(instance)),
+        Some(class) => Err(Error::from_unknown_without_coercion(js.unknown(js.new_of(class.name(), &[js.new_of("CallResult", &[inner])?])?))),
+        None => Ok(js.unknown(inner)),
     }
 }
 
