@@ -152,7 +152,9 @@ impl NativeHost {
         let js = Js(env.raw());
         let ctx = CallContext { principal: principal(js, &who)?, tenant, task, run_id, approval_id, ..CallContext::default() };
         match self.inner.begin(&tool, value(js, &args)?, &ctx) {
-            Ok(Begun::Allowed(ticket)) if hold == Some(true) => Ok(js.unknown(unsafe { ToNapiValue::to_napi_value(js.0, vec![External::new(TicketCell::new(ticket))])? })),
+            Ok(Begun::Allowed(ticket)) if hold == Some(true) => {
+                Ok(js.unknown(unsafe { ToNapiValue::to_napi_value(js.0, vec![External::new(TicketCell::new(ticket))])? }))
+            }
             begun => self.settle(js, begun, raise),
         }
     }
