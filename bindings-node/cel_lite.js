@@ -18,8 +18,8 @@ module.exports = function makeCelLite(native, classes, names) {
   const known = new Function('key', `switch (key) { ${names.map((n) => `case ${JSON.stringify(n)}:`).join(' ')} return true } return false`)
   const { hasOwn, getPrototypeOf } = Object
   const isEnumerable = Object.prototype.propertyIsEnumerable
-  const isPlain = (v) => typeof v === 'object' && v !== null && !Array.isArray(v) &&
-    (getPrototypeOf(v) === Object.prototype || getPrototypeOf(v) === null)
+  const isPlain = (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && plainProto(getPrototypeOf(v))
+  const plainProto = (p) => p === Object.prototype || p === null
   // Asks the core to word what is wrong with `vars` (not a mapping, an unknown key); else returns.
   function checkVars(vars) {
     if (typeof vars !== 'object' || Array.isArray(vars)) native.request('cel_vars', { type: Array.isArray(vars) ? 'array' : typeof vars })
@@ -81,7 +81,8 @@ module.exports = function makeCelLite(native, classes, names) {
 
     /** The approval rule: `{ required, reason }`; true, unevaluable or not a bool means required. */
     approvalRequired(vars) {
-      return this[GATHER](vars, 1)
+      const answer = this[GATHER](vars, 1)
+      return typeof answer === 'string' ? { required: true, reason: answer } : { required: answer, reason: null }
     }
 
     toString() {

@@ -8,7 +8,8 @@
 //! `evaluate(k…, p…)` takes words of 2-bit kinds (pair 0: 0 for the value, 1
 //! for the approval verdict; pair `i + 1` the part of read `i`: 0 absent, 1 a
 //! value, 2 a map read field by field; 16 pairs a word), then one argument per
-//! read. It returns the value (throwing `Unevaluable`), or the verdict `{required, reason}`.
+//! read. It returns the value (throwing `Unevaluable`), or for the verdict `true`,
+//! `false` or the reason.
 
 use std::ptr;
 
@@ -88,7 +89,7 @@ unsafe fn evaluate_parts(js: Js, info: sys::napi_callback_info) -> Result<Raw> {
     }
     if kind(0) == 1 {
         let verdict = program.approval_required_parts(&parts);
-        return to_js(js, &json!({"required": verdict.required, "reason": verdict.reason}));
+        return verdict.reason.map_or_else(|| out!(napi_get_boolean(js.0, verdict.required)), |reason| js.string(&reason));
     }
     match program.evaluate_parts(&parts) {
         CelOutcome::Value(v) => to_js(js, &v),

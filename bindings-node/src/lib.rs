@@ -56,9 +56,9 @@ impl Js {
     pub(crate) fn string(self, s: &str) -> Result<Raw> {
         out!(napi_create_string_utf8(self.0, s.as_ptr().cast(), s.len().cast_signed()))
     }
-    /// A string's text: in one N-API call when it fits 255 bytes (N-API writes whole characters only).
+    /// A string's text: in one N-API call when it fits 63 bytes (N-API writes whole characters only).
     pub(crate) fn text(self, v: Raw) -> Result<String> {
-        let mut buffer = [0u8; 256];
+        let mut buffer = [0u8; 64];
         let written = out!(napi_get_value_string_utf8(self.0, v, buffer.as_mut_ptr().cast(), buffer.len()))?;
         match buffer.get(..written).filter(|_| written + 5 < buffer.len()) {
             Some(text) => Ok(String::from_utf8_lossy(text).into_owned()),
@@ -161,8 +161,14 @@ pub(crate) fn from_js(js: Js, v: Raw, depth: usize) -> std::result::Result<Value
             {
                 return Err(value_error("object", "", &[]));
             }
-            // `Object.keys` (its own enumerable string keys): cheaper than `napi_get_all_property_names`.
-            let keys = js.call(js.object_keys().map_err(io)?, &[v]).map_err(io)?.map_err(|_| io(Error::from_reason("Object.keys")))?;
+            // Its own enumerable string keys: `Object.keys`, a JavaScript call cheaper than
+            // `napi_get_all_property_names`, which deep down (where V8 sees its stack run low) reads them instead.
+            let (own, filter) = (sys::KeyCollectionMode::own_only, sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols);
+            let keys = if depth < 64 {
+                js.call(js.object_keys().map_err(io)?, &[v]).map_err(io)?.map_err(|_| io(Error::from_reason("Object.keys")))?
+            } else {
+                out!(napi_get_all_property_names(env, v, own, filter, sys::KeyConversion::numbers_to_strings)).map_err(io)?
+            };
             let mut map = Map::new();
             for i in 0..out!(napi_get_array_length(env, keys)).map_err(io)? {
                 let key = out!(napi_get_element(env, keys, i)).map_err(io)?;
