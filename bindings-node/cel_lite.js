@@ -1,7 +1,7 @@
 'use strict'
 // celLite: the expression language of `approval.when` and policy rules, usable
 // outside a harness. The core compiles, evaluates and says what an expression
-// reads; this file gathers exactly those parts and maps errors.
+// reads; this file gathers exactly those parts.
 //
 //   const { celLite } = require('harnessweaver')
 //   const program = celLite.compile("args.amount_usd > 100 && !('finance' in principal.roles)")
@@ -9,70 +9,39 @@
 //   program.evaluate({ args: {} }, { default: null })                           // null (unevaluable)
 //   program.approvalRequired({ args: {} })  // { required: true, reason: 'no such key `amount_usd` in `args`' }
 
-/**
- * Builds the `celLite` namespace over the addon and the package's base error.
- * @param {object} native the addon (native.js)
- * @param {Function} HarnessweaverError the package's base error class
- * @param {Function} rethrow the package's mapping of other addon errors (bad vars, values with no JSON form)
- * @param {string[]} names the variable names expressions may use (the core's)
- * @param {Function} textOf a value's JSON text at a nesting depth; throws the core's error for a value with no JSON form
- */
-module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names, textOf) {
-  /** A cel-lite expression did not compile; `message` shows the line with a caret. */
-  class CompileError extends HarnessweaverError {
-    constructor({ message, code, line, column, reason }) {
-      super(message, code, [{ code, message: reason, file: null, line, column, path: '' }])
-      /** 1-based line of the spot. */
-      this.line = line
-      /** 1-based column of the spot, in characters. */
-      this.column = column
-      /** What is wrong, without the place and caret. */
-      this.reason = reason
-    }
-  }
-
-  /** A runtime error stopped the evaluation; `reason` says which part failed. */
-  class Unevaluable extends HarnessweaverError {
-    constructor(reason) {
-      super(reason, 'unevaluable', [])
-      this.reason = reason
-    }
-  }
-
+/** Builds the `celLite` namespace over the addon, adding its error classes to `classes` (which the addon throws). */
+module.exports = function makeCelLite(native, classes, names) {
+  // A cel-lite expression did not compile (`message` shows the line with a caret; `line`, `column`, `reason`),
+  // or a runtime error stopped an evaluation (`reason` says which part failed): the addon throws them.
+  for (const name of ['CompileError', 'Unevaluable']) classes[name] = { [name]: class extends classes.HarnessweaverError {} }[name]
   // A switch over the core's names: faster than a Set on every call.
   const known = new Function('key', `switch (key) { ${names.map((n) => `case ${JSON.stringify(n)}:`).join(' ')} return true } return false`)
   const { hasOwn, getPrototypeOf } = Object
   const isEnumerable = Object.prototype.propertyIsEnumerable
-  const isPlain = (v) => typeof v === 'object' && v !== null && !Array.isArray(v) &&
-    (getPrototypeOf(v) === Object.prototype || getPrototypeOf(v) === null)
-
+  const isPlain = (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && plainProto(getPrototypeOf(v))
+  const plainProto = (p) => p === Object.prototype || p === null
   // Asks the core to word what is wrong with `vars` (not a mapping, an unknown key); else returns.
   function checkVars(vars) {
-    if (typeof vars !== 'object' || Array.isArray(vars)) native.celLiteBadVars(Array.isArray(vars) ? 'array' : typeof vars, null)
-    for (const key in vars) if (!known(key) && hasOwn(vars, key)) native.celLiteBadVars(null, key)
+    if (typeof vars !== 'object' || Array.isArray(vars)) native.request('cel_vars', { type: Array.isArray(vars) ? 'array' : typeof vars })
+    for (const key in vars) if (!known(key) && hasOwn(vars, key)) native.request('cel_vars', { key })
   }
 
   // One gather function per program, written from the core's reads (`[name, parent, whole, depth]`,
-  // parents first): it reads exactly those parts (own enumerable properties, as the whole
-  // conversion does) and hands them to the program's native function with their kinds
-  // (see src/cel_lite.rs): a string, number, bool or null as itself; a plain object read field
-  // by field a map; another value read whole its JSON text; anything missing absent.
+  // parents first): it reads exactly those parts (own enumerable properties, as the whole conversion
+  // does) and hands them to the program's native function with their kinds (see src/cel_lite.rs).
   function gatherer(reads, evaluate) {
-    const words = Math.ceil((reads.length + 1) / 16)
     const kind = (i, k) => `k${(i + 1) >> 4} |= ${(k << (2 * ((i + 1) & 15))) | 0}`
     const read = (i) => {
-      const [name, parent, whole, depth] = reads[i]
+      const [name, parent, whole] = reads[i]
       const key = JSON.stringify(name)
       const from = parent === null ? 'vars' : `v${parent}`
       // A variable must be own (an own `undefined` is unbound); a field own and enumerable.
       const has = parent === null ? `hasOwn(vars, ${key})` : `isEnumerable.call(${from}, ${key})`
-      const value = `if (isScalar(v${i})) { p${i} = v${i}; ${kind(i, 1)} } else { p${i} = textOf(v${i}, ${depth}); ${kind(i, 3)} }`
       const fields = reads.map((r, j) => (r[1] === i ? read(j) : '')).join('')
-      const inner = whole ? value : `if (isPlain(v${i})) { ${kind(i, 2)}; ${fields} } else { ${value} }`
-      const unbound = parent === null ? `if (v${i} !== undefined) ` : ''
-      return `if (${has}) { const v${i} = ${from}[${key}]; ${unbound}{ ${inner} } }\n`
+      const inner = whole ? `p${i} = v${i}; ${kind(i, 1)}` : `if (isPlain(v${i})) { ${kind(i, 2)}; ${fields} } else { p${i} = v${i}; ${kind(i, 1)} }`
+      return `if (${has}) { const v${i} = ${from}[${key}]; ${parent === null ? `if (v${i} !== undefined) ` : ''}{ ${inner} } }\n`
     }
-    const ks = Array.from({ length: words }, (_, w) => `k${w}`)
+    const ks = Array.from({ length: Math.ceil((reads.length + 1) / 16) }, (_, w) => `k${w}`)
     const ps = reads.map((_, i) => `p${i}`)
     const body = `return function gather(vars, want) {
       let ${ks.map((k, w) => `${k} = ${w === 0 ? 'want' : 0}`).join(', ')}${ps.length ? `, ${ps.join(', ')}` : ''}
@@ -80,17 +49,9 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names
         checkVars(vars)
         ${reads.map((r, i) => (r[1] === null ? read(i) : '')).join('')}
       }
-      const out = evaluate(${[...ks, ...ps].join(', ')})
-      return typeof out === 'object' && out !== null ? JSON.parse(out.json) : out
+      return evaluate(${[...ks, ...ps].join(', ')})
     }`
-    const isScalar = (v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' || v === null
-    return new Function('hasOwn', 'isEnumerable', 'isPlain', 'isScalar', 'checkVars', 'textOf', 'evaluate', body)(
-      hasOwn, isEnumerable, isPlain, isScalar, checkVars, textOf, evaluate)
-  }
-
-  function mapError(err) {
-    if (typeof err === 'string') throw new Unevaluable(err)
-    return rethrow(err)
+    return new Function('hasOwn', 'isEnumerable', 'isPlain', 'checkVars', 'evaluate', body)(hasOwn, isEnumerable, isPlain, checkVars, evaluate)
   }
 
   const TOKEN = Symbol('compiled')
@@ -108,28 +69,19 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names
       Object.freeze(this)
     }
 
-    /**
-     * The value of the expression; throws Unevaluable, unless `options.default` is given.
-     * @param {object} [vars] some of principal, tenant, task, tool, args, labels
-     * @param {{default?: unknown}} [options]
-     */
+    /** The value of the expression; throws Unevaluable, unless `options.default` is given. */
     evaluate(vars, options) {
       try {
         return this[GATHER](vars, 0)
       } catch (err) {
-        if (typeof err === 'string' && options && typeof options === 'object' && 'default' in options) return options.default
-        return mapError(err)
+        if (err instanceof classes.Unevaluable && options && typeof options === 'object' && 'default' in options) return options.default
+        throw err
       }
     }
 
     /** The approval rule: `{ required, reason }`; true, unevaluable or not a bool means required. */
     approvalRequired(vars) {
-      let answer
-      try {
-        answer = this[GATHER](vars, 1)
-      } catch (err) {
-        return mapError(err)
-      }
+      const answer = this[GATHER](vars, 1)
       return typeof answer === 'string' ? { required: true, reason: answer } : { required: answer, reason: null }
     }
 
@@ -141,14 +93,9 @@ module.exports = function makeCelLite(native, HarnessweaverError, rethrow, names
   /** Compiles a cel-lite expression; throws CompileError with `code`, `line`, `column`. */
   function compile(text) {
     if (typeof text !== 'string') throw new TypeError('celLite.compile expects the expression as a string')
-    const [evaluate, json] = native.celLiteCompile(text)
-    const data = JSON.parse(json)
-    if (evaluate === null) throw new CompileError(data)
-    return new Program(TOKEN, text, data, evaluate)
+    const [evaluate, reads] = native.celLiteCompile(text)
+    return new Program(TOKEN, text, reads, evaluate)
   }
 
-  /** The variable names an expression may use. */
-  const NAMES = Object.freeze(names)
-
-  return Object.freeze({ compile, Program, CompileError, Unevaluable, NAMES })
+  return Object.freeze({ compile, Program, CompileError: classes.CompileError, Unevaluable: classes.Unevaluable, NAMES: Object.freeze(names) })
 }

@@ -12,7 +12,7 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** One `tools/call` handed to JavaScript, and where its result goes. */
 export declare class GatewayCall {
   /** Begins the call on `host` (the harness served) as `NativeHost.call` does, with the gateway's caller and run. */
-  begin(host: NativeHost): unknown
+  begin(host: NativeHost): any
   /** Hands back the call's result; none (the host failed to run it) ends it `handler_error`. */
   reply(result?: unknown): void
 }
@@ -23,84 +23,59 @@ export declare class NativeGateway {
   next(): Promise<GatewayCall | null>
 }
 
-/** A harness loaded by the core for calls (or only read, by `inspectHost`). */
+/** A harness loaded by the core for calls (or only read, by `inspect`), with its tools' handlers. */
 export declare class NativeHost {
-  /** The core's host method `method` with its named arguments (`Host::request`); JSON text in and out. */
-  request(method: string, args: string): string
+  /** The core's host method `method` with its named arguments (`Host::request`). */
+  request(method: string, args: object): any
   /**
-   * Steps 1–7 of a call (values as JSON text): see the module's note for what it answers.
-   * With `hold`, an allowed call's ticket (whatever its route) is held and its id
-   * answered, until `resumeHeld` runs it as `call` would have: the fixture runner
-   * changes the filesystem between the two (a swapped link, issue 20).
+   * A call (see the module's note for what it answers); `raise`: throw a refusal. With `hold` an
+   * allowed call's ticket is answered, until `finish(ticket, 'resume')` runs it as `call` would
+   * have: the fixture runner changes the filesystem between the two (a swapped link, issue 20).
    */
-  call(tool: string, args: string, principal: string, tenant?: string | null, task?: string | null, runId?: string | null, approvalId?: string | null, hold?: boolean | null): unknown
-  /** Runs the call `call` held (`hold`), answering as `call` does. */
-  resumeHeld(id: number): unknown
+  call(tool: string, args: unknown, who: unknown, tenant: string | undefined | null, task: string | undefined | null, runId: string | undefined | null, approvalId: string | undefined | null, raise: boolean, hold?: boolean | undefined | null): any
+  /** Grants approval `id` as `approver` (with the approver's edited `args`, if any) and begins the approved call, as `call` does. */
+  approveAndResume(id: string, approver: unknown, args: unknown, raise: boolean): any
   /**
-   * Ends ticket `id`: its handler `returned` (`text`: the value's JSON text), gave a
-   * value with no JSON form (`invalid`; `text`: `[kind, detail, path]`), `threw`
-   * (`text`: what it threw, by name) or hit the deadline (`timeout`).
+   * Ends the ticket of a handler's promise: it `returned` `value`, `threw` `value` or hit the deadline
+   * (`timeout`); or runs a held call (`resume`), answering as `call` does.
    */
-  finish(id: number, how: 'returned' | 'invalid' | 'threw' | 'timeout', text: string | null): unknown
-  /**
-   * `ctx.progress(progress, total, message)` of ticket `id`'s handler (issue 22): to the core, which
-   * decides what reaches the caller; nothing once the call has finished.
-   */
-  progress(id: number, progress: number, total?: number | null, message?: string | null): void
-  /**
-   * Grants approval `id` as `approver` (JSON text, with the approver's
-   * edited args' text, if any) and begins the approved call, as `call` does.
-   */
-  approveAndResume(id: string, approver: string, args?: string | null): unknown
+  finish(ticket: unknown, how: 'returned' | 'threw' | 'timeout' | 'resume', value: unknown, raise: boolean): any
 }
 
-/** The canonical JSON text of a value (its JSON text). */
-export declare function canonicalJson(text: string): string
+/** The canonical JSON text of a value. */
+export declare function canonicalJson(value: unknown): string
 
-/** Throws the core's error for `vars` that are not a mapping (`type_name`) or hold an unknown `key`. */
-export declare function celLiteBadVars(typeName?: string | undefined | null, key?: string | undefined | null): void
-
-/**
- * Compiles a cel-lite expression: `[evaluate, reads]`, or `[null, {code, message, line, column, reason}]`
- * (`message` rendered with the line and a caret), the second as JSON text.
- */
-export declare function celLiteCompile(text: string): [((...args: unknown[]) => unknown) | null, string]
+/** Compiles a cel-lite expression: `[evaluate, reads]`; throws `CompileError`. */
+export declare function celLiteCompile(text: string): [(...args: unknown[]) => unknown, Array<[string, number | null, boolean, number]>]
 
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number
 
-/** The definition digest (`sha256:…`) of a tool's name, description, input schema and output schema, if any (JSON text). */
-export declare function definitionDigest(name: string, description: string, inputSchema: string, outputSchema?: string | undefined | null): string
+/** The definition digest (`sha256:…`) of a tool's name, description, input schema and output schema, if any. */
+export declare function definitionDigest(name: string, description: string, inputSchema: unknown, outputSchema?: unknown): string
 
-/** Reads `harness.yaml` and its manifests only: calls fail `not_loaded_for_calls`. */
-export declare function inspectHost(path: string): NativeHost
-
-/**
- * Loads `harness.yaml`, reading it once: `handlers` are `[tool, isAsync]`;
- * `codeTools` is the JSON text of `[manifest, origin]` pairs; `audit` and
- * `onApproval` take JSON text; `clockMs` and `sequentialIds` are for tests;
- * `observe` also sees every audit event, beside the harness's sink (issue 24).
- */
-export declare function loadHost(path: string, handlers: Array<[string, boolean, string | null]>, codeTools: string, audit?: ((event: string) => unknown) | null, onApproval?: ((request: string, approval: string) => unknown) | null, clockMs?: number | null, sequentialIds?: boolean | null, sandboxWorker?: string | null, observe?: ((event: string) => unknown) | null): NativeHost
+/** Keeps `index.js`'s classes by name (errors, refusal classes, cel-lite's), which the addon throws. */
+export declare function init(classes: Record<string, Function>): void
 
 /**
- * A core host method that needs no harness (`harnessweaver_core::host::request`):
- * `tables`, `describe_manifest`, `sanitize`, `value_error`; `args` and the answer are JSON text.
+ * Loads `harness.yaml`, reading it once: `tools` maps tool names to handlers (null: only inspect it);
+ * `codeTools` are `[manifest, origin]` pairs; `audit` and `onApproval` get values; `observe` also sees
+ * every audit event, beside the harness's sink (issue 24); `clockMs` and `sequentialIds` are for tests.
  */
-export declare function request(method: string, args: string): string
+export declare function loadHost(path: string, tools: object | undefined | null, codeTools: unknown, audit?: ((arg?: unknown) => unknown) | undefined | null, onApproval?: ((arg?: unknown) => unknown) | undefined | null, clockMs?: number | undefined | null, sequentialIds?: boolean | undefined | null, sandboxWorker?: string | undefined | null, observe?: ((arg?: unknown) => unknown) | undefined | null): NativeHost
 
-/** The JSON text of one field of a call's result (`CallResult::FIELDS`), or of the whole result's JSON form for none. */
-export declare function resultField(result: unknown, name: string | null): string
-
-/** The name of the refusal class a result raises; null when the call ran. */
-export declare function resultRefusal(result: unknown): string | null
-
-/** The text to hand back to the model. */
-export declare function resultToModel(result: unknown): string
+/** A core host method that needs no harness (`harnessweaver_core::host::request`): `tables`, `sanitize`, `definition_digest`, …. */
+export declare function request(method: string, args: object): any
 
 /**
- * Starts serving `host`'s harness over MCP on a thread of its own: stdio
- * (as `principal` (JSON text) and `tenant`, else `spec.gateway.stdio`) or, with
- * `http: "127.0.0.1:PORT"`, streamable HTTP checked against `spec.gateway.http`.
+ * A property of a call's result (`CallResult::PROPERTIES`), or its `toModel` text or `toJSON` form:
+ * `index.js`'s `CallResult` holds the result as an external (cheaper to make than a class instance).
  */
-export declare function serveMcp(host: NativeHost, http?: string | null, principal?: string | null, tenant?: string | null): NativeGateway
+export declare function result(result: unknown, what: string): any
+
+/**
+ * Starts serving `host`'s harness over MCP on a thread of its own: stdio (as `principal`
+ * and `tenant`, else `spec.gateway.stdio`) or, with `http: "127.0.0.1:PORT"`, streamable
+ * HTTP checked against `spec.gateway.http`.
+ */
+export declare function serveMcp(host: NativeHost, http: string | null, principal: unknown, tenant: string | null): NativeGateway

@@ -58,7 +58,7 @@ bench-wheel: venv $(BENCH_PY_STAMP) ## build the release wheel and install it in
 bench-addon: bindings-node/node_modules/.hw-npm.stamp $(BENCH_NPM_STAMP) ## build the release addon into target/bench-node-pkg
 	rm -rf $(BENCH_NODE_PKG) && mkdir -p $(BENCH_NODE_PKG)
 	cd $(NODE_DIR) && npx napi build --platform --release --output-dir $(BENCH_NODE_PKG) --no-js --dts $(BENCH_NODE_PKG)/native.d.ts
-	cp $(NODE_DIR)/*.js $(NODE_DIR)/package.json $(BENCH_NODE_PKG)/
+	cp -r $(NODE_DIR)/*.js $(NODE_DIR)/adapters $(NODE_DIR)/package.json $(BENCH_NODE_PKG)/
 
 bench-inputs: bench-wheel ## write the shared digest and validation inputs (target/bench-inputs)
 	$(BENCH_PY) bench/inputs.py

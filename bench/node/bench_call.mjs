@@ -11,7 +11,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { PKG, REPEATS, Results, hw, medianNs, medianNsAsync, require } from './benchlib.mjs'
+import { REPEATS, Results, hw, medianNs, medianNsAsync } from './benchlib.mjs'
 
 const manifest = {
   apiVersion: 'harnessweaver/v1',
@@ -47,13 +47,9 @@ try {
   const awaited = await perCallUs(async () => lookupOrder(args))
   const governed = await perCallUs(() => h.call('lookup_order', args, { principal }))
   const rt = h._rt
-  // The addon's calls alone: steps 1-7, the handler with its args parsed and its output written
-  // as JSON text, and step 9, no promise (the result read for its refusal class).
-  const native = require(join(PKG, 'native.js'))
-  const core = perCallUsSync(() => {
-    const [id, , text] = rt.call('lookup_order', JSON.stringify(args), JSON.stringify(principal), null, null, null, null)
-    return native.resultRefusal(rt.finish(id, 'returned', JSON.stringify(lookupOrder(JSON.parse(text)))))
-  })
+  // The addon's call alone: steps 1-7, the sync handler (its args and output converted) and step 9,
+  // in one crossing, no promise (a refusal would be thrown).
+  const core = perCallUsSync(() => rt.call('lookup_order', args, principal, null, null, null, null, true))
 
   const f = (x) => x.toFixed(2).padStart(8)
   console.log(`node: median of ${REPEATS} samples`)

@@ -14,7 +14,7 @@ const { parseArgs } = require('node:util')
 
 // The manifest's values, from the core.
 // Tools with `contractSideEffects` get the draft `effect: null` (issue 21): it does not load until reviewed.
-const { risks: RISKS, sideEffects: SIDE_EFFECTS, contractSideEffects: CONTRACT_SIDE_EFFECTS } = JSON.parse(require('../native.js').request('tables', '{}'))
+const { risks: RISKS, sideEffects: SIDE_EFFECTS, contractSideEffects: CONTRACT_SIDE_EFFECTS } = require('../native.js').request('tables', {})
 const EXIT_OK = 0
 const EXIT_PROBLEMS = 1
 const EXIT_USAGE = 2

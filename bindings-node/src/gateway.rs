@@ -9,13 +9,13 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use harnessweaver_core::host::{CallResult as CoreResult, Principal};
+use harnessweaver_core::host::{CallResult as CoreResult, Error as CoreError, Principal};
 use harnessweaver_runtime::gateway::handover::{serve_handed_over, HandOver, HandedCall};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::host::NativeHost;
-use super::{throw, value};
+use crate::host::NativeHost;
+use crate::{value, Js};
 
 /// A running gateway (native side); `serveMcp` in `index.js` drives it.
 #[napi]
@@ -25,13 +25,14 @@ pub struct NativeGateway(Arc<HandOver>);
 #[napi]
 pub struct GatewayCall(RefCell<Option<HandedCall>>);
 
-/// Starts serving `host`'s harness over MCP on a thread of its own: stdio
-/// (as `principal` (JSON text) and `tenant`, else `spec.gateway.stdio`) or, with
-/// `http: "127.0.0.1:PORT"`, streamable HTTP checked against `spec.gateway.http`.
-#[napi(ts_args_type = "host: NativeHost, http?: string | null, principal?: string | null, tenant?: string | null")]
-pub fn serve_mcp(env: Env, host: &NativeHost, http: Option<String>, who: Option<String>, tenant: Option<String>) -> Result<NativeGateway> {
-    let who = who.map(|p| Principal::from_value(&value(&env, &p)?).map_err(|e| throw(&env, &e))).transpose()?;
-    let calls = serve_handed_over(&host.inner, http.as_deref(), who, tenant).map_err(|e| throw(&env, &e))?;
+/// Starts serving `host`'s harness over MCP on a thread of its own: stdio (as `principal`
+/// and `tenant`, else `spec.gateway.stdio`) or, with `http: "127.0.0.1:PORT"`, streamable
+/// HTTP checked against `spec.gateway.http`.
+#[napi(ts_args_type = "host: NativeHost, http: string | null, principal: unknown, tenant: string | null")]
+pub fn serve_mcp(env: Env, host: &NativeHost, http: Option<String>, who: Unknown, tenant: Option<String>) -> Result<NativeGateway> {
+    let js = Js(env.raw());
+    let who = Some(value(js, &who)?).filter(|p| !p.is_null()).map(|p| Principal::from_value(&p)).transpose().map_err(|e| js.raise(&e))?;
+    let calls = serve_handed_over(&host.inner, http.as_deref(), who, tenant).map_err(|e| js.raise(&e))?;
     Ok(NativeGateway(Arc::new(calls)))
 }
 
@@ -63,10 +64,11 @@ impl NativeGateway {
 #[napi]
 impl GatewayCall {
     /// Begins the call on `host` (the harness served) as `NativeHost.call` does, with the gateway's caller and run.
-    #[napi(ts_args_type = "host: NativeHost", ts_return_type = "unknown")]
+    #[napi(ts_args_type = "host: NativeHost", ts_return_type = "any")]
     pub fn begin<'e>(&self, env: &'e Env, host: &NativeHost) -> Result<Unknown<'e>> {
         let begun = self.0.borrow().as_ref().map(|c| c.begin(&host.inner));
-        host.settle(env, begun.unwrap_or_else(|| Err(harnessweaver_core::host::Error::Io { message: "this call was answered already".into() })))
+        let gone = || Err(CoreError::Io { message: "this call was answered already".into() });
+        host.settle(Js(env.raw()), begun.unwrap_or_else(gone), false)
     }
 
     /// Hands back the call's result; none (the host failed to run it) ends it `handler_error`.

@@ -1,15 +1,12 @@
-// Values cross to the addon as JSON text: `JSON.stringify`'s when that text
-// says exactly what the value is, else the text index.js's walk writes. Both routes must give the same bytes, or the same error code, on
-// every value: the fixtures, numbers JavaScript prints in its own way, lone
-// surrogates, and every kind of value `JSON.stringify` drops or changes.
+// Values cross to the addon as JavaScript values, read there by the core's
+// rules: a plain value reads as its `JSON.stringify` text says, and every
+// kind of value `JSON.stringify` drops or changes is read by the rule or
+// refused with the core's code, on the fixtures, numbers JavaScript prints in
+// its own way, lone surrogates, and what has no JSON form.
 import assert from 'node:assert/strict'
-import { createRequire } from 'node:module'
-import { join } from 'node:path'
 import { test } from 'node:test'
 
-import { ROOT, cases, hw, read, untag } from './fixture_support.mjs'
-
-const native = createRequire(import.meta.url)(join(ROOT, 'bindings-node', 'native.js'))
+import { cases, hw, read, untag } from './fixture_support.mjs'
 
 function outcome(f) {
   try {
@@ -19,14 +16,11 @@ function outcome(f) {
   }
 }
 
-const { exact, walk } = hw._testing
-
-/** The same result by both routes; returns whether the text route was taken. */
-function same(value, label) {
-  assert.deepEqual(outcome(() => hw.canonicalJson(value)), outcome(() => native.canonicalJson(walk(value))), `canonicalJson of ${label}`)
-  const digest = outcome(() => hw.definitionDigest('t', 'd', value))
-  assert.deepEqual(digest, outcome(() => native.definitionDigest('t', 'd', walk(value))), `definitionDigest of ${label}`)
-  return exact(value)
+/** The same result as the value its `JSON.stringify` text parses to. */
+function asText(value, label) {
+  const parsed = JSON.parse(JSON.stringify(value))
+  assert.deepEqual(outcome(() => hw.canonicalJson(value)), outcome(() => hw.canonicalJson(parsed)), `canonicalJson of ${label}`)
+  assert.deepEqual(outcome(() => hw.definitionDigest('t', 'd', value)), outcome(() => hw.definitionDigest('t', 'd', parsed)), `digest of ${label}`)
 }
 
 const NUMBERS = [
@@ -35,7 +29,7 @@ const NUMBERS = [
   562949953421312.25, 562949953421312.2, 1.0000000000000002, -1234.125, 9007199254740994, 4.35, 0.000001,
 ]
 
-test('plain values take the text route and agree with the walk', () => {
+test('plain values read as their JSON text says', () => {
   const values = [
     ...NUMBERS,
     NUMBERS,
@@ -45,24 +39,17 @@ test('plain values take the text route and agree with the walk', () => {
     { '\uffff': 1, '\u{10000}': 2, b: 3, a: 4, 10: 5, 9: 6 },
     { nested: { deeper: [1, { x: null, y: true, z: false }], empty: {}, list: [] } },
     Object.assign(Object.create(null), { b: 1, a: 2 }),
-    Object.defineProperty({}, '__proto__', { value: { x: 1 }, enumerable: true }),
     Object.defineProperty({ a: 1 }, 'hidden', { value: 2, enumerable: false }),
     { get x() { return 1 } },
   ]
-  for (const v of values) assert.ok(same(v, JSON.stringify(v)), `text route not taken for ${JSON.stringify(v)}`)
-})
-
-test('every canonical and digest fixture agrees by both routes', () => {
-  for (const path of cases('canonical')) same(untag(read(path).value), path)
-  for (const path of cases('digest')) {
+  for (const v of values) asText(v, JSON.stringify(v))
+  for (const path of cases('canonical')) {
     const c = read(path)
-    const schema = untag(c.input_schema)
-    const walked = outcome(() => native.definitionDigest(c.name, c.tool_description, walk(schema)))
-    assert.deepEqual(outcome(() => hw.definitionDigest(c.name, c.tool_description, schema)), walked, path)
+    assert.deepEqual(outcome(() => hw.canonicalJson(untag(c.value))), c.expect.error ? { error: c.expect.error } : { value: c.expect.canonical }, path)
   }
 })
 
-test('what JSON.stringify would lose takes the walk', () => {
+test('what JSON.stringify would lose is read by the core\'s rules or refused with its code', () => {
   class Point {
     constructor() {
       this.x = 1
@@ -74,32 +61,34 @@ test('what JSON.stringify would lose takes the walk', () => {
   for (let i = 0; i < 150; i++) deep = i % 2 ? [deep] : { k: deep }
   let tooDeep = 1
   for (let i = 0; i < 600; i++) tooDeep = [tooDeep]
-  const lossy = [
-    undefined, NaN, Infinity, -Infinity, 1n, 2n ** 70n, Symbol('s'), () => 1,
-    { a: undefined }, [undefined], [, 1], { f() {} }, { n: NaN }, [Infinity], { big: 2n ** 60n },
-    new Date(0), new Map([['a', 1]]), new Set([1]), new Point(), new Number(1), new String('s'), new Uint8Array(2),
-    { toJSON: () => 1 }, Object.defineProperty({ a: 1 }, 'toJSON', { value: () => 2, enumerable: false }),
-    cyclic, deep, tooDeep,
-  ]
-  for (const v of lossy) {
-    const label = String(typeof v === 'symbol' ? 'symbol' : v)
-    assert.equal(same(v, label), false, `text route taken for ${label}`)
+  const UNSUPPORTED = 'unsupported_type'
+  for (const [v, want] of [
+    [undefined, UNSUPPORTED], [NaN, 'non_finite_number'], [Infinity, 'non_finite_number'], [-Infinity, 'non_finite_number'], [1n, '1'],
+    [2n ** 70n, 'integer_out_of_range'], [Symbol('s'), UNSUPPORTED], [() => 1, UNSUPPORTED], [{ a: undefined }, UNSUPPORTED],
+    [[undefined], UNSUPPORTED], [[, 1], UNSUPPORTED], [{ f() {} }, UNSUPPORTED], [{ n: NaN }, 'non_finite_number'], [[Infinity], 'non_finite_number'],
+    [{ big: 2n ** 60n }, 'integer_out_of_range'], [new Date(0), UNSUPPORTED], [new Map([['a', 1]]), UNSUPPORTED], [new Set([1]), UNSUPPORTED],
+    [new Point(), UNSUPPORTED], [new Number(1), UNSUPPORTED], [new String('s'), UNSUPPORTED], [new Uint8Array(2), UNSUPPORTED],
+    [{ toJSON: () => 1 }, UNSUPPORTED], [Object.defineProperty({ a: 1 }, 'toJSON', { value: () => 2, enumerable: false }), '{"a":1}'],
+    [Object.defineProperty({}, '__proto__', { value: { x: 1 }, enumerable: true }), '{"__proto__":{"x":1}}'],
+    [cyclic, 'nesting_too_deep'], [tooDeep, 'nesting_too_deep'],
+  ]) {
+    const got = outcome(() => hw.canonicalJson(v))
+    assert.equal(got.value ?? got.error, want, String(typeof v === 'symbol' ? 'symbol' : v))
   }
-  // Inherited toJSON (a polluted prototype) changes what JSON.stringify prints.
+  assert.equal(hw.canonicalJson(deep), hw.canonicalJson(JSON.parse(JSON.stringify(deep))))
+  // Inherited toJSON (a polluted prototype) changes what JSON.stringify prints, not what the core reads.
   for (const proto of [Object.prototype, Array.prototype]) {
     proto.toJSON = () => 'polluted' // eslint-disable-line no-extend-native
     try {
-      assert.equal(same({ a: [1] }, 'polluted'), false)
+      assert.equal(hw.canonicalJson({ a: [1] }), '{"a":[1]}')
     } finally {
       delete proto.toJSON
     }
   }
 })
 
-test('lone surrogates: the text cannot carry them as N-API reads them, so the walk answers', () => {
-  for (const v of ['\ud800', 'a\udc00b', '\udbff\udbff', { '\ud800': 1 }, ['x\udfff'], 'ok\ud83d\ude00']) {
-    same(v, JSON.stringify(v))
+test('lone surrogates read as U+FFFD, as N-API reads them', () => {
+  for (const [v, same] of [['\ud800', '\ufffd'], ['a\udc00b', 'a\ufffdb'], [{ '\ud800': 1 }, { '\ufffd': 1 }], [['x\udfff'], ['x\ufffd']], ['ok\ud83d\ude00', 'ok😀']]) {
+    assert.equal(hw.canonicalJson(v), hw.canonicalJson(same))
   }
-  // N-API reads a lone surrogate as U+FFFD: the same canonical text as U+FFFD itself.
-  assert.equal(hw.canonicalJson('\ud800'), hw.canonicalJson('\ufffd'))
 })

@@ -12,6 +12,7 @@ mod callbacks;
 pub mod cel;
 mod classes;
 mod kwargs;
+mod host_fn;
 mod load;
 mod request;
 mod values;
@@ -40,6 +41,7 @@ pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
 pub use classes::ErrorClass;
 pub use kwargs::Kwargs;
+pub use host_fn::HostFn;
 pub use load::{
     handler_ref_problems, handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource,
     Resolved, TestOptions,

@@ -54,7 +54,7 @@ pub const METHODS: [(&str, &[&str]); 17] = [
 
 /// The core's tables a binding builds its classes and checks from: the
 /// refusal classes (base first, each with its parent, step, doc and extra
-/// fields), the other error classes, the host methods ([`METHODS`]), the result's fields, the manifest risks
+/// fields), the other error classes, the host methods ([`METHODS`]), the result's fields and properties, the manifest risks
 /// and side effects (for `add tool`, with those that need an effect contract), the variable names cel-lite
 /// expressions may use, and the bounds of a value (its nesting, an integer's
 /// magnitude) for a host that writes its values' JSON text itself.
@@ -68,7 +68,7 @@ pub fn tables() -> Value {
     use crate::manifest::{needs_contract, side_effect_name, SideEffect};
     let contract = [SideEffect::None, SideEffect::Read, SideEffect::WriteInternal, SideEffect::WriteExternal, SideEffect::Destructive];
     let contract: Vec<&str> = contract.into_iter().filter(|s| needs_contract(*s)).map(side_effect_name).collect();
-    json!({"refusalClasses": classes, "errorClasses": ERROR_CLASSES, "methods": METHODS, "resultFields": CallResult::FIELDS, "risks": RISKS,
+    json!({"refusalClasses": classes, "errorClasses": ERROR_CLASSES, "methods": METHODS, "resultFields": CallResult::FIELDS, "resultProperties": CallResult::PROPERTIES, "risks": RISKS,
         "sideEffects": SIDE_EFFECTS, "contractSideEffects": contract, "celNames": cel::VAR_NAMES, "maxDepth": MAX_DEPTH,
         "maxSafeInteger": MAX_SAFE_INTEGER})
 }
@@ -137,7 +137,8 @@ fn unknown(method: &str) -> Error {
 /// `modules_in_path`, `base`, `roots`: see [`handler_refusal`]), `describe_manifest` (`manifest`
 /// as an object or YAML/JSON text, `origin`), `sanitize` (`value`,
 /// `sanitizers`: `{value, counts}`) or `value_error` (`kind`, `detail`,
-/// `path`: always the error [`value_error`] words for them).
+/// `path`: always the error [`value_error`] words for them) or `cel_vars` (`type` or `key`: the error
+/// for cel-lite variables that are not a mapping or hold an unknown key; null for a known key).
 pub fn request(method: &str, args: &Value) -> Result<Value, Error> {
     let a = Args::of(args)?;
     match method {
@@ -156,6 +157,11 @@ pub fn request(method: &str, args: &Value) -> Result<Value, Error> {
             let refusal = handler_refusal(a.required("text")?, origin, &a.strings("modules_in_path")?, Path::new(a.required("base")?), &roots);
             Ok(refusal.map_or(Value::Null, Value::String))
         }
+        // What is wrong with cel-lite variables a host checked itself: not a mapping (`type`), or an unknown `key`.
+        "cel_vars" => match a.text("type")? {
+            Some(type_name) => Err(cel::not_a_mapping(type_name)),
+            None => cel::check_key(a.text("key")?.unwrap_or_default()).map(|()| Value::Null),
+        },
         "value_error" => {
             let path = a.value("path").as_array().cloned().unwrap_or_default();
             Err(value_error(a.text("kind")?.unwrap_or_default(), a.text("detail")?.unwrap_or_default(), &path))
