@@ -27,8 +27,7 @@ use serde_json::{Map, Value};
 
 use super::output::{cut, truncate};
 use super::{sanitize_counting, Counts, Governor, ToolRuntime};
-use crate::audit::{AuditEvent, Timings};
-use crate::call::{Decision, RefusalCode, Step, Ticket};
+use crate::call::{RefusalCode, Step, Ticket};
 use crate::sanitize;
 use crate::store::Labels;
 
@@ -78,29 +77,7 @@ impl Governor {
     pub fn relay_log(&self, ticket: &Ticket, params: &Value, echoed: &[String]) -> Result<CleanNotification, NotificationDrop> {
         let cleaned = self.clean_log(ticket, params, echoed);
         if let Err(drop) = &cleaned {
-            self.record(AuditEvent {
-                ts_ms: self.clock.now_ms(),
-                call_id: ticket.call_id.clone(),
-                run_id: ticket.run_id.clone(),
-                tool: ticket.tool.clone(),
-                principal: ticket.principal.clone(),
-                tenant: ticket.tenant.clone(),
-                decision: Decision::Refused,
-                code: Some(drop.code),
-                step: Some(Step::Output),
-                args_digest: ticket.args_digest.clone(),
-                original_args_digest: None,
-                approval_id: ticket.approval_id.clone(),
-                redactions: None,
-                truncated: None,
-                would_refuse: Vec::new(),
-                rules: Vec::new(),
-                subject: Some(format!("relay {METHOD}")),
-                confined: None,
-                intent: None,
-                sinks: Vec::new(),
-                timings: Timings::default(),
-            });
+            self.record(self.relay_refusal(ticket, drop.code, Step::Output, METHOD));
         }
         cleaned
     }

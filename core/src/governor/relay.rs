@@ -126,30 +126,36 @@ impl Governor {
     pub fn relay(&self, ticket: &Ticket, kind: RelayKind, include_context: Option<&str>) -> Result<(), RelayDenial> {
         let decision = self.relay_decision(&ticket.tool, &ticket.run_id, kind, include_context);
         if decision.is_err() {
-            self.record(AuditEvent {
-                ts_ms: self.clock.now_ms(),
-                call_id: ticket.call_id.clone(),
-                run_id: ticket.run_id.clone(),
-                tool: ticket.tool.clone(),
-                principal: ticket.principal.clone(),
-                tenant: ticket.tenant.clone(),
-                decision: Decision::Refused,
-                code: Some(RefusalCode::RelayDenied),
-                step: Some(Step::Flow),
-                args_digest: ticket.args_digest.clone(),
-                original_args_digest: None,
-                approval_id: ticket.approval_id.clone(),
-                redactions: None,
-                truncated: None,
-                would_refuse: Vec::new(),
-                rules: Vec::new(),
-                subject: Some(format!("relay {}", kind.method())),
-                confined: None,
-                sinks: Vec::new(),
-                intent: None,
-                timings: Timings::default(),
-            });
+            self.record(self.relay_refusal(ticket, RefusalCode::RelayDenied, Step::Flow, kind.method()));
         }
         decision
+    }
+
+    /// The audit event of something relayed for the call of `ticket` that
+    /// was refused (`code` at `step`; subject `relay <method>`).
+    pub(super) fn relay_refusal(&self, ticket: &Ticket, code: RefusalCode, step: Step, method: &str) -> AuditEvent {
+        AuditEvent {
+            ts_ms: self.clock.now_ms(),
+            call_id: ticket.call_id.clone(),
+            run_id: ticket.run_id.clone(),
+            tool: ticket.tool.clone(),
+            principal: ticket.principal.clone(),
+            tenant: ticket.tenant.clone(),
+            decision: Decision::Refused,
+            code: Some(code),
+            step: Some(step),
+            args_digest: ticket.args_digest.clone(),
+            original_args_digest: None,
+            approval_id: ticket.approval_id.clone(),
+            redactions: None,
+            truncated: None,
+            would_refuse: Vec::new(),
+            rules: Vec::new(),
+            subject: Some(format!("relay {method}")),
+            confined: None,
+            sinks: Vec::new(),
+            intent: None,
+            timings: Timings::default(),
+        }
     }
 }

@@ -11,8 +11,8 @@
 mod callbacks;
 pub mod cel;
 mod classes;
-mod kwargs;
 mod host_fn;
+mod kwargs;
 mod load;
 mod request;
 mod values;
@@ -40,8 +40,8 @@ pub use crate::sanitize::Counts as SanitizeCounts;
 pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
 pub use classes::ErrorClass;
-pub use kwargs::Kwargs;
 pub use host_fn::HostFn;
+pub use kwargs::Kwargs;
 pub use load::{
     handler_ref_problems, handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource,
     Resolved, TestOptions,
