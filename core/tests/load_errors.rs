@@ -321,6 +321,13 @@ fn harness_defaults_and_sections() {
     assert_eq!(d["flow"]["trifecta"], "block");
     assert_eq!(d["state"], "memory");
     assert_eq!(d["audit"]["sink"], "none");
+    // `flow.unrequested_actions` is described (and so part of the policy
+    // version) only when set to other than its default, `refuse`.
+    assert!(d["flow"].get("unrequested_actions").is_none());
+    let approving = HARNESS.replacen("spec:\n", "spec:\n  flow: { unrequested_actions: approve }\n", 1);
+    assert_ne!(approving, HARNESS, "the test harness has a `spec:` line");
+    let dir = dir_with(&[("harness.yaml", &approving), ("tools/t.yaml", &manifest("  handler: \"a:b\"\n"))]);
+    assert_eq!(Harness::load(dir.join("harness.yaml")).unwrap().describe()["flow"]["unrequested_actions"], "approve");
 }
 
 #[test]
@@ -342,7 +349,7 @@ fn harness_describe_shows_every_section() {
                      "layer": "harness", "mode": "enforce", "examples": 0, "file": "harness.yaml"}
                 ]
             },
-            "flow": {"trifecta": "approve", "tainted_arguments": "refuse", "unrequested_actions": "refuse"},
+            "flow": {"trifecta": "approve", "tainted_arguments": "refuse"},
             "budgets": {"max_tool_calls": 50, "per_tool": {"t": 3}},
             "approvals": {"allow_self_approval": true, "max_open_per_principal": 100},
             "audit": {"sink": "audit/events.jsonl"},
