@@ -251,13 +251,16 @@ async function serveMcp(h, options) {
   }
 }
 
+const definitionDigest = (name, description, inputSchema, outputSchema) => native.definitionDigest(name, description, inputSchema, outputSchema)
+const canonicalJson = (value) => native.canonicalJson(value)
+const sanitize = (value, sanitizers) => native.request('sanitize', { value, sanitizers: Array.from(sanitizers, String) })
+const cliRun = (args) => native.cliRun(args.map(String))
+
+// Shorthand names only: Node's ESM loader (cjs-module-lexer) stops reading an
+// object literal at the first value that is not a name, and then
+// `import { canonicalJson } from 'harnessweaver'` fails.
 module.exports = {
   load, inspect, _testing, CallResult, ToolBlocked, ToolNotFound, InvalidArguments, DigestMismatch, PolicyDenied, LimitExceeded,
   FlowBlocked, ApprovalRequired, ApprovalDenied, ToolFailed, OutputRejected, celLite, Harness, ToolDescription, HarnessweaverError,
-  LoadError, InvalidValueError, InvalidArgumentError,
-  definitionDigest: (name, description, inputSchema, outputSchema) => native.definitionDigest(name, description, inputSchema, outputSchema),
-  canonicalJson: (value) => native.canonicalJson(value),
-  sanitize: (value, sanitizers) => native.request('sanitize', { value, sanitizers: Array.from(sanitizers, String) }),
-  cliRun: (args) => native.cliRun(args.map(String)),
-  serveMcp,
+  LoadError, InvalidValueError, InvalidArgumentError, definitionDigest, canonicalJson, sanitize, cliRun, serveMcp,
 }

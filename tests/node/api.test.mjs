@@ -208,3 +208,11 @@ function createRequireNative() {
     execFileSync(process.execPath, ['-e', `process.stdout.write(JSON.stringify(Object.fromEntries(Object.keys(require(${JSON.stringify(join(NODE_DIR, 'native.js'))})).map((k) => [k, 1]))))`], { encoding: 'utf8' }),
   )
 }
+
+test('every export of the package is a named export for ESM importers', async () => {
+  // Node's ESM loader finds a CommonJS module's names by reading its source
+  // (cjs-module-lexer); a name it misses cannot be imported by name.
+  const esm = await import(join(ROOT, 'bindings-node', 'index.js'))
+  const missing = Object.keys(hw).filter((name) => !(name in esm) || esm[name] !== hw[name])
+  assert.deepEqual(missing, [])
+})
