@@ -149,14 +149,6 @@ impl CallResult {
     }
 }
 
-fn principal_field(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Py<PyAny>> {
-    Ok(to_py(obj.py(), &obj.cast::<Principal>()?.get().0.to_value().get(name))?.unbind())
-}
-
-fn result_field(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Py<PyAny>> {
-    Ok(to_py(obj.py(), &obj.cast::<CallResult>()?.get().0.field(name))?.unbind())
-}
-
 fn name_of(py: Python<'_>, e: &PyErr) -> String {
     e.get_type(py).name().map_or_else(|_| "Exception".into(), |n| n.to_string())
 }
@@ -508,7 +500,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Principal>()?;
     m.add_class::<Ticket>()?;
     m.add_class::<CallResult>()?;
-    properties::<Principal>(py, &core::Principal::FIELDS, principal_field)?;
-    properties::<CallResult>(py, &core::CallResult::PROPERTIES, result_field)?;
+    properties::<Principal>(py, &core::Principal::FIELDS, |p, name| p.0.to_value().get(name).cloned())?;
+    properties::<CallResult>(py, &core::CallResult::PROPERTIES, |r, name| r.0.field(name))?;
     m.add_class::<Host>()
 }

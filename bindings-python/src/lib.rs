@@ -14,10 +14,11 @@ use harnessweaver_core::host::canonical::{self, MAX_DEPTH};
 use harnessweaver_core::host::{self as core, Error, ErrorClass, HostValues, Kind, LoadErrors, Problem as CoreProblem};
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::prelude::*;
+use pyo3::pyclass::boolean_struct::True;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::iter::BoundDictIterator;
 use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyIterator, PyList, PyString, PyTuple, PyType};
-use pyo3::{create_exception, PyTypeInfo};
+use pyo3::{create_exception, PyClass};
 use serde_json::Value;
 
 create_exception!(harnessweaver, HandlerOverrun, PyBaseException, "Raised inside a sync handler that overran its timeout; the call ends `timeout`.");
@@ -63,12 +64,11 @@ fn member<'py>(
 
 /// Makes each of `names` a read-only property of `T`, its value `read(object, name)`
 /// (the core's field tables, so a field added there is a property here).
-fn properties<T: PyTypeInfo>(py: Python<'_>, names: &[&'static str], read: fn(&Bound<'_, PyAny>, &str) -> PyResult<Py<PyAny>>) -> PyResult<()> {
-    names.iter().try_for_each(|&name| py.get_type::<T>().setattr(name, member(py, false, move |a| read(&a.get_item(0)?, name))?))
-}
-
-fn problem_field(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Py<PyAny>> {
-    Ok(to_py(obj.py(), &obj.cast::<Problem>()?.get().0.to_value().get(name))?.unbind())
+fn properties<T: PyClass<Frozen = True> + Sync>(py: Python<'_>, names: &[&'static str], read: fn(&T, &str) -> Option<Value>) -> PyResult<()> {
+    names.iter().try_for_each(|&name| {
+        let getter = member(py, false, move |a| Ok(to_py(a.py(), &read(a.get_item(0)?.cast::<T>()?.get(), name))?.unbind()))?;
+        py.get_type::<T>().setattr(name, getter)
+    })
 }
 
 /// The exception classes, in the order of `ErrorClass::all()`.
@@ -239,7 +239,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RISKS", core::RISKS.to_vec())?;
     m.add("SIDE_EFFECTS", core::SIDE_EFFECTS.to_vec())?;
     m.add_class::<Problem>()?;
-    properties::<Problem>(py, &CoreProblem::FIELDS, problem_field)?;
+    properties::<Problem>(py, &CoreProblem::FIELDS, |p, name| p.0.to_value().get(name).cloned())?;
     m.add_function(wrap_pyfunction!(request, m)?)?;
     m.add_function(wrap_pyfunction!(definition_digest, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;

@@ -125,7 +125,8 @@ def test_the_hosts_audit_callback_still_gets_every_event(tmp_path: Path, exporte
 SUBPROCESS = """
 import json, sys
 import harnessweaver as hw
-from harnessweaver import _governor, _otel
+from harnessweaver import _governor
+from harnessweaver.adapters import opentelemetry as _otel
 asked = []
 observed = []
 make_observer = _otel.observer
@@ -172,7 +173,7 @@ def test_without_the_api_no_observer_is_given() -> None:
         """
         import sys
         sys.modules["opentelemetry"] = None  # not installed: its import raises ImportError
-        from harnessweaver import _otel
+        from harnessweaver.adapters import opentelemetry as _otel
         print(_otel.observer()[0] is None, _otel._trace is None)
         """
     )

@@ -25,9 +25,10 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _native, _otel
+from . import _native
 from ._native import CallResult, Principal, Ticket
 from ._types import PrincipalDict
+from .adapters import opentelemetry as _otel
 
 __all__ = ["Harness", "Run", "inline"]
 

@@ -14,4 +14,8 @@ approvals use the framework's own approval mechanism:
 The framework is imported when you call the adapter, not when this package is
 imported, so a missing framework only matters to the adapter that needs it.
 See ``docs/adapters.md``.
+
+:mod:`harnessweaver.adapters.opentelemetry` is the adapter to the host's own
+OpenTelemetry API (``opentelemetry-api``, optional): the governor loads it, and
+it gives no observer when that package is not installed (``docs/observability.md``).
 """
