@@ -78,17 +78,29 @@ impl JsonlSink {
             .read(true)
             .open(&path)
             .map_err(|e| io(format!("cannot open audit file `{}`: {e}", path.display())))?;
-        claim_writer(descriptor(&file), single_writer).map_err(|e| {
-            io(format!(
-                "audit_single_writer_conflict: audit file `{}` is open {} ({e})",
-                path.display(),
-                if single_writer {
-                    "in another sink, so `spec.audit.single_writer: true` cannot hold"
-                } else {
-                    "in a sink with `spec.audit.single_writer: true`"
-                }
-            ))
-        })?;
+        match claim_writer(descriptor(&file), single_writer) {
+            Ok(()) => {}
+            // Held the other way by another sink: the single-writer promise does not hold.
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::PermissionDenied) => {
+                return Err(io(format!(
+                    "audit_single_writer_conflict: audit file `{}` is open {}",
+                    path.display(),
+                    if single_writer {
+                        "in another sink, so `spec.audit.single_writer: true` cannot hold"
+                    } else {
+                        "in a sink with `spec.audit.single_writer: true`"
+                    }
+                )));
+            }
+            // No `fcntl` locks here (some network file systems): a single writer cannot be checked, a locking sink needs none.
+            Err(e) if single_writer => {
+                return Err(io(format!(
+                    "audit_single_writer_conflict: cannot check `spec.audit.single_writer: true` on `{}` (no fcntl lock: {e})",
+                    path.display()
+                )));
+            }
+            Err(_) => {}
+        }
         let (head, end, whole) = locked_fd(descriptor(&file), || {
             let (head, end) = read_jsonl_head(&mut file)?;
             Ok((head, end, ends_with_newline(&mut file)?))
