@@ -4,7 +4,7 @@
 //! cost is the difference between two counts divided by the difference in N.
 //! `profile_call N bare` times the bare handler alone (CPU time), `profile_call
 //! N clone` what the loop does besides the governor (cloning the args and output);
-//! `profile_call N jsonl` and `profile_call N callback` add an audit sink (a
+//! `profile_call N jsonl`, `jsonl-single` (`spec.audit.single_writer`) and `profile_call N callback` add an audit sink (a
 //! JSON Lines file, a Rust closure); with N >= 10,000 the CPU time per call
 //! is printed too (it counts the sink's system calls, which callgrind cannot see).
 //! `profile_call load PATH` loads the harness at PATH once and prints the
@@ -85,9 +85,16 @@ fn main() {
     match sink.as_str() {
         "" | "none" => {}
         "jsonl" => decision_path::with_audit_sink(&dir, "audit.jsonl"),
+        "jsonl-single" => {
+            // The same sink with `spec.audit.single_writer: true` (no lock per record).
+            decision_path::with_audit_sink(&dir, "audit.jsonl");
+            let path = dir.join("harness.yaml");
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, format!("{text}    single_writer: true\n")).unwrap();
+        }
         "callback" => options.governor.audit = Some(std::sync::Arc::new(decision_path::CallbackSink::default())),
         "clone" => {}
-        other => panic!("unknown sink `{other}` (none, jsonl, callback, bare, clone)"),
+        other => panic!("unknown sink `{other}` (none, jsonl, jsonl-single, callback, bare, clone)"),
     }
     let rt = Runtime::load(dir.join("harness.yaml"), options).unwrap();
     let _ = std::fs::remove_dir_all(&dir);

@@ -34,6 +34,11 @@ impl Trail {
 
 /// A harness writing to `sink`, signed by a fresh key in `audit.key`, a checkpoint every 3 records.
 fn trail(sink: &str) -> Trail {
+    trail_with(sink, "")
+}
+
+/// As [`trail`], with `extra` (`, key: value`) added to `spec.audit`.
+fn trail_with(sink: &str, extra: &str) -> Trail {
     let n = NEXT.fetch_add(1, Ordering::SeqCst);
     let dir = std::env::temp_dir().join(format!("hw-audit-chain-{}-{n}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
@@ -43,7 +48,7 @@ fn trail(sink: &str) -> Trail {
     fs::write(
         dir.join("harness.yaml"),
         format!(
-            "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [tools/*.yaml]\n  audit: {{sink: \"{sink}\", signing_key: audit.key, checkpoint_every: 3}}\n"
+            "apiVersion: harnessweaver/v1\nkind: Harness\nspec:\n  tools:\n    manifests: [tools/*.yaml]\n  audit: {{sink: \"{sink}\", signing_key: audit.key, checkpoint_every: 3{extra}}}\n"
         ),
     )
     .unwrap();
@@ -338,4 +343,48 @@ fn a_line_that_is_not_json_is_unreadable() {
     assert_eq!(code, 1);
     assert_eq!(report["report"]["findings"][0]["code"], "audit_unreadable", "{report}");
     assert!(report["report"]["findings"][0]["at"].as_str().unwrap().ends_with("audit.jsonl:2"));
+}
+
+#[test]
+fn a_single_writer_trail_verifies_and_goes_on_after_a_cut_record() {
+    let t = trail_with("audit.jsonl", ", single_writer: true");
+    write_calls(&t, 7);
+    let (code, report) = verify(&[&t.harness()]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["report"]["records"], 7);
+    // A crash in the middle of a record: the next single writer reads the file's end once and starts a fresh line.
+    let text = fs::read_to_string(t.file()).unwrap();
+    let l = lines(&t.file());
+    let last_record = &l[line_of(&l, 7)];
+    let cut = text.find(last_record.as_str()).unwrap() + last_record.len() / 2;
+    fs::write(t.file(), &text[..cut]).unwrap();
+    write_calls(&t, 2);
+    let (_, report) = verify(&[&t.harness()]);
+    assert_eq!(codes(&report), vec!["audit_truncated".to_string()], "{report}");
+    assert_eq!(report["report"]["records"], 8);
+    assert_eq!(report["report"]["last_good_checkpoint"]["seq"], 8, "{report}");
+}
+
+#[test]
+fn a_single_writer_refuses_to_share_its_file() {
+    let t = trail_with("audit.jsonl", ", single_writer: true");
+    let h = Harness::load(t.dir.join("harness.yaml")).unwrap();
+    let single = Governor::from_harness(&h, harnessweaver_runtime::governor_options()).unwrap();
+    // A second single writer, or a default (locking) sink, cannot open the file while it is open.
+    let again = Governor::from_harness(&h, harnessweaver_runtime::governor_options()).map(|_| ()).unwrap_err();
+    assert!(format!("{again:?}").contains("audit_single_writer_conflict"), "{again:?}");
+    let shared = trail("audit.jsonl");
+    fs::copy(shared.dir.join("harness.yaml"), t.dir.join("shared.yaml")).unwrap();
+    let hs = Harness::load(t.dir.join("shared.yaml")).unwrap();
+    let other = Governor::from_harness(&hs, harnessweaver_runtime::governor_options()).map(|_| ()).unwrap_err();
+    assert!(format!("{other:?}").contains("audit_single_writer_conflict"), "{other:?}");
+    calls(&single, 2);
+    drop(single);
+    // Closed: the file is free for a locking sink, which continues the chain.
+    let g = Governor::from_harness(&hs, harnessweaver_runtime::governor_options()).unwrap();
+    calls(&g, 2);
+    drop(g);
+    let (code, report) = verify(&[&t.dir.join("shared.yaml").to_string_lossy()]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["report"]["records"], 4);
 }

@@ -200,8 +200,6 @@ pub struct Chain {
     key: Option<CheckpointKey>,
     every: u64,
     since_checkpoint: u64,
-    /// The serialised event (kept, so a record allocates nothing).
-    scratch: Vec<u8>,
 }
 
 /// What [`Chain::append`] produced: the record's bytes, and a checkpoint when one is due after it.
@@ -218,7 +216,7 @@ pub const DEFAULT_CHECKPOINT_EVERY: u64 = 1000;
 impl Chain {
     /// A chain continuing from `head`, signing a checkpoint every `every` records (0: only at close) when `key` is set.
     pub fn new(head: ChainHead, key: Option<CheckpointKey>, every: u64) -> Self {
-        Self { head, key, every, since_checkpoint: 0, scratch: Vec::with_capacity(512) }
+        Self { head, key, every, since_checkpoint: 0 }
     }
 
     /// The newest record's number and digest.
@@ -232,19 +230,26 @@ impl Chain {
     }
 
     /// Formats `event` as the next record into `out` (cleared first) and advances the head.
+    ///
+    /// The event is serialised straight into `out` after the `seq` and `prev`
+    /// fields, its opening brace turned into the comma between them, and the
+    /// head's digest is rewritten in place (no allocation once `out` has grown).
     pub fn append<'a>(&mut self, event: &AuditEvent, out: &'a mut Vec<u8>) -> Result<Appended<'a>, Error> {
-        self.scratch.clear();
-        serde_json::to_writer(&mut self.scratch, event).map_err(|e| Error::Io { message: format!("audit event: {e}") })?;
         let seq = self.head.seq + 1;
         out.clear();
         out.extend_from_slice(b"{\"seq\":");
-        out.extend_from_slice(seq.to_string().as_bytes());
+        push_decimal(out, seq);
         out.extend_from_slice(b",\"prev\":\"");
         out.extend_from_slice(self.head.digest.as_bytes());
-        out.extend_from_slice(b"\",");
-        // The event's own fields, after its opening brace.
-        out.extend_from_slice(self.scratch.get(1..).unwrap_or_default());
-        self.head = ChainHead { seq, digest: record_digest(out) };
+        out.push(b'"');
+        let brace = out.len();
+        serde_json::to_writer(&mut *out, event).map_err(|e| Error::Io { message: format!("audit event: {e}") })?;
+        // The event's own fields follow `prev`: its opening brace becomes the comma.
+        if let Some(b) = out.get_mut(brace) {
+            *b = b',';
+        }
+        self.head.seq = seq;
+        write_digest(&mut self.head.digest, &Sha256::digest(&out[..]));
         self.since_checkpoint += 1;
         let checkpoint = match &self.key {
             Some(key) if self.every > 0 && self.since_checkpoint >= self.every => {
@@ -260,6 +265,35 @@ impl Chain {
     pub fn close(&mut self, ts_ms: u64) -> Option<Checkpoint> {
         let key = self.key.as_ref()?;
         (self.head.seq > 0).then(|| key.checkpoint(&self.head, ts_ms, true))
+    }
+}
+
+/// Appends `n` in decimal (what `n.to_string()` gives, without the allocation).
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        if let Some(d) = digits.get_mut(at) {
+            *d = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        }
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(digits.get(at..).unwrap_or_default());
+}
+
+/// Rewrites `digest` as `sha256:` + the hex of `hash` (what [`record_digest`] gives), reusing its allocation.
+fn write_digest(digest: &mut String, hash: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    digest.clear();
+    digest.push_str("sha256:");
+    for byte in hash {
+        let hex = |n: u8| char::from(HEX.get(usize::from(n)).copied().unwrap_or(b'0'));
+        digest.push(hex(byte >> 4));
+        digest.push(hex(byte & 0xf));
     }
 }
 

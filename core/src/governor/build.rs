@@ -313,9 +313,9 @@ impl Governor {
             (Some(audit), _) => audit,
             (None, harness::AuditSink::None) => Arc::new(NullSink),
             (None, harness::AuditSink::Callback) => Arc::new(MemorySink::new()),
-            (None, harness::AuditSink::Jsonl(path)) => match crate::audit::signing_key(harness)
-                .and_then(|key| JsonlSink::open_signed(harness.dir().join(path), key, spec.audit_signing.checkpoint_every))
-            {
+            (None, harness::AuditSink::Jsonl(path)) => match crate::audit::signing_key(harness).and_then(|key| {
+                JsonlSink::open_with(harness.dir().join(path), key, spec.audit_signing.checkpoint_every, spec.audit_signing.single_writer)
+            }) {
                 Ok(sink) => Arc::new(sink),
                 Err(e) => {
                     problems.push(Problem { path: "spec.audit.sink".into(), ..Problem::new("io_error", e.to_string()) });

@@ -211,11 +211,14 @@ pub struct AuditSigning {
     pub signing_key: Option<KeySource>,
     /// `spec.audit.checkpoint_every`: a checkpoint after this many records (and at close).
     pub checkpoint_every: u64,
+    /// `spec.audit.single_writer`: the JSON Lines sink is its file's only
+    /// writer (no lock per record; checked when the sink opens).
+    pub single_writer: bool,
 }
 
 impl Default for AuditSigning {
     fn default() -> Self {
-        Self { signing_key: None, checkpoint_every: crate::audit::DEFAULT_CHECKPOINT_EVERY }
+        Self { signing_key: None, checkpoint_every: crate::audit::DEFAULT_CHECKPOINT_EVERY, single_writer: false }
     }
 }
 

@@ -254,6 +254,9 @@ fn parse_audit_signing(a: &mut MapReader<'_>, cx: &mut Checker) -> AuditSigning 
     if let Some(n) = a.get("checkpoint_every") {
         signing.checkpoint_every = cx.positive(n, "spec.audit.checkpoint_every").unwrap_or(signing.checkpoint_every);
     }
+    if let Some(n) = a.get("single_writer") {
+        signing.single_writer = cx.boolean(n, "spec.audit.single_writer").unwrap_or(false);
+    }
     signing
 }
 
