@@ -575,6 +575,10 @@ codes! {
         RunLimitWidened => "run_limit_widened",
         /// `spec.tools.require_lock: true` and a tool differs from `harness.lock` (or there is no lock).
         LockDrift => "lock_drift",
+        /// `spec.audit.single_writer: true` and another sink has the audit file
+        /// open (or a single writer has it open and another sink opens it), or
+        /// the promise cannot be checked there (no `fcntl` locks).
+        AuditSingleWriterConflict => "audit_single_writer_conflict",
     }
 }
 

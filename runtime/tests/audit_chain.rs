@@ -365,6 +365,11 @@ fn a_single_writer_trail_verifies_and_goes_on_after_a_cut_record() {
     assert_eq!(report["report"]["last_good_checkpoint"]["seq"], 8, "{report}");
 }
 
+/// The codes of a load error's problems.
+fn problem_codes(e: &harnessweaver_core::Error) -> Vec<&'static str> {
+    e.problems().iter().map(|p| p.code.as_str()).collect()
+}
+
 #[test]
 fn a_single_writer_refuses_to_share_its_file() {
     let t = trail_with("audit.jsonl", ", single_writer: true");
@@ -372,12 +377,12 @@ fn a_single_writer_refuses_to_share_its_file() {
     let single = Governor::from_harness(&h, harnessweaver_runtime::governor_options()).unwrap();
     // A second single writer, or a default (locking) sink, cannot open the file while it is open.
     let again = Governor::from_harness(&h, harnessweaver_runtime::governor_options()).map(|_| ()).unwrap_err();
-    assert!(format!("{again:?}").contains("audit_single_writer_conflict"), "{again:?}");
+    assert_eq!(problem_codes(&again), ["audit_single_writer_conflict"], "{again:?}");
     let shared = trail("audit.jsonl");
     fs::copy(shared.dir.join("harness.yaml"), t.dir.join("shared.yaml")).unwrap();
     let hs = Harness::load(t.dir.join("shared.yaml")).unwrap();
     let other = Governor::from_harness(&hs, harnessweaver_runtime::governor_options()).map(|_| ()).unwrap_err();
-    assert!(format!("{other:?}").contains("audit_single_writer_conflict"), "{other:?}");
+    assert_eq!(problem_codes(&other), ["audit_single_writer_conflict"], "{other:?}");
     calls(&single, 2);
     drop(single);
     // Closed: the file is free for a locking sink, which continues the chain.

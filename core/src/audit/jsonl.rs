@@ -82,8 +82,8 @@ impl JsonlSink {
             Ok(()) => {}
             // Held the other way by another sink: the single-writer promise does not hold.
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::PermissionDenied) => {
-                return Err(io(format!(
-                    "audit_single_writer_conflict: audit file `{}` is open {}",
+                return Err(single_writer_conflict(format!(
+                    "audit file `{}` is open {}",
                     path.display(),
                     if single_writer {
                         "in another sink, so `spec.audit.single_writer: true` cannot hold"
@@ -94,8 +94,8 @@ impl JsonlSink {
             }
             // No `fcntl` locks here (some network file systems): a single writer cannot be checked, a locking sink needs none.
             Err(e) if single_writer => {
-                return Err(io(format!(
-                    "audit_single_writer_conflict: cannot check `spec.audit.single_writer: true` on `{}` (no fcntl lock: {e})",
+                return Err(single_writer_conflict(format!(
+                    "cannot check `spec.audit.single_writer: true` on `{}` (no fcntl lock: {e})",
                     path.display()
                 )));
             }
@@ -330,4 +330,9 @@ fn claim_writer(_fd: Fd, _single_writer: bool) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn locked_fd<T>(_fd: Fd, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
     f()
+}
+
+/// The load problem of a broken single-writer promise (`audit_single_writer_conflict`).
+fn single_writer_conflict(message: String) -> Error {
+    Error::Load(vec![crate::error::Problem::new(crate::codes::ProblemCode::AuditSingleWriterConflict, message)])
 }

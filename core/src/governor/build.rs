@@ -317,6 +317,10 @@ impl Governor {
                 JsonlSink::open_with(harness.dir().join(path), key, spec.audit_signing.checkpoint_every, spec.audit_signing.single_writer)
             }) {
                 Ok(sink) => Arc::new(sink),
+                Err(crate::error::Error::Load(found)) => {
+                    problems.extend(found.into_iter().map(|p| Problem { path: "spec.audit.sink".into(), ..p }));
+                    Arc::new(NullSink)
+                }
                 Err(e) => {
                     problems.push(Problem { path: "spec.audit.sink".into(), ..Problem::new("io_error", e.to_string()) });
                     Arc::new(NullSink)
