@@ -131,10 +131,33 @@ pub struct InFlight {
     /// The values the connection handed the server (its `env` or
     /// `headers_env` values): masked in what it relays.
     echoed: Arc<[String]>,
+    /// Counts the calls whose send ended ([`started`], [`not_started`]): a
+    /// request naming a token not known yet waits on it (see
+    /// [`Upstream::attribute`]).
+    sent: Sent,
+}
+
+/// A counter that can be waited on for its next change.
+struct Sent(tokio::sync::watch::Sender<u64>);
+
+impl Default for Sent {
+    fn default() -> Self {
+        Self(tokio::sync::watch::Sender::new(0))
+    }
+}
+
+impl Sent {
+    fn bump(&self) {
+        self.0.send_modify(|n| *n = n.wrapping_add(1));
+    }
 }
 
 /// A progress notification's `progress`, `total` and `message`.
 type Progress = (f64, Option<f64>, Option<String>);
+
+/// How long a request naming a call's token waits, in all, for the calls
+/// being sent to learn their tokens ([`Upstream::attribute`]).
+pub const TOKEN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// At most this many early progress notifications are kept per connection.
 pub const EARLY_MAX: usize = 256;
@@ -176,6 +199,7 @@ pub fn started(table: &InFlightTable, number: u64, token: String) {
     let (early, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut t.early).into_iter().partition(|(k, _)| *k == token);
     t.early = if t.starting.is_empty() { Vec::new() } else { rest };
     t.calls.insert(token, Entry { relay: relay.clone(), ended: None });
+    t.sent.bump();
     let echoed = Arc::clone(&t.echoed);
     drop(t);
     if let Some(relay) = relay {
@@ -192,6 +216,7 @@ pub fn not_started(table: &InFlightTable, number: u64) {
     if t.starting.is_empty() {
         t.early.clear();
     }
+    t.sent.bump();
 }
 
 /// Hands a progress notification to the call of its token; one for a token
@@ -266,15 +291,37 @@ impl Upstream {
     /// The call a request of the upstream belongs to: the call in flight
     /// whose progress token its `_meta` names (exact), else the only call of
     /// the connection in flight.
-    fn attribute(&self, meta: &rmcp::model::RequestMetaObject) -> Attribution {
-        if let Some(relay) = meta.get_progress_token().and_then(|token| by_token(&self.calls, &token_text(&token))) {
-            return Attribution::Call(relay);
+    /// The call a request belongs to: the one its progress token names, or
+    /// the only one in flight. A request may come before the sender of its
+    /// call has learnt the call's token (the server answered faster than the
+    /// send returned): while calls are being sent, it waits for each to be
+    /// known (at most [`TOKEN_WAIT`] in all) rather than be taken for a
+    /// message of several calls.
+    async fn attribute(&self, meta: &rmcp::model::RequestMetaObject) -> Attribution {
+        if let Some(token) = meta.get_progress_token().map(|token| token_text(&token)) {
+            let deadline = tokio::time::Instant::now() + TOKEN_WAIT;
+            loop {
+                let mut sent = {
+                    let t = lock(&self.calls);
+                    if let Some(entry) = t.calls.get(&token) {
+                        return entry.relay.clone().map_or(Attribution::Nobody, Attribution::Call);
+                    }
+                    if t.starting.is_empty() {
+                        break;
+                    }
+                    // Subscribed under the lock: a send that ends after it wakes this.
+                    t.sent.0.subscribe()
+                };
+                if tokio::time::timeout_at(deadline, sent.changed()).await.is_err() {
+                    break;
+                }
+            }
         }
         sole(&self.calls)
     }
 
     async fn relay_request(&self, kind: RelayKind, mut params: Value, meta: &rmcp::model::RequestMetaObject) -> Result<Value, rmcp::ErrorData> {
-        let relay = match self.attribute(meta) {
+        let relay = match self.attribute(meta).await {
             Attribution::Call(relay) => relay,
             Attribution::Nobody => return Err(rmcp::ErrorData::invalid_request(format!("`{}` is not relayed for this call", kind.method()), None)),
             Attribution::Several => {
@@ -353,7 +400,7 @@ impl rmcp::ClientHandler for Upstream {
     /// Issue 22: relayed like sampling during a call; outside any call (a
     /// server asking at start-up) the gateway has no roots: an empty list.
     async fn list_roots(&self, context: rmcp::service::RequestContext<rmcp::RoleClient>) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
-        if matches!(self.attribute(&context.meta), Attribution::Nobody) {
+        if matches!(self.attribute(&context.meta).await, Attribution::Nobody) {
             return Ok(rmcp::model::ListRootsResult::default());
         }
         self.relay_typed(RelayKind::Roots, serde_json::json!({}), &context).await
@@ -406,6 +453,43 @@ mod tests {
 
     fn seen(recorder: &Recorder) -> Vec<f64> {
         recorder.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// A request's `_meta` naming progress token `n`.
+    fn naming(n: i64) -> rmcp::model::RequestMetaObject {
+        let mut meta = rmcp::model::RequestMetaObject::new();
+        meta.set_progress_token(rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(n)));
+        meta
+    }
+
+    /// Which recorder an attribution reached (by a progress report through it).
+    fn reached(attribution: Attribution, value: f64) -> bool {
+        match attribution {
+            Attribution::Call(relay) => {
+                relay.progress(value, None, None, &[]);
+                true
+            }
+            Attribution::Nobody | Attribution::Several => false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_naming_a_call_whose_send_has_not_returned_waits_for_it() {
+        // Another call is in flight (a held call, say) while this one is being sent,
+        // and the server asks before the send has returned the call's token.
+        let upstream = Upstream::new(&[]);
+        let (other, mine) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+        let first = starting(&upstream.calls, Some(other.clone()));
+        started(&upstream.calls, first, "0".into());
+        let second = starting(&upstream.calls, Some(mine.clone()));
+        let asking = upstream.clone();
+        let waiter = tokio::spawn(async move { asking.attribute(&naming(1)).await });
+        tokio::task::yield_now().await;
+        started(&upstream.calls, second, "1".into());
+        assert!(reached(waiter.await.unwrap_or(Attribution::Nobody), 3.0));
+        assert_eq!((seen(&mine), seen(&other)), (vec![3.0], vec![]));
+        // With no call being sent, an unknown token is no call's: the only-call rule decides.
+        assert!(matches!(upstream.attribute(&naming(9)).await, Attribution::Several));
     }
 
     #[test]
