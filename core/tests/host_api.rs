@@ -10,10 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harnessweaver_core::audit::{EventField, SinkDigest, Timings};
-use harnessweaver_core::governor::WouldRefuse;
 use harnessweaver_core::host::cel;
-use harnessweaver_core::host::RefusalCode;
 use harnessweaver_core::host::{
     ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, Decision, HandlerDecl, HandlerMode, HandlerRef,
     HandlerResolver, Host, HostOptions, Interrupter, ManifestSource, Outcome, Principal, RefusalClass, Resolved, Step, TestOptions, TicketCell,
@@ -474,78 +471,6 @@ fn watchdog_interrupts_only_the_overrunning_thread_and_withdraws_on_unwatch() {
     assert!(!dog.unwatch(later), "a call within its deadline is not interrupted");
     assert!(rx.try_recv().is_err(), "nothing else was interrupted or withdrawn");
     assert!(!dog.unwatch(later), "a watch ends once");
-}
-
-/// A field as JSON, the way serde writes it.
-fn field_json(field: EventField<'_>) -> Value {
-    match field {
-        EventField::U64(n) => json!(n),
-        EventField::Str(s) => json!(s),
-        EventField::Bool(b) => json!(b),
-        EventField::Counts(counts) => json!(counts),
-        EventField::Refusals(refusals) => serde_json::to_value(refusals).unwrap(),
-        EventField::Names(names) => json!(names),
-        EventField::Sinks(sinks) => serde_json::to_value(sinks).unwrap(),
-        EventField::Timings(timings) => serde_json::to_value(timings).unwrap(),
-    }
-}
-
-#[test]
-fn audit_event_fields_are_its_json_form_in_its_order() {
-    let bare = AuditEvent {
-        ts_ms: 7,
-        call_id: "call-1".into(),
-        run_id: "run-1".into(),
-        tool: "t".into(),
-        principal: "alice".into(),
-        tenant: None,
-        decision: Decision::Refused,
-        code: Some(RefusalCode::PolicyDenied),
-        step: Some(Step::Policy),
-        args_digest: None,
-        original_args_digest: None,
-        approval_id: None,
-        redactions: None,
-        truncated: None,
-        would_refuse: Vec::new(),
-        rules: Vec::new(),
-        subject: None,
-        confined: None,
-        sinks: Vec::new(),
-        intent: None,
-        timings: Timings::default(),
-    };
-    let full = AuditEvent {
-        tenant: Some("acme".into()),
-        decision: Decision::Allowed,
-        code: None,
-        step: None,
-        args_digest: Some("sha256:a".into()),
-        original_args_digest: Some("sha256:b".into()),
-        approval_id: Some("apr-1".into()),
-        redactions: Some([("email".to_string(), 2)].into()),
-        truncated: Some(true),
-        would_refuse: vec![WouldRefuse { code: RefusalCode::PolicyDenied, step: Step::Policy, layer: "org".into(), rule: None }],
-        rules: vec!["harness/allow-support".into()],
-        subject: Some("docs/a.md".into()),
-        confined: Some(false),
-        sinks: vec![SinkDigest { argument: "to".into(), origin: "tainted".into(), digest: "sha256:c".into() }],
-        intent: Some("requested".into()),
-        timings: Timings { decide_us: 1, invoke_us: 2, output_us: 3 },
-        ..bare.clone()
-    };
-    for event in [bare, full] {
-        let text = serde_json::to_string(&event).unwrap();
-        let (mut built, mut at) = (serde_json::Map::new(), Vec::new());
-        for (name, field) in AuditEvent::FIELDS.iter().zip(event.fields()) {
-            if let Some(field) = field {
-                built.insert((*name).to_string(), field_json(field));
-                at.push(text.find(&format!("\"{name}\":")).unwrap());
-            }
-        }
-        assert_eq!(Value::Object(built), serde_json::from_str::<Value>(&text).unwrap(), "the same fields and values");
-        assert!(at.windows(2).all(|w| w[0] < w[1]), "in the JSON form's order: {text}");
-    }
 }
 
 #[test]

@@ -122,65 +122,6 @@ pub struct SinkDigest {
     pub digest: String,
 }
 
-/// One field of an event's JSON form, borrowed, for a binding that builds
-/// its native object (a Python dict) without going through JSON.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum EventField<'a> {
-    /// A number.
-    U64(u64),
-    /// A string, or null.
-    Str(Option<&'a str>),
-    /// A boolean.
-    Bool(bool),
-    /// Redactions per kind.
-    Counts(&'a BTreeMap<String, u64>),
-    /// `would_refuse`.
-    Refusals(&'a [WouldRefuse]),
-    /// A list of names (`rules`).
-    Names(&'a [String]),
-    /// `sinks` (issue 23).
-    Sinks(&'a [SinkDigest]),
-    /// Time per phase.
-    Timings(&'a Timings),
-}
-
-impl AuditEvent {
-    /// The names of the JSON form's fields, in its order.
-    pub const FIELDS: [&'static str; 21] = [
-        "ts_ms", "call_id", "run_id", "tool", "principal", "tenant", "decision", "code", "step", "args_digest", "original_args_digest",
-        "approval_id", "redactions", "truncated", "would_refuse", "rules", "subject", "confined", "sinks", "intent", "timings",
-    ];
-
-    /// The JSON form's fields in the order of [`AuditEvent::FIELDS`], `None`
-    /// where the JSON form leaves one out (core/tests/host_api.rs checks the two agree).
-    pub fn fields(&self) -> [Option<EventField<'_>>; 21] {
-        use EventField::{Bool, Counts, Names, Refusals, Sinks, Str, Timings as Times, U64};
-        [
-            Some(U64(self.ts_ms)),
-            Some(Str(Some(&self.call_id))),
-            Some(Str(Some(&self.run_id))),
-            Some(Str(Some(&self.tool))),
-            Some(Str(Some(&self.principal))),
-            Some(Str(self.tenant.as_deref())),
-            Some(Str(Some(self.decision.as_str()))),
-            Some(Str(self.code.map(RefusalCode::as_str))),
-            Some(Str(self.step.map(Step::as_str))),
-            Some(Str(self.args_digest.as_deref())),
-            self.original_args_digest.as_deref().map(|d| Str(Some(d))),
-            Some(Str(self.approval_id.as_deref())),
-            self.redactions.as_ref().map(Counts),
-            self.truncated.map(Bool),
-            Some(Refusals(&self.would_refuse)).filter(|_| !self.would_refuse.is_empty()),
-            Some(Names(&self.rules)).filter(|_| !self.rules.is_empty()),
-            self.subject.as_deref().map(|s| Str(Some(s))),
-            self.confined.map(Bool),
-            Some(Sinks(&self.sinks)).filter(|_| !self.sinks.is_empty()),
-            self.intent.as_deref().map(|s| Str(Some(s))),
-            Some(Times(&self.timings)),
-        ]
-    }
-}
-
 /// Where audit events go.
 pub trait AuditSink: Send + Sync + fmt::Debug {
     /// Records one event. A sink that fails reports it through `Err`; the

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub use crate::audit::{ApprovalDecided, AuditEvent, EventField, Timings};
+pub use crate::audit::{ApprovalDecided, AuditEvent, Timings};
 pub use crate::canonical;
 pub use crate::codes::{ArgumentCode, ClassExtra, ProblemCode, RefusalClass, RefusalCode};
 pub use crate::digest::{definition_digest, definition_digest_canonical, tool_definition_digest};
