@@ -243,11 +243,6 @@ pub fn ended(table: &InFlightTable, token: &str) {
     t.prune();
 }
 
-/// The relay of the call with progress token `token`.
-pub fn by_token(table: &InFlightTable, token: &str) -> Option<Arc<dyn CallRelay>> {
-    lock(table).calls.get(token).and_then(|e| e.relay.clone())
-}
-
 /// Who an upstream message without a call id belongs to.
 pub enum Attribution {
     /// The only call in flight, which relays.
