@@ -121,17 +121,8 @@ impl ProgressPolicy {
             value = sanitize::apply(&value, &self.sanitizers).0;
         }
         let text = value.as_str().unwrap_or_default();
-        truncate(text, self.max_message_bytes).to_string()
+        crate::text::truncate(text, self.max_message_bytes).to_string()
     }
-}
-
-/// The longest prefix of `s` of at most `max` bytes ending on a character boundary.
-fn truncate(s: &str, max: usize) -> &str {
-    let mut end = max.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.get(..end).unwrap_or_default()
 }
 
 /// What a call has relayed so far.

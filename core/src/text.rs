@@ -69,6 +69,18 @@ pub fn cap_message(message: String) -> String {
     }
 }
 
+/// The longest prefix of `s` of at most `max_bytes` bytes ending on a char boundary.
+pub fn truncate(s: &str, max_bytes: usize) -> &str {
+    if s.len() <= max_bytes {
+        return s;
+    }
+    let mut end = max_bytes;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.get(..end).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,17 +33,7 @@ pub fn cut(value: Value, max_bytes: usize) -> (Value, bool) {
     (Value::String(truncate(text, max_bytes).to_string()), true)
 }
 
-/// The longest prefix of `s` of at most `max_bytes` bytes ending on a char boundary.
-pub fn truncate(s: &str, max_bytes: usize) -> &str {
-    if s.len() <= max_bytes {
-        return s;
-    }
-    let mut end = max_bytes;
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.get(..end).unwrap_or_default()
-}
+pub use crate::text::truncate;
 
 #[cfg(test)]
 mod tests {

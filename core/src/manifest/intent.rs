@@ -103,8 +103,7 @@ impl Intent {
     /// `None` when the task asks for none (or there is no task).
     pub fn requested_by(&self, task: Option<&str>) -> Option<&str> {
         let task = task?;
-        let cut = floor_char_boundary(task, MAX_TASK_BYTES);
-        let mut said = words(&task[..cut]);
+        let mut said = words(crate::text::truncate(task, MAX_TASK_BYTES));
         said.sort_unstable();
         said.dedup();
         let has = |w: &Word| {
@@ -123,13 +122,6 @@ impl Intent {
     pub fn entries(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(shown, _)| shown.as_str())
     }
-}
-
-fn floor_char_boundary(s: &str, max: usize) -> usize {
-    if s.len() <= max {
-        return s.len();
-    }
-    (0..=max).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0)
 }
 
 #[cfg(test)]
