@@ -69,6 +69,9 @@ class CallResult {
 classes.CallResult = CallResult
 // `ctx.progress` of a call nobody listens to (issue 22): the addon hands this one.
 classes.noProgress = () => {}
+// How the addon calls a native tool's handler: its context object is cheaper made here.
+classes.invoke = (f, args, idempotencyKey, tool, progress, secrets) =>
+  f(args, secrets === undefined ? { idempotencyKey, tool, progress } : { idempotencyKey, tool, secrets, progress })
 native.init(classes)
 // A result (an external of the addon), or a promise of one, as a `CallResult`.
 const wrap = (r) => (r instanceof Promise ? r.then(wrap) : new CallResult(r))

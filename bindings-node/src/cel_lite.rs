@@ -18,6 +18,7 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 use serde_json::json;
+use smallvec::SmallVec;
 
 use crate::{from_js, out, to_js, Js, Raw};
 
@@ -41,7 +42,7 @@ pub fn cel_lite_compile<'e>(env: &'e Env, text: String) -> Result<Unknown<'e>> {
     let data = Box::into_raw(Box::new(program));
     let function = out!(napi_create_function(js.0, c"evaluate".as_ptr(), -1, Some(evaluate), data.cast()));
     let finalized = function.and_then(|f| {
-        crate::ok(unsafe { sys::napi_add_finalizer(js.0, f, data.cast(), Some(drop_program), ptr::null_mut(), ptr::null_mut()) }).map(|()| f)
+        crate::ok(unsafe { sys::napi_add_finalizer(js.0, f, data.cast(), Some(crate::release::<Program>), ptr::null_mut(), ptr::null_mut()) }).map(|()| f)
     });
     // Not handed to N-API (or no finalizer): freed here; a made function is never called with it.
     let function = finalized.inspect_err(|_| drop(unsafe { Box::from_raw(data) }))?;
@@ -49,11 +50,6 @@ pub fn cel_lite_compile<'e>(env: &'e Env, text: String) -> Result<Unknown<'e>> {
     crate::ok(unsafe { sys::napi_set_element(js.0, pair, 0, function) })?;
     crate::ok(unsafe { sys::napi_set_element(js.0, pair, 1, reads) })?;
     Ok(js.unknown(pair))
-}
-
-unsafe extern "C" fn drop_program(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
-    // Made by `Box::into_raw` in `cel_lite_compile`; N-API finalizes once.
-    drop(unsafe { Box::from_raw(data.cast::<Program>()) });
 }
 
 unsafe extern "C" fn evaluate(env: sys::napi_env, info: sys::napi_callback_info) -> Raw {
@@ -67,19 +63,21 @@ unsafe extern "C" fn evaluate(env: sys::napi_env, info: sys::napi_callback_info)
 }
 
 unsafe fn evaluate_parts(js: Js, info: sys::napi_callback_info) -> Result<Raw> {
-    let (mut args, mut argc, mut data) = (vec![ptr::null_mut(); 16], 16, ptr::null_mut());
+    // On the stack when they fit (no allocation for the arguments, their kinds or the parts).
+    let (mut args, mut argc, mut data) = (SmallVec::<[Raw; 24]>::from_elem(ptr::null_mut(), 24), 24, ptr::null_mut());
     crate::ok(unsafe { sys::napi_get_cb_info(js.0, info, &mut argc, args.as_mut_ptr(), ptr::null_mut(), &mut data) })?;
     if argc > args.len() {
         args.resize(argc, ptr::null_mut());
         crate::ok(unsafe { sys::napi_get_cb_info(js.0, info, &mut argc, args.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) })?;
     }
+    args.truncate(argc);
     // Made by `cel_lite_compile`, alive while the function is.
     let program = unsafe { &*data.cast::<Program>() };
     let reads = program.reads();
     let (words, values) = args.split_at_checked((reads.len() + 1).div_ceil(PAIRS)).ok_or_else(|| Error::from_reason("missing arguments"))?;
-    let words = words.iter().map(|w| out!(napi_get_value_uint32(js.0, *w))).collect::<Result<Vec<u32>>>()?;
+    let words = words.iter().map(|w| out!(napi_get_value_uint32(js.0, *w))).collect::<Result<SmallVec<[u32; 4]>>>()?;
     let kind = |pair: usize| (words.get(pair / PAIRS).copied().unwrap_or(0) >> (2 * (pair % PAIRS))) & 3;
-    let mut parts = Vec::with_capacity(reads.len());
+    let mut parts = SmallVec::<[Part; 12]>::with_capacity(reads.len());
     for (i, read) in reads.iter().enumerate() {
         parts.push(match (kind(i + 1), values.get(i)) {
             (1, Some(v)) => Part::Value(from_js(js, *v, read.depth).map_err(|e| js.raise(&e))?),

@@ -73,9 +73,11 @@ impl GatewayCall {
 
     /// Hands back the call's result; none (the host failed to run it) ends it `handler_error`.
     #[napi(ts_args_type = "result?: unknown")]
-    pub fn reply(&self, result: Option<&External<CoreResult>>) {
+    pub fn reply(&self, env: Env, result: Option<Unknown>) -> Result<()> {
+        let result = result.map(|r| crate::held::<CoreResult>(Js(env.raw()), r.raw())).transpose()?;
         if let Some(call) = self.0.borrow_mut().take() {
-            call.reply(result.map(|r| CoreResult::clone(r)));
+            call.reply(result.cloned());
         }
+        Ok(())
     }
 }

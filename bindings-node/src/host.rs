@@ -22,7 +22,15 @@ use napi::sys;
 use napi_derive::napi;
 use serde_json::Value;
 
-use crate::{from_js, out, to_js, value, Js, Raw};
+use crate::{from_js, held, hold, out, to_js, value, Held, Js, Raw};
+
+impl Held for CoreResult {
+    const TAG: sys::napi_type_tag = sys::napi_type_tag { lower: 0x6877_5f72_6573_756c, upper: 0x7420_6e6f_6465_0001 };
+}
+
+impl Held for TicketCell {
+    const TAG: sys::napi_type_tag = sys::napi_type_tag { lower: 0x6877_5f74_6963_6b65, upper: 0x7420_6e6f_6465_0002 };
+}
 
 /// A JavaScript function kept for the host's life, called on its own thread only.
 pub(crate) struct JsFn {
@@ -153,7 +161,7 @@ impl NativeHost {
         let ctx = CallContext { principal: principal(js, &who)?, tenant, task, run_id, approval_id, ..CallContext::default() };
         match self.inner.begin(&tool, value(js, &args)?, &ctx) {
             Ok(Begun::Allowed(ticket)) if hold == Some(true) => {
-                Ok(js.unknown(unsafe { ToNapiValue::to_napi_value(js.0, vec![External::new(TicketCell::new(ticket))])? }))
+                Ok(js.unknown(unsafe { ToNapiValue::to_napi_value(js.0, vec![js.unknown(crate::hold(js, TicketCell::new(ticket))?)])? }))
             }
             begun => self.settle(js, begun, raise),
         }
@@ -173,8 +181,9 @@ impl NativeHost {
         ts_args_type = "ticket: unknown, how: 'returned' | 'threw' | 'timeout' | 'resume', value: unknown, raise: boolean",
         ts_return_type = "any"
     )]
-    pub fn finish<'e>(&self, env: &'e Env, ticket: &External<TicketCell>, how: String, value: Unknown, raise: bool) -> Result<Unknown<'e>> {
-        let (js, ticket) = (Js(env.raw()), ticket.take());
+    pub fn finish<'e>(&self, env: &'e Env, ticket: Unknown, how: String, value: Unknown, raise: bool) -> Result<Unknown<'e>> {
+        let js = Js(env.raw());
+        let ticket = held::<TicketCell>(js, ticket.raw())?.take();
         let outcome = match how.as_str() {
             "resume" => return self.settle(js, ticket.map(Begun::Allowed), raise),
             "returned" => outcome(js, value.raw()),
@@ -210,19 +219,16 @@ impl NativeHost {
             return Ok(js.unknown(unsafe { AsyncTask::to_napi_value(js.0, task)? }));
         }
         let Some(handler) = self.handlers.get(ticket.tool()) else { return deliver(js, self.inner.finish_lost(ticket, "no handler"), raise) };
-        let ctx = out!(napi_create_object(js.0))?;
-        js.set(ctx, c"idempotencyKey", js.string(ticket.idempotency_key())?)?;
-        js.set(ctx, c"tool", js.string(ticket.tool())?)?;
-        // The values the core hands a tool declaring `secrets_delivery: native`.
-        if let Some(secrets) = ticket.secrets() {
-            js.set(ctx, c"secrets", to_js(js, &secrets)?)?;
-        }
-        js.set(ctx, c"progress", progress_fn(js, ticket.progress())?)?;
+        // `invoke` (index.js) calls the handler with its context object: cheaper made in JavaScript.
         let f = out!(napi_get_reference_value(js.0, handler.f))?;
-        let outcome = match js.call(f, &[to_js(js, ticket.args())?, ctx])? {
+        let (key, tool, progress) = (js.string(ticket.idempotency_key())?, js.string(ticket.tool())?, progress_fn(js, ticket.progress())?);
+        // The values the core hands a tool declaring `secrets_delivery: native`.
+        let secrets = ticket.secrets().map(|s| to_js(js, &s)).transpose()?;
+        let args = [f, to_js(js, ticket.args())?, key, tool, progress, secrets.unwrap_or(out!(napi_get_undefined(js.0))?)];
+        let outcome = match js.call(js.kept(&crate::INVOKE)?, &args)? {
             Err(thrown) => Outcome::Failed { kind: js.kind_of(thrown) },
             Ok(v) if js.type_of(v) == sys::ValueType::napi_object && is_thenable(js, v)? => {
-                let racing = (js.unknown(v), ticket.remaining().as_secs_f64() * 1000.0, External::new(TicketCell::new(ticket)));
+                let racing = (js.unknown(v), ticket.remaining().as_secs_f64() * 1000.0, js.unknown(hold(js, TicketCell::new(ticket))?));
                 return Ok(js.unknown(unsafe { ToNapiValue::to_napi_value(js.0, racing)? }));
             }
             Ok(v) => outcome(js, v),
@@ -235,7 +241,7 @@ impl NativeHost {
 /// reaches the caller; a no-op (`index.js`'s `noProgress`) when nobody listens.
 fn progress_fn(js: Js, progress: Option<harnessweaver_core::host::Progress>) -> Result<Raw> {
     let Some(progress) = progress.filter(harnessweaver_core::host::Progress::listened) else {
-        return js.get(out!(napi_get_reference_value(js.0, crate::CLASSES.get()))?, c"noProgress");
+        return js.kept(&crate::NO_PROGRESS);
     };
     let env = Env::from_raw(js.0);
     let f = env.create_function_from_closure::<Unknown, (), _>("progress", move |cx: FunctionCallContext| {
@@ -257,8 +263,9 @@ fn is_thenable(js: Js, v: Raw) -> Result<bool> {
 /// A property of a call's result (`CallResult::PROPERTIES`), or its `toModel` text or `toJSON` form:
 /// `index.js`'s `CallResult` holds the result as an external (cheaper to make than a class instance).
 #[napi(ts_args_type = "result: unknown, what: string", ts_return_type = "any")]
-pub fn result<'e>(env: &'e Env, result: &External<CoreResult>, what: String) -> Result<Unknown<'e>> {
+pub fn result<'e>(env: &'e Env, result: Unknown, what: String) -> Result<Unknown<'e>> {
     let js = Js(env.raw());
+    let result = held::<CoreResult>(js, result.raw())?;
     let value = match what.as_str() {
         "toModel" => return js.string(&result.to_model()).map(|v| js.unknown(v)),
         "toJSON" => result.to_value(),
@@ -270,7 +277,7 @@ pub fn result<'e>(env: &'e Env, result: &External<CoreResult>, what: String) -> 
 /// A call's result as an external, or with `raise` its refusal class (`RefusalClass::of`) to throw.
 fn deliver<'e>(js: Js, result: CoreResult, raise: bool) -> Result<Unknown<'e>> {
     let class = RefusalClass::of(result.decision, result.step).filter(|_| raise);
-    let inner = unsafe { ToNapiValue::to_napi_value(js.0, External::new(result))? };
+    let inner = hold(js, result)?;
     match class {
         Some(class) => Err(Error::from_unknown_without_coercion(js.unknown(js.new_of(class.name(), &[js.new_of("CallResult", &[inner])?])?))),
         None => Ok(js.unknown(inner)),

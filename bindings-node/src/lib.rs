@@ -22,10 +22,17 @@ use serde_json::{Map, Value};
 
 type Raw = sys::napi_value;
 
+/// The addon's allocator: conversions and calls allocate many small values, which mimalloc serves faster than glibc.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 thread_local! {
     /// `index.js`'s classes by name (`init`).
     pub(crate) static CLASSES: Cell<sys::napi_ref> = const { Cell::new(ptr::null_mut()) };
     static OBJECT_KEYS: Cell<sys::napi_ref> = const { Cell::new(ptr::null_mut()) };
+    /// `index.js`'s `invoke(handler, args, idempotencyKey, tool, progress, secrets)` and `noProgress` (`init`).
+    pub(crate) static INVOKE: Cell<sys::napi_ref> = const { Cell::new(ptr::null_mut()) };
+    pub(crate) static NO_PROGRESS: Cell<sys::napi_ref> = const { Cell::new(ptr::null_mut()) };
 }
 
 /// JavaScript's `typeof` of each N-API value type (an external is an object).
@@ -128,6 +135,41 @@ impl Js {
     pub(crate) fn unknown<'e>(self, v: Raw) -> Unknown<'e> {
         unsafe { Unknown::from_raw_unchecked(self.0, v) }
     }
+    /// The value a reference made by `init` holds.
+    pub(crate) fn kept(self, r: &'static std::thread::LocalKey<Cell<sys::napi_ref>>) -> Result<Raw> {
+        out!(napi_get_reference_value(self.0, r.get()))
+    }
+}
+
+/// A Rust value a JavaScript external holds (a result, a ticket, a compiled program), tagged with its
+/// type: cheaper than napi-rs's `External`, which registers each one in a global map.
+pub(crate) trait Held: Sized + 'static {
+    const TAG: sys::napi_type_tag;
+}
+
+/// `value` in a new external, dropped when JavaScript collects it.
+pub(crate) fn hold<T: Held>(js: Js, value: T) -> Result<Raw> {
+    let data = Box::into_raw(Box::new(value));
+    let external = out!(napi_create_external(js.0, data.cast(), Some(release::<T>), ptr::null_mut()))
+        // Not handed to N-API: freed here.
+        .inspect_err(|_| drop(unsafe { Box::from_raw(data) }))?;
+    ok(unsafe { sys::napi_type_tag_object(js.0, external, &T::TAG) })?;
+    Ok(external)
+}
+
+pub(crate) unsafe extern "C" fn release<T>(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
+    // Made by `Box::into_raw` (in `hold`, `cel_lite_compile`); N-API finalizes once.
+    drop(unsafe { Box::from_raw(data.cast::<T>()) });
+}
+
+/// The value an external made by `hold::<T>` holds (alive while `v` is).
+pub(crate) fn held<'v, T: Held>(js: Js, v: Raw) -> Result<&'v T> {
+    let tagged = js.type_of(v) == sys::ValueType::napi_external && out!(napi_check_object_type_tag(js.0, v, &T::TAG))?;
+    if !tagged {
+        return Err(Error::new(Status::InvalidArg, "not a value this addon made"));
+    }
+    let data = out!(napi_get_value_external(js.0, v))?;
+    Ok(unsafe { &*data.cast::<T>() })
 }
 
 /// An N-API failure while a value is read (a getter threw: its exception stays pending).
@@ -147,11 +189,13 @@ pub(crate) fn from_js(js: Js, v: Raw, depth: usize) -> std::result::Result<Value
         sys::ValueType::napi_bigint => canonical::int_value_from_text(&js.text(out!(napi_coerce_to_string(env, v)).map_err(io)?).map_err(io)?)?,
         sys::ValueType::napi_object if depth >= canonical::MAX_DEPTH => return Err(value_error("deep", "", &[])),
         sys::ValueType::napi_object if out!(napi_is_array(env, v)).map_err(io)? => {
-            let items = (0..out!(napi_get_array_length(env, v)).map_err(io)?).map(|i| {
+            let len = out!(napi_get_array_length(env, v)).map_err(io)?;
+            let mut items = Vec::with_capacity(len as usize);
+            for i in 0..len {
                 let item = out!(napi_get_element(env, v, i)).map_err(io)?;
-                from_js(js, item, depth + 1).map_err(|e| e.at_index(i as usize))
-            });
-            Value::Array(items.collect::<std::result::Result<_, _>>()?)
+                items.push(from_js(js, item, depth + 1).map_err(|e| e.at_index(i as usize))?);
+            }
+            Value::Array(items)
         }
         sys::ValueType::napi_object => {
             // Plain: made by `{}` or `Object.create(null)`, its prototype `Object.prototype` (of any realm) or none.
@@ -223,7 +267,10 @@ pub(crate) fn to_js(js: Js, v: &Value) -> Result<Raw> {
 /// Keeps `index.js`'s classes by name (errors, refusal classes, cel-lite's), which the addon throws.
 #[napi(ts_args_type = "classes: Record<string, Function>")]
 pub fn init(env: Env, classes: Unknown) -> Result<()> {
-    CLASSES.set(out!(napi_create_reference(env.raw(), classes.raw(), 1))?);
+    let js = Js(env.raw());
+    CLASSES.set(out!(napi_create_reference(js.0, classes.raw(), 1))?);
+    INVOKE.set(out!(napi_create_reference(js.0, js.get(classes.raw(), c"invoke")?, 1))?);
+    NO_PROGRESS.set(out!(napi_create_reference(js.0, js.get(classes.raw(), c"noProgress")?, 1))?);
     Ok(())
 }
 
