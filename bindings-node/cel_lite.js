@@ -29,7 +29,7 @@ module.exports = function makeCelLite(native, classes, names) {
   // One gather function per program, written from the core's reads (`[name, parent, whole, depth]`,
   // parents first): it reads exactly those parts (own enumerable properties, as the whole conversion
   // does) and hands them to the program's native function with their kinds (see src/cel_lite.rs).
-  function gatherer(reads, evaluate) {
+  function gatherer(reads, evaluate, fast) {
     const kind = (i, k) => `k${(i + 1) >> 4} |= ${(k << (2 * ((i + 1) & 15))) | 0}`
     const read = (i) => {
       const [name, parent, whole] = reads[i]
@@ -49,9 +49,12 @@ module.exports = function makeCelLite(native, classes, names) {
         checkVars(vars)
         ${reads.map((r, i) => (r[1] === null ? read(i) : '')).join('')}
       }
+      ${fast ? `const decided = fast(${[...ks, ...ps].join(', ')}); if (decided !== undefined) return decided` : ''}
       return evaluate(${[...ks, ...ps].join(', ')})
     }`
-    return new Function('hasOwn', 'isEnumerable', 'isPlain', 'checkVars', 'evaluate', body)(hasOwn, isEnumerable, isPlain, checkVars, evaluate)
+    // The core's fast path (`Program::fast_js`): decides the common cases here, else leaves them to the core.
+    fast = fast && new Function(`return ${fast}`)()
+    return new Function('hasOwn', 'isEnumerable', 'isPlain', 'checkVars', 'evaluate', 'fast', body)(hasOwn, isEnumerable, isPlain, checkVars, evaluate, fast)
   }
 
   const TOKEN = Symbol('compiled')
@@ -59,9 +62,9 @@ module.exports = function makeCelLite(native, classes, names) {
 
   /** A compiled expression: immutable; evaluate it as often as needed. */
   class Program {
-    constructor(token, source, reads, evaluate) {
+    constructor(token, source, [evaluate, reads, fast]) {
       if (token !== TOKEN) throw new TypeError('use celLite.compile(text) to make a Program')
-      this[GATHER] = gatherer(reads, evaluate)
+      this[GATHER] = gatherer(reads, evaluate, fast)
       /** The source text. */
       this.source = source
       /** The variable names the expression uses, in order of first use. */
@@ -93,8 +96,7 @@ module.exports = function makeCelLite(native, classes, names) {
   /** Compiles a cel-lite expression; throws CompileError with `code`, `line`, `column`. */
   function compile(text) {
     if (typeof text !== 'string') throw new TypeError('celLite.compile expects the expression as a string')
-    const [evaluate, reads] = native.celLiteCompile(text)
-    return new Program(TOKEN, text, reads, evaluate)
+    return new Program(TOKEN, text, native.celLiteCompile(text))
   }
 
   return Object.freeze({ compile, Program, CompileError: classes.CompileError, Unevaluable: classes.Unevaluable, NAMES: Object.freeze(names) })

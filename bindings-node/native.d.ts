@@ -46,7 +46,7 @@ export declare class NativeHost {
 export declare function canonicalJson(value: unknown): string
 
 /** Compiles a cel-lite expression: `[evaluate, reads]`; throws `CompileError`. */
-export declare function celLiteCompile(text: string): [(...args: unknown[]) => unknown, Array<[string, number | null, boolean, number]>]
+export declare function celLiteCompile(text: string): [(...args: unknown[]) => unknown, Array<[string, number | null, boolean, number]>, string | null]
 
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number

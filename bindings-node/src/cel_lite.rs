@@ -2,9 +2,10 @@
 //! that evaluates the parts `cel_lite.js` gathers.
 //!
 //! Conversion only; the reads, evaluation and approval rule are the core's
-//! (`host::cel`). `celLiteCompile` returns `[evaluate, reads]` (`reads`: the
+//! (`host::cel`). `celLiteCompile` returns `[evaluate, reads, fast]` (`reads`: the
 //! core's `Read`s as `[name, parent, whole, depth]`, from which `cel_lite.js`
-//! writes one gather function per program) or throws `CompileError`.
+//! writes one gather function per program; `fast`: the core's JavaScript fast
+//! path, `Program::fast_js`, or null) or throws `CompileError`.
 //! `evaluate(k…, p…)` takes words of 2-bit kinds (pair 0: 0 for the value, 1
 //! for the approval verdict; pair `i + 1` the part of read `i`: 0 absent, 1 a
 //! value, 2 a map read field by field; 16 pairs a word), then one argument per
@@ -26,7 +27,7 @@ use crate::{from_js, out, to_js, Js, Raw};
 const PAIRS: usize = 16;
 
 /// Compiles a cel-lite expression: `[evaluate, reads]`; throws `CompileError`.
-#[napi(ts_return_type = "[(...args: unknown[]) => unknown, Array<[string, number | null, boolean, number]>]")]
+#[napi(ts_return_type = "[(...args: unknown[]) => unknown, Array<[string, number | null, boolean, number]>, string | null]")]
 pub fn cel_lite_compile<'e>(env: &'e Env, text: String) -> Result<Unknown<'e>> {
     let js = Js(env.raw());
     let program = match core_cel::compile(&text) {
@@ -39,6 +40,7 @@ pub fn cel_lite_compile<'e>(env: &'e Env, text: String) -> Result<Unknown<'e>> {
     };
     let reads = json!(program.reads().iter().map(|r| json!([r.name, r.parent, r.whole, r.depth])).collect::<Vec<_>>());
     let reads = to_js(js, &reads)?;
+    let fast = program.fast_js();
     let data = Box::into_raw(Box::new(program));
     let function = out!(napi_create_function(js.0, c"evaluate".as_ptr(), -1, Some(evaluate), data.cast()));
     let finalized = function.and_then(|f| {
@@ -46,10 +48,15 @@ pub fn cel_lite_compile<'e>(env: &'e Env, text: String) -> Result<Unknown<'e>> {
     });
     // Not handed to N-API (or no finalizer): freed here; a made function is never called with it.
     let function = finalized.inspect_err(|_| drop(unsafe { Box::from_raw(data) }))?;
-    let pair = out!(napi_create_array_with_length(js.0, 2))?;
-    crate::ok(unsafe { sys::napi_set_element(js.0, pair, 0, function) })?;
-    crate::ok(unsafe { sys::napi_set_element(js.0, pair, 1, reads) })?;
-    Ok(js.unknown(pair))
+    let fast = match fast {
+        Some(source) => js.string(&source)?,
+        None => out!(napi_get_null(js.0))?,
+    };
+    let answer = out!(napi_create_array_with_length(js.0, 3))?;
+    for (i, v) in [function, reads, fast].into_iter().enumerate() {
+        crate::ok(unsafe { sys::napi_set_element(js.0, answer, i as u32, v) })?;
+    }
+    Ok(js.unknown(answer))
 }
 
 unsafe extern "C" fn evaluate(env: sys::napi_env, info: sys::napi_callback_info) -> Raw {

@@ -27,6 +27,7 @@
 //! ```
 
 mod eval;
+mod js;
 mod lexer;
 mod parser;
 mod reads;
@@ -314,6 +315,13 @@ impl Program {
     /// [`Program::evaluate_parts`], converting nothing else.
     pub fn reads(&self) -> &[Read] {
         &self.reads
+    }
+
+    /// The source of a JavaScript function deciding the common cases of this expression from the
+    /// parts a JavaScript host gathers (`undefined`: evaluate in the core); `None` when the
+    /// expression is outside the fast path's subset (see `cel_lite/js.rs`).
+    pub fn fast_js(&self) -> Option<String> {
+        js::fast_js(self)
     }
 
     /// The source text the program was compiled from.
