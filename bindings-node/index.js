@@ -254,8 +254,34 @@ async function serveMcp(h, options) {
   }
 }
 
-const definitionDigest = (name, description, inputSchema, outputSchema) => native.definitionDigest(name, description, inputSchema, outputSchema)
-const canonicalJson = (value) => native.canonicalJson(value)
+// Whether `JSON.stringify(v)` writes exactly the value the addon would read (plain objects and arrays without
+// holes, of finite numbers, strings, bools and null, 128 levels at most): the core then reads that text, which
+// is faster than reading the value through N-API. Anything else is read as a value (and may be refused).
+const { getPrototypeOf, hasOwn } = Object
+function plainJson(v, depth) {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return true
+  if (typeof v === 'number') return Number.isFinite(v)
+  if (typeof v !== 'object' || depth > 128 || typeof v.toJSON === 'function') return false
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (!(i in v) || !plainJson(v[i], depth + 1)) return false
+    return true
+  }
+  const proto = getPrototypeOf(v)
+  if (proto !== null && getPrototypeOf(proto) !== null) return false
+  for (const k in v) if (hasOwn(v, k) && !plainJson(v[k], depth + 1)) return false
+  return true
+}
+const text = (v) => (plainJson(v, 0) ? JSON.stringify(v) : undefined)
+function definitionDigest(name, description, inputSchema, outputSchema) {
+  const [input, output] = [text(inputSchema), outputSchema == null ? null : text(outputSchema)]
+  const fast = typeof name === 'string' && typeof description === 'string' && input !== undefined && output !== undefined &&
+    native.request('definition_digest_text', { name, description, input_schema: input, output_schema: output })
+  return fast || native.definitionDigest(name, description, inputSchema, outputSchema)
+}
+function canonicalJson(value) {
+  const t = text(value)
+  return (t !== undefined && native.request('canonical_text', { text: t })) || native.canonicalJson(value)
+}
 const sanitize = (value, sanitizers) => native.request('sanitize', { value, sanitizers: Array.from(sanitizers, String) })
 const cliRun = (args) => native.cliRun(args.map(String))
 

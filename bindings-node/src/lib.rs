@@ -242,23 +242,15 @@ pub(crate) fn to_js(js: Js, v: &Value) -> Result<Raw> {
             Ok(array)
         }
         Value::Object(map) => {
-            let object = out!(napi_create_object(env))?;
+            // Own properties, also for `__proto__` (as `JSON.parse` makes them), defined in one call.
+            let attributes = sys::PropertyAttributes::writable | sys::PropertyAttributes::enumerable | sys::PropertyAttributes::configurable;
+            let mut properties = smallvec::SmallVec::<[sys::napi_property_descriptor; 8]>::with_capacity(map.len());
             for (key, item) in map {
-                // An own property, also for `__proto__` (as `JSON.parse` makes it).
                 let (name, value, null) = (js.string(key)?, to_js(js, item)?, ptr::null_mut());
-                let attributes = sys::PropertyAttributes::writable | sys::PropertyAttributes::enumerable | sys::PropertyAttributes::configurable;
-                let d = sys::napi_property_descriptor {
-                    utf8name: ptr::null(),
-                    name,
-                    method: None,
-                    getter: None,
-                    setter: None,
-                    value,
-                    attributes,
-                    data: null,
-                };
-                ok(unsafe { sys::napi_define_properties(env, object, 1, &d) })?;
+                properties.push(sys::napi_property_descriptor { utf8name: ptr::null(), name, method: None, getter: None, setter: None, value, attributes, data: null });
             }
+            let object = out!(napi_create_object(env))?;
+            ok(unsafe { sys::napi_define_properties(env, object, properties.len(), properties.as_ptr()) })?;
             Ok(object)
         }
     }

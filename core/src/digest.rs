@@ -39,6 +39,30 @@ pub fn tool_definition_digest(name: &str, description: &str, input_schema: &Valu
     Ok(sha256_tagged(text.as_bytes()))
 }
 
+/// [`tool_definition_digest`] of schemas given as JSON text written by a host whose numbers are
+/// doubles (`JSON.stringify`; see [`canonical::of_double_json`]): the same digest as of the values
+/// the text holds, without building them. `None` when a text is not one serde_json reads (the
+/// host then converts the values).
+pub fn tool_definition_digest_of_text(name: &str, description: &str, input_schema: &str, output_schema: Option<&str>) -> Option<String> {
+    let input = canonical::of_double_json(input_schema)?;
+    let Some(output) = output_schema else {
+        return Some(definition_digest_canonical(name, description, &input));
+    };
+    let output = canonical::of_double_json(output)?;
+    // Keys in code point order: description, input_schema, name, output_schema.
+    let mut text = String::with_capacity(input.len() + output.len() + name.len() + description.len() + 64);
+    text.push_str("{\"description\":");
+    canonical::write_str(&mut text, description);
+    text.push_str(",\"input_schema\":");
+    text.push_str(&input);
+    text.push_str(",\"name\":");
+    canonical::write_str(&mut text, name);
+    text.push_str(",\"output_schema\":");
+    text.push_str(&output);
+    text.push('}');
+    Some(sha256_tagged(text.as_bytes()))
+}
+
 /// [`definition_digest`] of a schema given as its canonical JSON text.
 pub fn definition_digest_canonical(name: &str, description: &str, input_schema: &str) -> String {
     // Keys in code point order: description, input_schema, name.

@@ -162,6 +162,14 @@ pub fn request(method: &str, args: &Value) -> Result<Value, Error> {
             Some(type_name) => Err(cel::not_a_mapping(type_name)),
             None => cel::check_key(a.text("key")?.unwrap_or_default()).map(|()| Value::Null),
         },
+        // JSON text a host wrote (`JSON.stringify`) of values it checked have a JSON form: their canonical
+        // text, or the definition digest of such schemas; null when serde_json cannot read the text.
+        "canonical_text" => Ok(crate::canonical::of_double_json(a.required("text")?).map_or(Value::Null, Value::String)),
+        "definition_digest_text" => {
+            let (name, description) = (a.required("name")?, a.text("description")?.unwrap_or_default());
+            let digest = crate::digest::tool_definition_digest_of_text(name, description, a.required("input_schema")?, a.text("output_schema")?);
+            Ok(digest.map_or(Value::Null, Value::String))
+        }
         "value_error" => {
             let path = a.value("path").as_array().cloned().unwrap_or_default();
             Err(value_error(a.text("kind")?.unwrap_or_default(), a.text("detail")?.unwrap_or_default(), &path))
