@@ -45,8 +45,11 @@ export declare class NativeHost {
 /** The canonical JSON text of a value. */
 export declare function canonicalJson(value: unknown): string
 
-/** Compiles a cel-lite expression: `[evaluate, reads]`; throws `CompileError`. */
-export declare function celLiteCompile(text: string): [(...args: unknown[]) => unknown, Array<[string, number | null, boolean, number]>, string | null]
+/**
+ * Compiles a cel-lite expression: `[evaluate, gather, names]`; throws `CompileError`. `fast`
+ * (default true): the gather function decides the common cases itself.
+ */
+export declare function celLiteCompile(text: string, fast?: boolean | undefined | null): [(...args: unknown[]) => unknown, string, string[]]
 
 /** Runs the `harnessweaver` command line with `args` (without the program name); returns the exit code. */
 export declare function cliRun(args: Array<string>): number

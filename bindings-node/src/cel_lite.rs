@@ -1,16 +1,13 @@
 //! `celLite` (native side): compile an expression once into a native function
-//! that evaluates the parts `cel_lite.js` gathers.
+//! that evaluates the parts the core's gather function collects.
 //!
 //! Conversion only; the reads, evaluation and approval rule are the core's
-//! (`host::cel`). `celLiteCompile` returns `[evaluate, reads, fast]` (`reads`: the
-//! core's `Read`s as `[name, parent, whole, depth]`, from which `cel_lite.js`
-//! writes one gather function per program; `fast`: the core's JavaScript fast
-//! path, `Program::fast_js`, or null) or throws `CompileError`.
-//! `evaluate(k…, p…)` takes words of 2-bit kinds (pair 0: 0 for the value, 1
-//! for the approval verdict; pair `i + 1` the part of read `i`: 0 absent, 1 a
-//! value, 2 a map read field by field; 16 pairs a word), then one argument per
-//! read. It returns the value (throwing `Unevaluable`), or for the verdict `true`,
-//! `false` or the reason.
+//! (`host::cel`). `celLiteCompile(text, fast)` returns `[evaluate, gather, names]`
+//! (`gather`: the source of the core's JavaScript, `Program::gather_js`, that
+//! gathers the parts and decides common cases; `names`: the variables used) or
+//! throws `CompileError`. `evaluate(k…, p…)` takes the kind words and parts
+//! (see `cel_lite/js.rs` in the core) and returns the value (throwing
+//! `Unevaluable`), or for the verdict `true`, `false` or the reason.
 
 use std::ptr;
 
@@ -26,9 +23,10 @@ use crate::{from_js, out, to_js, Js, Raw};
 /// Pairs of kind bits per argument word.
 const PAIRS: usize = 16;
 
-/// Compiles a cel-lite expression: `[evaluate, reads]`; throws `CompileError`.
-#[napi(ts_return_type = "[(...args: unknown[]) => unknown, Array<[string, number | null, boolean, number]>, string | null]")]
-pub fn cel_lite_compile<'e>(env: &'e Env, text: String) -> Result<Unknown<'e>> {
+/// Compiles a cel-lite expression: `[evaluate, gather, names]`; throws `CompileError`. `fast`
+/// (default true): the gather function decides the common cases itself.
+#[napi(ts_return_type = "[(...args: unknown[]) => unknown, string, string[]]")]
+pub fn cel_lite_compile<'e>(env: &'e Env, text: String, fast: Option<bool>) -> Result<Unknown<'e>> {
     let js = Js(env.raw());
     let program = match core_cel::compile(&text) {
         Ok(program) => program,
@@ -38,9 +36,7 @@ pub fn cel_lite_compile<'e>(env: &'e Env, text: String) -> Result<Unknown<'e>> {
             return Err(js.error("CompileError", &e.render(), e.code(), &problems, &[(c"line", line), (c"column", column), (c"reason", reason)]));
         }
     };
-    let reads = json!(program.reads().iter().map(|r| json!([r.name, r.parent, r.whole, r.depth])).collect::<Vec<_>>());
-    let reads = to_js(js, &reads)?;
-    let fast = program.fast_js();
+    let (gather, names) = (js.string(&program.gather_js(fast.unwrap_or(true)))?, to_js(js, &json!(program.names()))?);
     let data = Box::into_raw(Box::new(program));
     let function = out!(napi_create_function(js.0, c"evaluate".as_ptr(), -1, Some(evaluate), data.cast()));
     let finalized = function.and_then(|f| {
@@ -48,12 +44,8 @@ pub fn cel_lite_compile<'e>(env: &'e Env, text: String) -> Result<Unknown<'e>> {
     });
     // Not handed to N-API (or no finalizer): freed here; a made function is never called with it.
     let function = finalized.inspect_err(|_| drop(unsafe { Box::from_raw(data) }))?;
-    let fast = match fast {
-        Some(source) => js.string(&source)?,
-        None => out!(napi_get_null(js.0))?,
-    };
     let answer = out!(napi_create_array_with_length(js.0, 3))?;
-    for (i, v) in [function, reads, fast].into_iter().enumerate() {
+    for (i, v) in [function, gather, names].into_iter().enumerate() {
         crate::ok(unsafe { sys::napi_set_element(js.0, answer, i as u32, v) })?;
     }
     Ok(js.unknown(answer))

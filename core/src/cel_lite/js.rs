@@ -12,25 +12,28 @@
 //! differently from the core, it only answers less often. Its bounds keep an
 //! evaluation far below the cost limit, so the budget never decides it.
 //!
-//! [`fast_js`] writes the source of a JavaScript function of the gathered
-//! parts, in the order of [`Program::reads`](super::Program::reads): the kind
-//! words `k0, k1, …` (2 bits per read after the first pair, as the host packs
-//! them: 1 for a value) and one value `p0, p1, …` per read.
+//! [`gather_js`] writes the JavaScript a host runs per evaluation: it checks
+//! the variables' names, gathers exactly the parts the expression reads
+//! ([`Program::reads`](super::Program::reads): own enumerable properties, a
+//! map field by field where only fields are read), runs the fast path, and
+//! otherwise hands the parts to the host's native evaluation as the kind words
+//! `k0, k1, …` (2 bits per read after pair 0, which says what is wanted: 0 for
+//! the value, 1 for the approval verdict; 0 absent, 1 a value, 2 a map read
+//! field by field; 16 pairs a word) and one value `p0, p1, …` per read.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
 use super::parser::{BinOp, Expr, Kind};
-use super::{Program, MAX_COST};
+use super::{Program, MAX_COST, NAMES};
 
 /// Kind pairs per word, as the host packs them (pair 0 is the host's own).
 const PAIRS: usize = 16;
 
 /// The helpers every fast path uses: tri-state logic (`undefined`: the core decides) and
 /// cel-lite's equality and number ordering restricted to the values the fast path accepts.
-const HELPERS: &str = r"'use strict'
-const $prim = (v) => typeof v === 'string' ? v.length <= 256 && v.isWellFormed() : typeof v === 'number' ? Number.isFinite(v) : typeof v === 'boolean' || v === null
+const HELPERS: &str = r"const $prim = (v) => typeof v === 'string' ? v.length <= 256 && v.isWellFormed() : typeof v === 'number' ? Number.isFinite(v) : typeof v === 'boolean' || v === null
 const $ok = (v) => {
   if ($prim(v)) return true
   if (!Array.isArray(v) || v.length > 100) return false
@@ -54,34 +57,97 @@ const $in = (x, list) => {
 }
 ";
 
-/// The source of a JavaScript expression whose value is the fast path (see the module's note),
-/// or `None` when the expression is outside its subset.
-pub(crate) fn fast_js(program: &Program) -> Option<String> {
-    if program.max_cost < MAX_COST {
+/// The names of the kind words and parts of `program`'s reads, as the gather function passes them.
+fn arguments(program: &Program) -> String {
+    let n = program.reads.len();
+    let words = (0..(n + 1).div_ceil(PAIRS)).map(|w| format!("k{w}"));
+    words.chain((0..n).map(|i| format!("p{i}"))).collect::<Vec<_>>().join(", ")
+}
+
+/// The source of a JavaScript arrow function `(evaluate, wrong) => gather` for `program`:
+/// `gather(vars, want)` checks and gathers `vars` (see the module's note), calls `wrong(type)` for
+/// variables that are not a mapping and `wrong(undefined, key)` for an unknown key (the host throws
+/// the core's error), and answers the fast path's value or `evaluate(k…, p…)`'s. Without `fast`,
+/// every evaluation goes to `evaluate`.
+pub(crate) fn gather_js(program: &Program, fast: bool) -> String {
+    let reads = &program.reads;
+    let n = reads.len();
+    let mut out = String::from("(evaluate, wrong) => {\n'use strict'\n");
+    out.push_str(
+        "const { hasOwn, getPrototypeOf } = Object\nconst isEnumerable = Object.prototype.propertyIsEnumerable\n\
+         const isPlain = (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && (getPrototypeOf(v) === Object.prototype || getPrototypeOf(v) === null)\n",
+    );
+    let cases: String = NAMES.iter().map(|n| format!("case {}: ", serde_json::to_string(n).unwrap_or_default())).collect();
+    let _ = writeln!(out, "const known = (key) => {{ switch (key) {{ {cases}return true }} return false }}");
+    out.push_str(
+        "const checkVars = (vars) => {\n  if (typeof vars !== 'object' || Array.isArray(vars)) wrong(Array.isArray(vars) ? 'array' : typeof vars)\n  \
+         for (const key in vars) if (!known(key) && hasOwn(vars, key)) wrong(undefined, key)\n}\n",
+    );
+    let fast = if fast { fast_js(program) } else { None };
+    if let Some(fast) = &fast {
+        out.push_str(fast);
+    }
+    let args = arguments(program);
+    let words = (n + 1).div_ceil(PAIRS);
+    let mut lets: Vec<String> = (0..words).map(|w| format!("k{w} = {}", if w == 0 { "want" } else { "0" })).collect();
+    lets.extend((0..n).map(|i| format!("p{i}")));
+    let _ = writeln!(out, "return function gather(vars, want) {{\n  let {}\n  if (vars !== undefined && vars !== null) {{\n    checkVars(vars)", lets.join(", "));
+    for i in (0..n).filter(|i| reads.get(*i).is_some_and(|r| r.parent.is_none())) {
+        gather_read(program, i, &mut out);
+    }
+    out.push_str("  }\n");
+    if fast.is_some() {
+        let _ = writeln!(out, "  const decided = fast({args})\n  if (decided !== undefined) return decided");
+    }
+    let _ = write!(out, "  return evaluate({args})\n}}\n}}");
+    out
+}
+
+/// The statements that gather read `i` (and its fields) into `p{i}` and its kind bits.
+fn gather_read(program: &Program, i: usize, out: &mut String) {
+    let Some(read) = program.reads.get(i) else { return };
+    let key = serde_json::to_string(&read.name).unwrap_or_default();
+    let pair = i + 1;
+    let kind = |k: u32| format!("k{} |= {}", pair / PAIRS, (k << (2 * (pair % PAIRS))) as i32);
+    let (from, has) = match read.parent {
+        // A variable must be own (an own `undefined` is unbound); a field own and enumerable.
+        None => ("vars".to_string(), format!("hasOwn(vars, {key})")),
+        Some(p) => (format!("v{p}"), format!("isEnumerable.call(v{p}, {key})")),
+    };
+    let unbound = if read.parent.is_none() { format!("if (v{i} !== undefined) ") } else { String::new() };
+    let _ = write!(out, "if ({has}) {{ const v{i} = {from}[{key}]; {unbound}{{ ");
+    if read.whole {
+        let _ = write!(out, "p{i} = v{i}; {}", kind(1));
+    } else {
+        let _ = writeln!(out, "if (isPlain(v{i})) {{ {}", kind(2));
+        for j in (i + 1..program.reads.len()).filter(|j| program.reads.get(*j).is_some_and(|r| r.parent == Some(i))) {
+            gather_read(program, j, out);
+        }
+        let _ = write!(out, "}} else {{ p{i} = v{i}; {} }}", kind(1));
+    }
+    out.push_str(" } }\n");
+}
+
+/// The fast path's helpers and `function fast(k…, p…)`: `true` or `false`, or `undefined` (the core
+/// decides); `None` when the expression is outside its subset.
+fn fast_js(program: &Program) -> Option<String> {
+    if program.max_cost < MAX_COST || !is_bool(&program.root) {
         return None;
     }
     let mut consts = Vec::new();
     let body = expr(program, &program.root, &mut consts)?;
-    if !is_bool(&program.root) {
-        return None;
-    }
-    let n = program.reads.len();
-    let words: Vec<String> = (0..(n + 1).div_ceil(PAIRS)).map(|w| format!("k{w}")).collect();
-    let parts: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
-    let mut out = String::from("(() => {\n");
-    out.push_str(HELPERS);
+    let mut out = String::from(HELPERS);
     for (i, c) in consts.iter().enumerate() {
         let _ = writeln!(out, "const c{i} = Object.freeze({c})");
     }
-    let _ = writeln!(out, "return function fast({}) {{", [words, parts].concat().join(", "));
+    let _ = writeln!(out, "function fast({}) {{", arguments(program));
     // Every part the core would convert must be one the fast path vouches for (else the core
     // converts it, and may refuse it).
-    for i in 0..n {
+    for i in 0..program.reads.len() {
         let pair = i + 1;
-        let kind = format!("((k{} >>> {}) & 3)", pair / PAIRS, 2 * (pair % PAIRS));
-        let _ = writeln!(out, "  if ({kind} === 1 && !$ok(p{i})) return undefined");
+        let _ = writeln!(out, "  if (((k{} >>> {}) & 3) === 1 && !$ok(p{i})) return undefined", pair / PAIRS, 2 * (pair % PAIRS));
     }
-    let _ = write!(out, "  return {body}\n}}\n}})()");
+    let _ = writeln!(out, "  return {body}\n}}");
     Some(out)
 }
 

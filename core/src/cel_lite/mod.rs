@@ -317,11 +317,12 @@ impl Program {
         &self.reads
     }
 
-    /// The source of a JavaScript function deciding the common cases of this expression from the
-    /// parts a JavaScript host gathers (`undefined`: evaluate in the core); `None` when the
-    /// expression is outside the fast path's subset (see `cel_lite/js.rs`).
-    pub fn fast_js(&self) -> Option<String> {
-        js::fast_js(self)
+    /// The JavaScript a JavaScript host (Node) runs per evaluation: the source of an arrow function
+    /// `(evaluate, wrong) => gather`, whose `gather(vars, want)` checks the variables, gathers the
+    /// parts [`Program::reads`] names, decides the common cases itself (with `fast`) and hands the
+    /// rest to the host's `evaluate` (see `cel_lite/js.rs`).
+    pub fn gather_js(&self, fast: bool) -> String {
+        js::gather_js(self, fast)
     }
 
     /// The source text the program was compiled from.
