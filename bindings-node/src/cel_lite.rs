@@ -40,7 +40,8 @@ pub fn cel_lite_compile<'e>(env: &'e Env, text: String, fast: Option<bool>) -> R
     let data = Box::into_raw(Box::new(program));
     let function = out!(napi_create_function(js.0, c"evaluate".as_ptr(), -1, Some(evaluate), data.cast()));
     let finalized = function.and_then(|f| {
-        crate::ok(unsafe { sys::napi_add_finalizer(js.0, f, data.cast(), Some(crate::release::<Program>), ptr::null_mut(), ptr::null_mut()) }).map(|()| f)
+        crate::ok(unsafe { sys::napi_add_finalizer(js.0, f, data.cast(), Some(crate::release::<Program>), ptr::null_mut(), ptr::null_mut()) })
+            .map(|()| f)
     });
     // Not handed to N-API (or no finalizer): freed here; a made function is never called with it.
     let function = finalized.inspect_err(|_| drop(unsafe { Box::from_raw(data) }))?;

@@ -17,6 +17,7 @@ use std::ptr;
 use harnessweaver_core::host::{self as core, canonical, value_error, Error as CoreError, ERROR_CLASSES};
 use napi::bindgen_prelude::*;
 use napi::sys;
+use napi::sys::napi_property_descriptor as Property;
 use napi_derive::napi;
 use serde_json::{Map, Value};
 
@@ -247,7 +248,7 @@ pub(crate) fn to_js(js: Js, v: &Value) -> Result<Raw> {
             let mut properties = smallvec::SmallVec::<[sys::napi_property_descriptor; 8]>::with_capacity(map.len());
             for (key, item) in map {
                 let (name, value, null) = (js.string(key)?, to_js(js, item)?, ptr::null_mut());
-                properties.push(sys::napi_property_descriptor { utf8name: ptr::null(), name, method: None, getter: None, setter: None, value, attributes, data: null });
+                properties.push(Property { utf8name: ptr::null(), name, method: None, getter: None, setter: None, value, attributes, data: null });
             }
             let object = out!(napi_create_object(env))?;
             ok(unsafe { sys::napi_define_properties(env, object, properties.len(), properties.as_ptr()) })?;

@@ -91,7 +91,11 @@ pub(crate) fn gather_js(program: &Program, fast: bool) -> String {
     let words = (n + 1).div_ceil(PAIRS);
     let mut lets: Vec<String> = (0..words).map(|w| format!("k{w} = {}", if w == 0 { "want" } else { "0" })).collect();
     lets.extend((0..n).map(|i| format!("p{i}")));
-    let _ = writeln!(out, "return function gather(vars, want) {{\n  let {}\n  if (vars !== undefined && vars !== null) {{\n    checkVars(vars)", lets.join(", "));
+    let _ = writeln!(
+        out,
+        "return function gather(vars, want) {{\n  let {}\n  if (vars !== undefined && vars !== null) {{\n    checkVars(vars)",
+        lets.join(", ")
+    );
     for i in (0..n).filter(|i| reads.get(*i).is_some_and(|r| r.parent.is_none())) {
         gather_read(program, i, &mut out);
     }
