@@ -109,6 +109,16 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn of_text_matches_of_values() {
+        let input = json!({"type": "object", "properties": {"x": {"type": "number", "minimum": 1.5, "maximum": 1e21}, "é": {"enum": [2, 2.5]}}});
+        let output = json!({"type": "object", "required": ["b", "a"]});
+        let (i, o) = (input.to_string(), output.to_string());
+        assert_eq!(tool_definition_digest_of_text("t", "d é", &i, None), definition_digest("t", "d é", &input).ok());
+        assert_eq!(tool_definition_digest_of_text("t", "d", &i, Some(&o)), tool_definition_digest("t", "d", &input, Some(&output)).ok());
+        assert_eq!(tool_definition_digest_of_text("t", "d", r#""\ud800""#, None), None);
+    }
+
+    #[test]
     fn matches_the_canonical_object() {
         let schema = json!({"type": "object", "properties": {"x": {"type": "number", "minimum": 1.0}}});
         let whole = json!({"name": "t", "description": "d é", "input_schema": schema});
