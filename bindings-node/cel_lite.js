@@ -1,7 +1,8 @@
 'use strict'
 // celLite: the expression language of `approval.when` and policy rules, usable
-// outside a harness. The core compiles, evaluates and says what an expression
-// reads; this file gathers exactly those parts.
+// outside a harness. The core compiles, evaluates, and writes the JavaScript
+// that gathers what an expression reads (and decides common cases); this file
+// shapes the API around it.
 //
 //   const { celLite } = require('harnessweaver')
 //   const program = celLite.compile("args.amount_usd > 100 && !('finance' in principal.roles)")
