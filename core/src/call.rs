@@ -221,6 +221,9 @@ impl CallResult {
         "labels", "would_refuse",
     ];
 
+    /// The fields a result's short form shows (a binding's `repr`).
+    pub const SUMMARY: [&'static str; 4] = ["decision", "tool", "code", "step"];
+
     /// [`Self::FIELDS`] and `allowed`: what bindings expose as the result's properties.
     pub const PROPERTIES: [&'static str; 15] = [
         "decision", "allowed", "code", "step", "message", "tool", "call_id", "run_id", "output", "output_report", "approval", "retry_after_ms",

@@ -273,9 +273,9 @@ def call_after_begin(h: Any, tmp: Path, step: Dict[str, Any], principal: Dict[st
     if begun.route == "transport":
         return h.finish_transport(begun)
     try:
-        return h.finish_returned(begun, h.handler(begun)(**begun.kwargs()))
+        return h.finish(begun, "returned", h.handler(begun)(**begun.kwargs()))
     except Exception as err:  # noqa: BLE001 - a fixture handler's failure is its outcome
-        return h.finish_failed(begun, type(err).__name__)
+        return h.finish(begun, "failed", type(err).__name__)
 
 
 def fs_ops(base: Path, ops: List[Dict[str, Any]]) -> None:

@@ -178,15 +178,6 @@ class _Resume:
                 return done.value
 
 
-def _id(o: Any) -> Any:
-    """The id of an approval or a run: an id, a mapping with ``id``, an ``ApprovalRequired`` or a ``Run``."""
-    if isinstance(o, (str, type(None))):
-        return o
-    if isinstance(o, Mapping):
-        return o.get("id")
-    return o.approval["id"] if hasattr(o, "approval") else o.id
-
-
 def _host_method(name: str, params: List[str]) -> Callable[..., Any]:
     """A method of the native host passing its arguments by name to the core's ``request(name, ...)``."""
     kind: Any = inspect.Parameter.POSITIONAL_OR_KEYWORD
@@ -202,7 +193,7 @@ def _host_method(name: str, params: List[str]) -> Callable[..., Any]:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         named = signature.bind(self, *args, **kwargs)
         named.apply_defaults()
-        return self.request(name, {k: _id(v) if k in ("id", "run") else v for k, v in list(named.arguments.items())[1:]})
+        return self.request(name, dict(list(named.arguments.items())[1:]))
 
     method.__name__ = method.__qualname__ = name
     method.__signature__ = signature  # type: ignore[attr-defined]
@@ -347,13 +338,13 @@ class Harness(_native.Host):
                         async with _timeout(ticket.remaining):
                             value = await _Resume(coro, first)
         except asyncio.TimeoutError:
-            return self.finish_timed_out(ticket)
+            return self.finish(ticket, "timeout")
         except asyncio.CancelledError:
-            self.finish_failed(ticket, "CancelledError")
+            self.finish(ticket, "failed", "CancelledError")
             raise
         except BaseException as exc:  # noqa: BLE001 - the call ends handler_error
-            return self.finish_failed(ticket, type(exc).__name__)
-        return self.finish_returned(ticket, value)
+            return self.finish(ticket, "failed", type(exc).__name__)
+        return self.finish(ticket, "returned", value)
 
     def __repr__(self) -> str:
         return f"Harness(path={self.path!r}, tools={[t.name for t in self.tools]!r})"

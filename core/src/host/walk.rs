@@ -46,6 +46,16 @@ pub trait HostValues {
     fn kind<'a>(&self, value: &'a Self::Value) -> Kind<'a, Self::List, Self::Map>;
     /// The host's name of `value`'s type, for a message.
     fn type_name(&self, value: &Self::Value) -> String;
+    /// The attribute `name` of an object of no JSON form (a host's run or
+    /// refusal object), for [`super::id_of`]; none by default.
+    fn attr(&self, _value: &Self::Value, _name: &str) -> Option<Self::Value> {
+        None
+    }
+    /// `value` when it already is a core principal (a host's principal
+    /// object), read without its JSON form; none by default.
+    fn principal(&self, _value: &Self::Value) -> Option<crate::call::Principal> {
+        None
+    }
 }
 
 /// `value` as the core's JSON value; `depth` is how deep it already sits.

@@ -1,0 +1,84 @@
+//! The arguments a host passes by name, read by one rule for every binding:
+//! the id of a run or an approval (an id, or what a host holds it in), a
+//! principal, and a call's context.
+
+use serde_json::{Map, Value};
+
+use super::walk::{walk, HostValues, Kind};
+use crate::call::{CallContext, Principal};
+use crate::codes::ArgumentCode;
+use crate::error::Error;
+
+/// The named arguments that take the id of a run or an approval.
+pub const ID_ARGS: [&str; 3] = ["id", "run", "approval"];
+
+/// The named arguments of a call besides the tool and its arguments.
+pub const CONTEXT_ARGS: [&str; 5] = ["principal", "tenant", "task", "run", "approval"];
+
+fn bad(message: String) -> Error {
+    Error::InvalidArgument { code: ArgumentCode::InvalidArgument.as_str(), message }
+}
+
+/// The id argument `name` given as `value`: none for null (none given); a
+/// string is the id; a mapping, or an object with attributes (a run), gives
+/// its `id`, else the `id` of its `approval` (a pending result, the
+/// `ApprovalRequired` a call raised). Anything else is `invalid_argument`.
+pub fn id_of<H: HostValues>(host: &H, value: &H::Value, name: &str) -> Result<Option<String>, Error> {
+    let held = match host.kind(value) {
+        Kind::Null => return Ok(None),
+        Kind::Str(Some(id)) => return Ok(Some(id.into_owned())),
+        Kind::Map(_) | Kind::Core(_) => walk(host, value, 0)?,
+        Kind::Other(_) => {
+            let read = |key: &str| Some((key.to_string(), walk(host, &host.attr(value, key)?, 0).ok()?));
+            Value::Object(["id", "approval"].into_iter().filter_map(read).collect())
+        }
+        _ => Value::Null,
+    };
+    let id = held.get("id").and_then(Value::as_str).or_else(|| held.get("approval")?.get("id")?.as_str());
+    id.map(|id| Some(id.to_string())).ok_or_else(|| bad(format!("`{name}` must be an id, or a mapping, run or approval with one")))
+}
+
+/// A principal as a host holds it: its principal object, or a mapping read
+/// by [`Principal::from_value`] (a value of no JSON form is none given).
+pub fn principal_of<H: HostValues>(host: &H, value: &H::Value) -> Result<Principal, Error> {
+    host.principal(value).map_or_else(|| Principal::from_value(&walk(host, value, 0).unwrap_or(Value::Null)), Ok)
+}
+
+/// A host method's named arguments as the JSON object the core's methods
+/// read: each value walked, an argument of [`ID_ARGS`] read by [`id_of`].
+pub fn named<H: HostValues>(host: &H, args: impl IntoIterator<Item = (String, H::Value)>) -> Result<Value, Error> {
+    let one = |(key, value): (String, H::Value)| {
+        let value = match ID_ARGS.contains(&key.as_str()) {
+            true => id_of(host, &value, &key)?.map_or(Value::Null, Value::String),
+            false => walk(host, &value, 1).map_err(|e| e.at_key(&key))?,
+        };
+        Ok((key, value))
+    };
+    args.into_iter().map(one).collect::<Result<Map<_, _>, Error>>().map(Value::Object)
+}
+
+/// A call's context from its named arguments ([`CONTEXT_ARGS`]; null is the
+/// same as leaving one out); another name is `invalid_argument`.
+pub fn call_context<H: HostValues>(host: &H, args: impl IntoIterator<Item = (String, H::Value)>) -> Result<CallContext, Error> {
+    let (mut ctx, mut principal) = (CallContext::default(), None);
+    let text = |v: &H::Value, key: &str| match host.kind(v) {
+        Kind::Null => Ok(None),
+        Kind::Str(Some(s)) => Ok(Some(s.into_owned())),
+        _ => Err(bad(format!("`{key}` must be a string"))),
+    };
+    for (key, value) in args {
+        match key.as_str() {
+            "principal" => principal = Some(value),
+            "tenant" => ctx.tenant = text(&value, &key)?,
+            "task" => ctx.task = text(&value, &key)?,
+            "run" => ctx.run_id = id_of(host, &value, &key)?,
+            "approval" => ctx.approval_id = id_of(host, &value, &key)?,
+            other => return Err(bad(format!("unexpected argument `{other}` (expected {})", CONTEXT_ARGS.join(", ")))),
+        }
+    }
+    ctx.principal = match principal {
+        Some(p) => principal_of(host, &p)?,
+        None => Principal::from_value(&Value::Null)?,
+    };
+    Ok(ctx)
+}
