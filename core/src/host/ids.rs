@@ -82,3 +82,63 @@ pub fn call_context<H: HostValues>(host: &H, args: impl IntoIterator<Item = (Str
     };
     Ok(ctx)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// JSON values as host values; `{"$object": {...}}` is an object of no JSON form with those attributes.
+    struct Json;
+
+    impl HostValues for Json {
+        type Value = Value;
+        type List = std::vec::IntoIter<Result<Value, String>>;
+        type Map = std::vec::IntoIter<(Value, Value)>;
+        fn kind<'a>(&self, value: &'a Value) -> Kind<'a, Self::List, Self::Map> {
+            match value {
+                Value::Null => Kind::Null,
+                Value::String(s) => Kind::Str(Some(Cow::Borrowed(s))),
+                Value::Object(m) if m.contains_key("$object") => Kind::Other("object".into()),
+                Value::Object(m) => Kind::Map(m.iter().map(|(k, v)| (Value::String(k.clone()), v.clone())).collect::<Vec<_>>().into_iter()),
+                Value::Number(n) => Kind::Int(Ok(n.as_i64().unwrap_or_default().into())),
+                _ => Kind::Other("other".into()),
+            }
+        }
+        fn type_name(&self, _: &Value) -> String {
+            "json".into()
+        }
+        fn attr(&self, value: &Value, name: &str) -> Option<Value> {
+            value["$object"].get(name).cloned()
+        }
+    }
+
+    #[test]
+    fn an_id_is_read_by_one_rule() {
+        let id = |v: Value| id_of(&Json, &v, "id").map_err(|e| e.code().to_string());
+        assert_eq!(id(json!(null)), Ok(None));
+        assert_eq!(id(json!("a-1")), Ok(Some("a-1".into())));
+        assert_eq!(id(json!({"id": "a-1", "tool": "wipe"})), Ok(Some("a-1".into())));
+        assert_eq!(id(json!({"decision": "pending", "approval": {"id": "a-1"}})), Ok(Some("a-1".into())));
+        assert_eq!(id(json!({"$object": {"id": "run-1"}})), Ok(Some("run-1".into())));
+        assert_eq!(id(json!({"$object": {"approval": {"id": "a-1"}}})), Ok(Some("a-1".into())));
+        for bad in [json!({}), json!({"id": 7}), json!(7), json!({"$object": {"approval": null}})] {
+            assert_eq!(id(bad), Err("invalid_argument".to_string()));
+        }
+    }
+
+    #[test]
+    fn a_call_context_takes_its_five_names_only() {
+        let args = |pairs: Value| pairs.as_object().cloned().unwrap_or_default().into_iter();
+        let ctx = call_context(&Json, args(json!({"principal": {"id": "bob"}, "tenant": "eu", "run": {"$object": {"id": "r"}}, "task": null})));
+        let ctx = ctx.unwrap_or_default();
+        assert_eq!((ctx.principal.id.as_str(), ctx.tenant.as_deref(), ctx.run_id.as_deref(), ctx.task), ("bob", Some("eu"), Some("r"), None));
+        let code = |v: Value| call_context(&Json, args(v)).map(drop).map_err(|e| e.code().to_string());
+        assert_eq!(code(json!({"principal": {"id": "bob"}, "tennant": "eu"})), Err("invalid_argument".into()));
+        assert_eq!(code(json!({"tenant": "eu"})), Err("invalid_principal".into()));
+        assert_eq!(code(json!({"principal": {"id": "bob"}, "tenant": 7})), Err("invalid_argument".into()));
+    }
+}
