@@ -260,7 +260,7 @@ impl Host {
         context: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<CallResult>> {
         let begun = self.begin_inner(py, tool, args, context)?;
-        deliver(py, self.run_begun(py, begun)?, raise_on_refusal)
+        Host::deliver(py, Py::new(py, CallResult(self.run_begun(py, begun)?))?, raise_on_refusal)
     }
 
     /// Steps 1–7: a `Ticket` to invoke, or the `CallResult` of a refused or pending call.
@@ -318,14 +318,7 @@ impl Host {
         raise_on_refusal: bool,
     ) -> PyResult<Py<CallResult>> {
         let begun = self.resume(py, id, approver, args)?;
-        deliver(py, self.run_begun(py, begun)?, raise_on_refusal)
-    }
-}
-
-fn args_value(py: Python<'_>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Value> {
-    match args.filter(|a| !a.is_none()) {
-        None => Ok(Value::Object(serde_json::Map::new())),
-        Some(a) => convert(py, a),
+        Host::deliver(py, Py::new(py, CallResult(self.run_begun(py, begun)?))?, raise_on_refusal)
     }
 }
 
@@ -342,13 +335,10 @@ fn outcome(how: &str, value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     })
 }
 
-fn deliver(py: Python<'_>, result: core::CallResult, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
-    Host::deliver(py, Py::new(py, CallResult(result))?, raise_on_refusal)
-}
-
 impl Host {
     fn begin_inner(&self, py: Python<'_>, tool: &str, args: Option<&Bound<'_, PyAny>>, context: Option<&Bound<'_, PyDict>>) -> PyResult<Begun> {
-        let (ctx, args) = (self::context(py, context)?, args_value(py, args)?);
+        let ctx = self::context(py, context)?;
+        let args = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?.unwrap_or_else(|| Value::Object(Default::default()));
         // The store may block (SQLite, Redis): let other threads run.
         py.detach(|| self.inner.begin(tool, args, &ctx)).map_err(|e| to_py_err(py, &e))
     }
