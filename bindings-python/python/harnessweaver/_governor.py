@@ -6,9 +6,8 @@ calling thread under the core's deadline: on an overrun a watchdog raises
 :class:`HandlerOverrun` in the handler at its next bytecode (a handler stuck in
 C code sees it when that returns), and the call ends ``timeout`` either way.
 An async handler runs in its own event loop on a daemon thread, abandoned at
-the deadline. ``acall`` runs an async handler up to its first wait, then awaits
-the rest under the deadline (one that never waits arms no timer; either way
-the core judges its deadline when it returns), and runs sync ones on a daemon
+the deadline. ``acall`` awaits an async handler under the deadline (the core
+judges its deadline again when it returns), and runs sync ones on a daemon
 thread (:func:`inline` ones on the event loop's thread).
 """
 
@@ -154,28 +153,6 @@ def _in_thread(fn: Callable[..., Any], kwargs: Dict[str, Any]) -> "asyncio.Futur
 
     threading.Thread(target=target, name="harnessweaver-handler", daemon=True).start()
     return future
-
-
-class _Resume:
-    """Awaits the rest of a coroutine that yielded ``first`` when ``acall`` started it."""
-
-    __slots__ = ("coro", "first")
-
-    def __init__(self, coro: Any, first: Any) -> None:
-        self.coro, self.first = coro, first
-
-    def __await__(self) -> Any:
-        coro, out = self.coro, self.first
-        while True:
-            try:
-                try:
-                    sent = yield out
-                except BaseException as exc:  # noqa: BLE001 - a cancellation (the deadline) goes to the handler
-                    out = coro.throw(exc)
-                else:
-                    out = coro.send(sent)
-            except StopIteration as done:
-                return done.value
 
 
 def _host_method(name: str, params: List[str]) -> Callable[..., Any]:
@@ -325,18 +302,11 @@ class Harness(_native.Host):
                 value = fn(**kwargs)
             elif ticket.route != "async":
                 value = await asyncio.wait_for(asyncio.shield(_in_thread(fn, kwargs)), ticket.remaining)
-            else:  # up to its first wait now, the rest under its deadline
-                coro = fn(**kwargs)
-                try:
-                    first = coro.send(None)
-                except StopIteration as done:
-                    value = done.value
-                else:
-                    if _timeout is None:
-                        value = await asyncio.wait_for(_Resume(coro, first), ticket.remaining)
-                    else:
-                        async with _timeout(ticket.remaining):
-                            value = await _Resume(coro, first)
+            elif _timeout is None:
+                value = await asyncio.wait_for(fn(**kwargs), ticket.remaining)
+            else:  # awaited in this task, under its deadline
+                async with _timeout(ticket.remaining):
+                    value = await fn(**kwargs)
         except asyncio.TimeoutError:
             return self.finish(ticket, "timeout")
         except asyncio.CancelledError:
