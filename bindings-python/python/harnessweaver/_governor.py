@@ -14,6 +14,7 @@ thread (:func:`inline` ones on the event loop's thread).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import importlib
 import inspect
@@ -116,43 +117,29 @@ def _roots() -> List[str]:
     return sorted(found)
 
 
-def _run(fn: Callable[..., Any], kwargs: Dict[str, Any], timeout: float) -> Tuple[str, Any]:
-    """An async handler from ``call``: its own event loop on a daemon thread, abandoned at the deadline."""
-    box: List[Tuple[str, Any]] = []
+def _thread(fn: Callable[[], Any]) -> "concurrent.futures.Future[Any]":
+    """Runs ``fn()`` on a daemon thread (one abandoned at its deadline must not hold up the exit)."""
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
     def target() -> None:
+        done.set_running_or_notify_cancel()
         try:
-            box.append(("returned", asyncio.run(fn(**kwargs))))
+            done.set_result(fn())
         except BaseException as exc:  # noqa: BLE001 - every failure is the call's outcome
-            box.append(("failed", type(exc).__name__))
-
-    worker = threading.Thread(target=target, name="harnessweaver-handler", daemon=True)
-    worker.start()
-    worker.join(min(timeout, threading.TIMEOUT_MAX))
-    return box[0] if box else ("timeout", None)
-
-
-def _in_thread(fn: Callable[..., Any], kwargs: Dict[str, Any]) -> "asyncio.Future[Any]":
-    """A sync handler from ``acall``: on a daemon thread, its outcome delivered to the loop."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(ok: bool, value: Any) -> None:
-        if not future.done():
-            future.set_result(value) if ok else future.set_exception(value)
-
-    def target() -> None:
-        try:
-            outcome = (True, fn(**kwargs))
-        except BaseException as exc:  # noqa: BLE001 - delivered to the awaiting call
-            outcome = (False, exc)
-        try:
-            loop.call_soon_threadsafe(settle, *outcome)
-        except RuntimeError:  # the loop closed: nobody waits any more
-            pass
+            done.set_exception(exc)
 
     threading.Thread(target=target, name="harnessweaver-handler", daemon=True).start()
-    return future
+    return done
+
+
+def _run(fn: Callable[..., Any], kwargs: Dict[str, Any], timeout: float) -> Tuple[str, Any]:
+    """An async handler from ``call``: its own event loop on a daemon thread, abandoned at the deadline."""
+    done = _thread(lambda: asyncio.run(fn(**kwargs)))
+    concurrent.futures.wait([done], min(timeout, threading.TIMEOUT_MAX))
+    if not done.done():
+        return "timeout", None
+    exc = done.exception()
+    return ("returned", done.result()) if exc is None else ("failed", type(exc).__name__)
 
 
 def _host_method(name: str, params: List[str]) -> Callable[..., Any]:
@@ -301,7 +288,7 @@ class Harness(_native.Host):
             if ticket.route == "inline":
                 value = fn(**kwargs)
             elif ticket.route != "async":
-                value = await asyncio.wait_for(asyncio.shield(_in_thread(fn, kwargs)), ticket.remaining)
+                value = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(_thread(lambda: fn(**kwargs)))), ticket.remaining)
             elif _timeout is None:
                 value = await asyncio.wait_for(fn(**kwargs), ticket.remaining)
             else:  # awaited in this task, under its deadline
