@@ -288,7 +288,8 @@ class Harness(_native.Host):
             if ticket.route == "inline":
                 value = fn(**kwargs)
             elif ticket.route != "async":
-                value = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(_thread(lambda: fn(**kwargs)))), ticket.remaining)
+                running = asyncio.wrap_future(_thread(lambda: fn(**kwargs)))
+                value = await asyncio.wait_for(asyncio.shield(running), ticket.remaining)
             elif _timeout is None:
                 value = await asyncio.wait_for(fn(**kwargs), ticket.remaining)
             else:  # awaited in this task, under its deadline
