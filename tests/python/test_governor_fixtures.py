@@ -147,11 +147,12 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
     principals = case["principals"]
     runs: Dict[str, str] = {}
     last_approval: Optional[str] = None
+    last_result: Any = None
 
-    def approval_ref(ref: str) -> str:
-        if ref == "last":
+    def approval_ref(ref: str) -> Any:
+        if ref in ("last", "last_result"):
             assert last_approval is not None, "no approval yet"
-            return last_approval
+            return last_approval if ref == "last" else last_result  # the result itself: the core reads its id
         return ref
 
     for i, step in enumerate(case["steps"]):
@@ -244,7 +245,7 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
             got = json.loads(result.to_json())
             assert got == result.to_dict(), f"{what}: to_dict and to_json disagree"
             if result.approval:
-                last_approval = result.approval["id"]
+                last_approval, last_result = result.approval["id"], result
             want = dict(expect)
             want_approval = want.pop("approval", None)
             check_subset(want, got, what)

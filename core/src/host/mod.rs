@@ -50,7 +50,7 @@ pub use load::{
 };
 pub use request::{request, tables, ERROR_CLASSES, METHODS};
 pub use values::{value_error, value_of_text};
-pub use walk::{walk, HostValues, Kind};
+pub use walk::{walk, HostValues, JsonValues, Kind};
 pub use watchdog::{Interrupter, Watchdog};
 
 use crate::clock::ManualClock;

@@ -58,6 +58,28 @@ pub trait HostValues {
     }
 }
 
+/// JSON values as host values: a Rust host's (or a test's) arguments read by
+/// the same rules as a binding's ([`super::id_of`], [`super::named`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonValues;
+
+impl HostValues for JsonValues {
+    type Value = Value;
+    type List = std::vec::IntoIter<Result<Value, String>>;
+    type Map = std::vec::IntoIter<(Value, Value)>;
+    fn kind<'a>(&self, value: &'a Value) -> Kind<'a, Self::List, Self::Map> {
+        match value {
+            Value::Null => Kind::Null,
+            Value::Bool(b) => Kind::Bool(*b),
+            Value::String(s) => Kind::Str(Some(Cow::Borrowed(s))),
+            Value::Number(_) | Value::Array(_) | Value::Object(_) => Kind::Core(value.clone()),
+        }
+    }
+    fn type_name(&self, _: &Value) -> String {
+        "json".into()
+    }
+}
+
 /// `value` as the core's JSON value; `depth` is how deep it already sits.
 pub fn walk<H: HostValues>(host: &H, value: &H::Value, depth: usize) -> Result<Value, Error> {
     match host.kind(value) {
