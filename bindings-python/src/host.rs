@@ -15,6 +15,7 @@ use harnessweaver_core::host::{
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{IntoPyDict, PyDict};
 use serde_json::Value;
 
@@ -191,7 +192,8 @@ pub struct Host {
 
 /// A call's context from the keywords of `call` and `begin`, read by the core (`host::call_context`).
 fn context(py: Python<'_>, kw: Option<&Bound<'_, PyDict>>) -> PyResult<CallContext> {
-    core::call_context(&Values(py), kw.into_iter().flatten().map(|(k, v)| (k.to_string(), v))).map_err(|e| to_py_err(py, &e))
+    let kw = kw.into_iter().flatten().filter_map(|(k, v)| Some((k.extract::<PyBackedStr>().ok()?, v))); // keywords are strings
+    core::call_context(&Values(py), kw).map_err(|e| to_py_err(py, &e))
 }
 
 #[pymethods]
@@ -245,7 +247,8 @@ impl Host {
 
     /// The core's host method `method` with its named arguments (`Host::request`; `_governor.py` makes the methods).
     fn request<'py>(&self, py: Python<'py>, method: &str, args: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyAny>> {
-        let args = core::named(&Values(py), args.iter().map(|(k, v)| (k.to_string(), v))).map_err(|e| to_py_err(py, &e))?;
+        let args = args.iter().map(|(k, v)| Ok((k.extract::<PyBackedStr>()?, v))).collect::<PyResult<Vec<_>>>()?;
+        let args = core::named(&Values(py), args).map_err(|e| to_py_err(py, &e))?;
         to_py(py, &py.detach(|| self.inner.request(method, &args)).map_err(|e| to_py_err(py, &e))?)
     }
 
@@ -401,11 +404,11 @@ impl Host {
         }
         let watch = watchdog::watch(py, t.deadline());
         let result = f.bind(py).call((), Some(&kw));
-        let fired = watchdog::unwatch(py, watch);
+        watchdog::unwatch(py, watch);
+        // After the deadline (the watchdog fired) the core ends the call `timeout`, whatever the outcome.
         match result {
             Ok(v) => Ok(returned(&v)),
-            Err(e) if fired || e.is_instance_of::<HandlerOverrun>(py) => Ok(Outcome::TimedOut),
-            Err(e) if !e.is_instance_of::<pyo3::exceptions::PyException>(py) => Err(e),
+            Err(e) if !e.is_instance_of::<pyo3::exceptions::PyException>(py) && !e.is_instance_of::<HandlerOverrun>(py) => Err(e),
             Err(e) => Ok(Outcome::Failed { kind: name_of(py, &e) }),
         }
     }

@@ -46,20 +46,21 @@ pub fn principal_of<H: HostValues>(host: &H, value: &H::Value) -> Result<Princip
 
 /// A host method's named arguments as the JSON object the core's methods
 /// read: each value walked, an argument of [`ID_ARGS`] read by [`id_of`].
-pub fn named<H: HostValues>(host: &H, args: impl IntoIterator<Item = (String, H::Value)>) -> Result<Value, Error> {
-    let one = |(key, value): (String, H::Value)| {
-        let value = match ID_ARGS.contains(&key.as_str()) {
-            true => id_of(host, &value, &key)?.map_or(Value::Null, Value::String),
-            false => walk(host, &value, 1).map_err(|e| e.at_key(&key))?,
+pub fn named<H: HostValues, K: AsRef<str>>(host: &H, args: impl IntoIterator<Item = (K, H::Value)>) -> Result<Value, Error> {
+    let one = |(key, value): (K, H::Value)| {
+        let key = key.as_ref();
+        let value = match ID_ARGS.contains(&key) {
+            true => id_of(host, &value, key)?.map_or(Value::Null, Value::String),
+            false => walk(host, &value, 1).map_err(|e| e.at_key(key))?,
         };
-        Ok((key, value))
+        Ok((key.to_string(), value))
     };
     args.into_iter().map(one).collect::<Result<Map<_, _>, Error>>().map(Value::Object)
 }
 
 /// A call's context from its named arguments ([`CONTEXT_ARGS`]; null is the
 /// same as leaving one out); another name is `invalid_argument`.
-pub fn call_context<H: HostValues>(host: &H, args: impl IntoIterator<Item = (String, H::Value)>) -> Result<CallContext, Error> {
+pub fn call_context<H: HostValues, K: AsRef<str>>(host: &H, args: impl IntoIterator<Item = (K, H::Value)>) -> Result<CallContext, Error> {
     let (mut ctx, mut principal) = (CallContext::default(), None);
     let text = |v: &H::Value, key: &str| match host.kind(v) {
         Kind::Null => Ok(None),
@@ -67,12 +68,13 @@ pub fn call_context<H: HostValues>(host: &H, args: impl IntoIterator<Item = (Str
         _ => Err(bad(format!("`{key}` must be a string"))),
     };
     for (key, value) in args {
-        match key.as_str() {
+        let key = key.as_ref();
+        match key {
             "principal" => principal = Some(value),
-            "tenant" => ctx.tenant = text(&value, &key)?,
-            "task" => ctx.task = text(&value, &key)?,
-            "run" => ctx.run_id = id_of(host, &value, &key)?,
-            "approval" => ctx.approval_id = id_of(host, &value, &key)?,
+            "tenant" => ctx.tenant = text(&value, key)?,
+            "task" => ctx.task = text(&value, key)?,
+            "run" => ctx.run_id = id_of(host, &value, key)?,
+            "approval" => ctx.approval_id = id_of(host, &value, key)?,
             other => return Err(bad(format!("unexpected argument `{other}` (expected {})", CONTEXT_ARGS.join(", ")))),
         }
     }
