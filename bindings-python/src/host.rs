@@ -19,7 +19,7 @@ use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{IntoPyDict, PyDict};
 use serde_json::Value;
 
-use crate::{class, convert, load_err, record, to_py, to_py_err, to_value, watchdog, HandlerOverrun, Values};
+use crate::{class, convert, load_err, member, record, to_py, to_py_err, to_value, watchdog, HandlerOverrun, Values};
 
 /// Who makes a call: an id, roles, scopes and attributes.
 #[pyclass(frozen, eq, module = "harnessweaver", name = "Principal")]
@@ -245,11 +245,10 @@ impl Host {
         Ok(Host { inner: Arc::new(inner), fns, runner })
     }
 
-    /// The core's host method `method` with its named arguments (`Host::request`; `_governor.py` makes the methods).
+    /// The core's host method `method` with its named arguments (`Host::request`).
     fn request<'py>(&self, py: Python<'py>, method: &str, args: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyAny>> {
-        let args = args.iter().map(|(k, v)| Ok((k.extract::<PyBackedStr>()?, v))).collect::<PyResult<Vec<_>>>()?;
-        let args = core::named(&Values(py), args).map_err(|e| to_py_err(py, &e))?;
-        to_py(py, &py.detach(|| self.inner.request(method, &args)).map_err(|e| to_py_err(py, &e))?)
+        let args = core::named(&Values(py), keywords(Some(args))?).map_err(|e| to_py_err(py, &e))?;
+        self.answer(py, method, &args)
     }
 
     /// A governed call: steps 1–9, a sync handler on this thread under its deadline.
@@ -338,7 +337,16 @@ fn outcome(how: &str, value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     })
 }
 
+/// Keyword arguments with their names as Rust reads them.
+fn keywords<'py>(kw: Option<&Bound<'py, PyDict>>) -> PyResult<Vec<(PyBackedStr, Bound<'py, PyAny>)>> {
+    kw.into_iter().flatten().map(|(k, v)| Ok((k.extract::<PyBackedStr>()?, v))).collect()
+}
+
 impl Host {
+    fn answer<'py>(&self, py: Python<'py>, method: &str, args: &Value) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &py.detach(|| self.inner.request(method, args)).map_err(|e| to_py_err(py, &e))?)
+    }
+
     fn begin_inner(&self, py: Python<'_>, tool: &str, args: Option<&Bound<'_, PyAny>>, context: Option<&Bound<'_, PyDict>>) -> PyResult<Begun> {
         let ctx = self::context(py, context)?;
         let args = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?.unwrap_or_else(|| Value::Object(Default::default()));
@@ -422,5 +430,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CallResult>()?;
     record::<Principal>(py, (&core::Principal::FIELDS, &core::Principal::FIELDS), |p, name| p.0.to_value().get(name).cloned(), |p| p.0.to_value())?;
     record::<CallResult>(py, (&core::CallResult::PROPERTIES, &core::CallResult::SUMMARY), |r, name| r.0.field(name), |r| r.0.to_value())?;
+    // The host methods that only pass their arguments on, made from the core's table (`host::bind_method`).
+    for (name, _) in core::METHODS {
+        let method = member(py, true, move |a, kw| {
+            let args = core::bind_method(&Values(a.py()), name, a.iter().skip(1), keywords(kw)?).map_err(|e| to_py_err(a.py(), &e))?;
+            Ok(a.get_item(0)?.cast::<Host>()?.get().answer(a.py(), name, &args)?.unbind())
+        })?;
+        py.get_type::<Host>().setattr(name, method)?;
+    }
     m.add_class::<Host>()
 }

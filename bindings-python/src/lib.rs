@@ -36,13 +36,13 @@ impl Problem {
     }
 }
 
-/// A function of one object made a read-only property (or, with `method`, a method) of a class being built.
+/// A function of one object made a read-only property (or, with `method`, a method taking any arguments) of a class being built.
 fn member<'py>(
     py: Python<'py>,
     method: bool,
-    f: impl Fn(&Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> + Send + Sync + 'static,
+    f: impl Fn(&Bound<'_, PyTuple>, Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> + Send + Sync + 'static,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let f = PyCFunction::new_closure(py, None, None, move |args, _| f(args))?;
+    let f = PyCFunction::new_closure(py, None, None, f)?;
     let wrap = if method { py.import("functools")?.getattr("partialmethod")? } else { py.import("builtins")?.getattr("property")? };
     wrap.call1((f,))
 }
@@ -57,10 +57,10 @@ fn record<T: PyClass<Frozen = True> + Sync>(
 ) -> PyResult<()> {
     let t = py.get_type::<T>();
     for &name in names {
-        t.setattr(name, member(py, false, move |a| Ok(to_py(a.py(), &read(a.get_item(0)?.cast::<T>()?.get(), name))?.unbind()))?)?;
+        t.setattr(name, member(py, false, move |a, _| Ok(to_py(a.py(), &read(a.get_item(0)?.cast::<T>()?.get(), name))?.unbind()))?)?;
     }
-    t.setattr("to_dict", member(py, true, move |a| Ok(to_py(a.py(), &whole(a.get_item(0)?.cast::<T>()?.get()))?.unbind()))?)?;
-    t.setattr("__repr__", member(py, true, move |a| Ok(repr(&a.get_item(0)?, shown)?.into_pyobject(a.py())?.into_any().unbind()))?)
+    t.setattr("to_dict", member(py, true, move |a, _| Ok(to_py(a.py(), &whole(a.get_item(0)?.cast::<T>()?.get()))?.unbind()))?)?;
+    t.setattr("__repr__", member(py, true, move |a, _| Ok(repr(&a.get_item(0)?, shown)?.into_pyobject(a.py())?.into_any().unbind()))?)
 }
 
 /// `Name(field=value, …)` of the `shown` attributes of `o`, each value as Python writes it.
@@ -82,11 +82,11 @@ fn build_classes(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ns.set_item("__doc__", c.doc())?;
         ns.set_item("__module__", c.module().map_or_else(|| "harnessweaver".to_string(), |s| format!("harnessweaver.{s}")))?;
         for x in c.extras().iter().map(|x| x.as_str()) {
-            ns.set_item(x, member(py, false, move |a| Ok(a.get_item(0)?.getattr("result")?.getattr(x)?.unbind()))?)?;
+            ns.set_item(x, member(py, false, move |a, _| Ok(a.get_item(0)?.getattr("result")?.getattr(x)?.unbind()))?)?;
         }
         if c.is_refusal_base() {
-            ns.set_item("__init__", member(py, true, refusal_init)?)?;
-            ns.set_item("to_model", member(py, true, |a| Ok(a.get_item(0)?.getattr("result")?.call_method0("to_model")?.unbind()))?)?;
+            ns.set_item("__init__", member(py, true, |a, _| refusal_init(a))?)?;
+            ns.set_item("to_model", member(py, true, |a, _| Ok(a.get_item(0)?.getattr("result")?.call_method0("to_model")?.unbind()))?)?;
         }
         let class = py.get_type::<PyType>().call1((c.name(), (&base,), ns))?.cast_into::<PyType>()?;
         m.add(if c.module().is_some() { format!("Cel{}", c.name()) } else { c.name().to_string() }, &class)?;

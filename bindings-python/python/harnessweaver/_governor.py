@@ -18,7 +18,6 @@ import concurrent.futures
 import functools
 import importlib
 import inspect
-import json
 import os
 import site
 import sys
@@ -140,32 +139,6 @@ def _run(fn: Callable[..., Any], kwargs: Dict[str, Any], timeout: float) -> Tupl
         return "timeout", None
     exc = done.exception()
     return ("returned", done.result()) if exc is None else ("failed", type(exc).__name__)
-
-
-def _host_method(name: str, params: List[str]) -> Callable[..., Any]:
-    """A method of the native host passing its arguments by name to the core's ``request(name, ...)``."""
-    kind: Any = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    found = [inspect.Parameter("self", kind)]
-    for param in params:
-        if param == "*":
-            kind = inspect.Parameter.KEYWORD_ONLY
-            continue
-        key, _, default = param.partition("=")
-        found.append(inspect.Parameter(key, kind, default=json.loads(default) if default else inspect.Parameter.empty))
-    signature = inspect.Signature(found)
-
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        named = signature.bind(self, *args, **kwargs)
-        named.apply_defaults()
-        return self.request(name, dict(list(named.arguments.items())[1:]))
-
-    method.__name__ = method.__qualname__ = name
-    method.__signature__ = signature  # type: ignore[attr-defined]
-    return method
-
-
-for _name, _params in _native.request("tables", {})["methods"]:  # the host methods that only pass their arguments on
-    setattr(_native.Host, _name, _host_method(_name, _params))
 
 
 class Run:

@@ -58,6 +58,36 @@ pub fn named<H: HostValues, K: AsRef<str>>(host: &H, args: impl IntoIterator<Ite
     args.into_iter().map(one).collect::<Result<Map<_, _>, Error>>().map(Value::Object)
 }
 
+/// A host method of [`super::METHODS`] called as a dynamic language calls it: its positional
+/// arguments (in the table's order, up to `*`) and named ones bound to its parameters, then read
+/// by [`named`]. An unknown method, too many positional arguments, an unknown or twice-given name
+/// is `invalid_argument`; a parameter left out is the method's default.
+pub fn bind_method<H: HostValues, K: AsRef<str>>(
+    host: &H,
+    method: &str,
+    positional: impl IntoIterator<Item = H::Value>,
+    named_args: impl IntoIterator<Item = (K, H::Value)>,
+) -> Result<Value, Error> {
+    let Some((_, params)) = super::METHODS.iter().find(|(name, _)| *name == method) else {
+        return Err(bad(format!("unknown host method `{method}`")));
+    };
+    let names: Vec<&str> = params.iter().filter(|p| **p != "*").map(|p| p.split('=').next().unwrap_or(p)).collect();
+    let takes = params.iter().position(|p| *p == "*").unwrap_or(params.len());
+    let mut given: Vec<(String, H::Value)> = Vec::new();
+    for (i, value) in positional.into_iter().enumerate() {
+        let name = names.get(i).filter(|_| i < takes).ok_or_else(|| bad(format!("`{method}` takes at most {takes} positional arguments")))?;
+        given.push((name.to_string(), value));
+    }
+    for (key, value) in named_args {
+        let key = key.as_ref();
+        if !names.contains(&key) || given.iter().any(|(k, _)| k == key) {
+            return Err(bad(format!("`{method}` got an unexpected or repeated argument `{key}`")));
+        }
+        given.push((key.to_string(), value));
+    }
+    named(host, given)
+}
+
 /// A call's context from its named arguments ([`CONTEXT_ARGS`]; null is the
 /// same as leaving one out); another name is `invalid_argument`.
 pub fn call_context<H: HostValues, K: AsRef<str>>(host: &H, args: impl IntoIterator<Item = (K, H::Value)>) -> Result<CallContext, Error> {
@@ -130,6 +160,18 @@ mod tests {
         for bad in [json!({}), json!({"id": 7}), json!(7), json!({"$object": {"approval": null}})] {
             assert_eq!(id(bad), Err("invalid_argument".to_string()));
         }
+    }
+
+    #[test]
+    fn a_method_binds_its_arguments_by_the_table() {
+        let bind = |pos: Vec<Value>, kw: Vec<(&str, Value)>| bind_method(&Json, "deny", pos, kw).map_err(|e| e.code().to_string());
+        let approval = json!({"$object": {"approval": {"id": "a-1"}}});
+        assert_eq!(bind(vec![approval, json!("no")], vec![("by", json!("bob"))]), Ok(json!({"id": "a-1", "reason": "no", "by": "bob"})));
+        assert_eq!(bind(vec![json!("a-1")], vec![]), Ok(json!({"id": "a-1"})));
+        assert_eq!(bind(vec![json!("a-1"), json!("no"), json!("bob")], vec![]), Err("invalid_argument".into())); // `by` is keyword-only
+        assert_eq!(bind(vec![json!("a-1")], vec![("id", json!("a-2"))]), Err("invalid_argument".into()));
+        assert_eq!(bind(vec![], vec![("bye", json!("bob"))]), Err("invalid_argument".into()));
+        assert_eq!(bind_method(&Json, "nope", vec![], Vec::<(&str, Value)>::new()).map_err(|e| e.code().to_string()), Err("invalid_argument".into()));
     }
 
     #[test]

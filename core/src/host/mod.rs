@@ -42,7 +42,7 @@ pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
 pub use classes::ErrorClass;
 pub use host_fn::HostFn;
-pub use ids::{call_context, id_of, named, principal_of, CONTEXT_ARGS, ID_ARGS};
+pub use ids::{bind_method, call_context, id_of, named, principal_of, CONTEXT_ARGS, ID_ARGS};
 pub use kwargs::Kwargs;
 pub use load::{
     handler_ref_problems, handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource,
