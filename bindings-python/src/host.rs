@@ -9,14 +9,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use harnessweaver_core::host::{
-    self as core, ApprovalAnswer, ApprovalCallback, ApprovalDecided, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, ErrorClass,
-    HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Outcome, Resolved, TestOptions, Ticket as CoreTicket,
-    TicketCell, TicketRoute,
+    self as core, AuditCallback, AuditEvent, Begun, CallContext, ErrorClass, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostFn,
+    HostOptions, ManifestSource, Outcome, Resolved, TestOptions, Ticket as CoreTicket, TicketCell, TicketRoute,
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{IntoPyDict, PyDict};
+use pyo3::types::{IntoPyDict, PyDict, PyTuple};
 use serde_json::Value;
 
 use crate::{class, convert, load_err, member, record, to_py, to_py_err, to_value, watchdog, HandlerOverrun, Values};
@@ -110,37 +109,25 @@ fn name_of(py: Python<'_>, e: &PyErr) -> String {
     e.get_type(py).name().map_or_else(|_| "Exception".into(), |n| n.to_string())
 }
 
-/// Audit events to a Python callable, as the dicts of their JSON form.
+/// Audit events to a Python callable, as the dicts of their JSON form (straight from the event: the hot path).
 struct PyAudit(Py<PyAny>);
-
-impl PyAudit {
-    fn send(&self, value: &impl serde::Serialize) -> Result<(), String> {
-        Python::attach(|py| to_py(py, value).and_then(|v| self.0.call1(py, (v,))).map(drop).map_err(|e| name_of(py, &e)))
-    }
-}
 
 impl AuditCallback for PyAudit {
     fn record(&self, event: &AuditEvent) -> Result<(), String> {
-        self.send(event)
-    }
-    /// Issue 24: an approver's decision, to the `observe` callable only, as `{"approval_decided": {...}}`.
-    fn approval_decided(&self, decided: &ApprovalDecided) -> Result<(), String> {
-        self.send(&serde_json::json!({ "approval_decided": decided }))
+        Python::attach(|py| to_py(py, event).and_then(|v| self.0.call1(py, (v,))).map(drop).map_err(|e| name_of(py, &e)))
     }
 }
 
-/// `on_approval(request, approval)`: True approves, False denies, `{"accept": "<candidate id>"}` accepts
-/// a candidate (the core reads the answer); anything else leaves it pending.
-struct PyApproval(Py<PyAny>);
+/// A Python callable the core calls with values: `observe` and `on_approval` (`host::HostFn`
+/// shapes what each gets and reads the approval's answer).
+struct PyFn(Py<PyAny>);
 
-impl ApprovalCallback for PyApproval {
-    fn decide(&self, view: &ApprovalView<'_>) -> ApprovalAnswer {
+impl HostFn for PyFn {
+    fn call(&self, args: &[Value]) -> Result<Value, String> {
         Python::attach(|py| {
-            let answer = to_py(py, &view.request()).and_then(|r| Ok((r, to_py(py, &view.approval())?))).and_then(|args| self.0.call1(py, args));
-            match answer {
-                Ok(a) => ApprovalAnswer::from_value(&to_value(a.bind(py), 0).unwrap_or(Value::Null)),
-                Err(e) => ApprovalAnswer::Failed { kind: name_of(py, &e) },
-            }
+            let args = args.iter().map(|a| to_py(py, a)).collect::<PyResult<Vec<_>>>().and_then(|a| PyTuple::new(py, a));
+            let answer = args.and_then(|a| self.0.call1(py, a)).map_err(|e| name_of(py, &e))?;
+            Ok(to_value(answer.bind(py), 0).unwrap_or(Value::Null))
         })
     }
 }
@@ -235,8 +222,8 @@ impl Host {
             resolver: resolver.as_mut().map(|r| r as &mut dyn HandlerResolver),
             code_tools,
             audit: audit.map(|a| Arc::new(PyAudit(a)) as _),
-            observe: observe.map(|a| Arc::new(PyAudit(a)) as _),
-            on_approval: on_approval.map(|a| Arc::new(PyApproval(a)) as _),
+            observe: observe.map(|a| Arc::new(PyFn(a)) as _),
+            on_approval: on_approval.map(|a| Arc::new(PyFn(a)) as _),
             test: clock_ms.map(|clock_ms| TestOptions { clock_ms, sequential_ids }),
             backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions { sandbox_worker, ..TransportOptions::default() })),
         };
@@ -366,10 +353,8 @@ impl Host {
         match begun {
             Begun::Refused(r) | Begun::Pending(r) => Ok(Py::new(py, CallResult(r))?.into_any()),
             Begun::Allowed(t) => {
-                let route = match t.route() {
-                    TicketRoute::Transport => "transport",
-                    TicketRoute::Host { .. } => self.fns.get(t.tool()).map_or("sync", |(_, m)| *m),
-                };
+                // A host route always has its function (the core checks at load).
+                let route = self.fns.get(t.tool()).filter(|_| t.route() != TicketRoute::Transport).map_or("transport", |(_, m)| *m);
                 Ok(Py::new(py, Ticket { tool: t.tool().to_string(), route, cell: TicketCell::new(t) })?.into_any())
             }
         }
@@ -384,10 +369,10 @@ impl Host {
     fn run_begun(&self, py: Python<'_>, begun: Begun) -> PyResult<core::CallResult> {
         match begun {
             Begun::Refused(r) | Begun::Pending(r) => Ok(r),
-            Begun::Allowed(t) => match self.run_ticket(py, t) {
-                (result, None) => Ok(result),
-                (_, Some(e)) => Err(e),
-            },
+            Begun::Allowed(t) => {
+                let (result, raised) = self.run_ticket(py, t);
+                raised.map_or(Ok(result), Err)
+            }
         }
     }
 
