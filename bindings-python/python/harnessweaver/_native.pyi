@@ -383,7 +383,11 @@ class Host:
     ) -> "Host": ...
     def request(self, method: str, args: Mapping[str, Any]) -> Any:
         """Runs the core's host method ``method`` with its named ``args``; the methods
-        below that only pass their arguments on are made from the core's table of them."""
+        below that only pass their arguments on are made from the core's table of them
+        (``host::bind_method`` binds their arguments: an unknown, repeated or extra one raises
+        :class:`InvalidArgumentError` ``invalid_argument``, as does an unknown keyword of
+        ``call``, ``begin`` or ``explain``). An ``id`` or ``run`` is an id, or a mapping or
+        object holding one (a :class:`Run`, a pending result, an :class:`ApprovalRequired`)."""
     def describe_tools(self) -> List[Dict[str, Any]]:
         """Every tool's description (every manifest field with its default, the digest and pin), in load order."""
     def call(
