@@ -66,6 +66,16 @@ CONFIGS: Dict[str, Optional[Dict[str, Any]]] = {
     "provenance + intent": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse", "unrequested_actions": "refuse"}},
     "provenance + intent + history rules": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
                                                      "unrequested_actions": "refuse"}, "history": True},
+    # `flow.trust_single_value`: the one e-mail address in the output of a call the user's request chose (the page
+    # the user says holds it) is trusted.
+    "provenance + intent + history rules + single e-mail": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
+                                                                     "unrequested_actions": "refuse",
+                                                                     "trust_single_value": ["email"]}, "history": True},
+    # The same for every kind: a URL or an IBAN too.
+    "provenance + intent + history rules + single values": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
+                                                                     "unrequested_actions": "refuse",
+                                                                     "trust_single_value": ["email", "url", "iban"]},
+                                                            "history": True},
 }
 
 

@@ -367,6 +367,7 @@ impl Governor {
             trifecta: spec.trifecta,
             tainted_arguments: spec.tainted_arguments,
             unrequested_actions: spec.unrequested_actions,
+            trust_single_value: spec.trust_single_value.clone(),
             approval_by_risk: spec.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r).to_string()).collect(),
             max_tool_calls: spec.budgets.max_tool_calls,
             per_tool: spec.budgets.per_tool.iter().map(|(k, v)| (k.clone(), *v)).collect(),

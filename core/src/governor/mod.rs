@@ -25,6 +25,7 @@ mod relay;
 mod run_timeout;
 mod runs;
 mod secrets;
+mod single;
 mod steps;
 mod trace;
 
@@ -189,6 +190,8 @@ pub struct Settings {
     pub tainted_arguments: TaintedMode,
     /// `flow.unrequested_actions`.
     pub unrequested_actions: TaintedMode,
+    /// `flow.trust_single_value`.
+    pub trust_single_value: Vec<crate::harness::ValueKind>,
     /// `tools.approval_by_risk`.
     pub approval_by_risk: Vec<String>,
     /// `budgets.max_tool_calls` per run.
@@ -216,6 +219,7 @@ impl Default for Settings {
             trifecta: TrifectaMode::Block,
             tainted_arguments: TaintedMode::Refuse,
             unrequested_actions: TaintedMode::Refuse,
+            trust_single_value: Vec::new(),
             approval_by_risk: Vec::new(),
             max_tool_calls: None,
             per_tool: HashMap::new(),
@@ -779,7 +783,12 @@ impl Governor {
         }
         if self.provenance_on {
             self.runs.with(&ticket.run_id, |m, hasher| {
+                // Before the output joins the run: whether the call's own arguments were trusted.
+                let single = single::trusted_singles(&m.values, hasher, &self.settings.trust_single_value, &ticket.args, &value);
                 m.values.add_output(hasher, !rt.output.untrusted, &value, &ticket.args);
+                for key in &single {
+                    m.values.trust_key(hasher, key);
+                }
                 for (arg, path) in &rt.identifies {
                     path.each(&value, &mut |s| m.values.add_identifier(hasher, arg, s));
                 }
