@@ -615,6 +615,7 @@ impl Governor {
         let progress = crate::progress::Progress::new(ctx.progress.as_ref(), || {
             crate::progress::ProgressPolicy::new(&rt.output.sanitize, &secrets.values(), rt.output.max_bytes)
         });
+        let trust_single = self.single_kinds(ctx.task.as_deref(), &args);
         Begin::Invoke(Ticket {
             rules: found.rules,
             call_id: found.call_id,
@@ -646,6 +647,7 @@ impl Governor {
             sinks: found.sinks,
             progress,
             intent: found.intent,
+            trust_single,
         })
     }
 
@@ -783,10 +785,8 @@ impl Governor {
         }
         if self.provenance_on {
             self.runs.with(&ticket.run_id, |m, hasher| {
-                // Before the output joins the run: whether the call's own arguments were trusted.
-                let single = single::trusted_singles(&m.values, hasher, &self.settings.trust_single_value, &ticket.args, &value);
                 m.values.add_output(hasher, !rt.output.untrusted, &value, &ticket.args);
-                for key in &single {
+                for key in &single::singles(&ticket.trust_single, &value) {
                     m.values.trust_key(hasher, key);
                 }
                 for (arg, path) in &rt.identifies {
