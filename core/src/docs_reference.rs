@@ -104,7 +104,7 @@ spec:
     layers:
       - { name: inline, mode: enforce, default: allow, rules: [] }
       - { name: from_file, file: layer.yaml }
-  flow: { trifecta: block, tainted_arguments: refuse, unrequested_actions: refuse }
+  flow: { trifecta: block, tainted_arguments: refuse, unrequested_actions: refuse, trust_single_value: [email] }
   budgets: { max_tool_calls: 1, per_tool: { KEY: 1 } }
   approvals: { allow_self_approval: false, max_open_per_principal: 3 }
   audit: { sink: none }

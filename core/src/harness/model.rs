@@ -159,8 +159,8 @@ pub enum TaintedMode {
 }
 
 /// A kind of structured value `spec.flow.trust_single_value` may trust
-/// (issue 23): the one value of its kind in the output of a call whose
-/// every argument came from trusted input.
+/// (issue 23): the one value of its kind in the output of a call the task
+/// names, when the task asks for that kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ValueKind {
     /// An e-mail address.
@@ -374,8 +374,8 @@ pub struct HarnessSpec {
     /// `action_not_requested`; approve; allow).
     pub unrequested_actions: TaintedMode,
     /// `spec.flow.trust_single_value`: the kinds of value trusted when a
-    /// call whose arguments all came from trusted input returns exactly one
-    /// value of that kind (empty: none, the default).
+    /// call whose string arguments the task writes returns exactly one value
+    /// of that kind and the task asks for that kind (empty: none, the default).
     pub trust_single_value: Vec<ValueKind>,
     /// `spec.budgets`.
     pub budgets: Budgets,
