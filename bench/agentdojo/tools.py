@@ -22,6 +22,9 @@ harnessweaver would write for that function in a real deployment:
   them: the channels of the workspace (``get_channels``), the members who sent a message (its ``sender``, set by the
   platform, not by the message's text). Such a value is trusted whole, for that argument only; its words and the
   rest of the output keep the output's label.
+- ``identifies_when_named``: as ``identifies``, only for the output of a call whose string arguments the user's request
+  writes (the request names the event): the participants of the event the user names (``search_calendar_events``).
+  Not for a day's events, which hold every invitation anyone sent.
 - ``intent``: for every tool that changes something (pays, books, sends, shares, invites, writes to the calendar or
   the drive, deletes, changes a password or a profile), the words a user's request for that kind of action uses
   (``flow.intent``): the call runs only in a run whose task holds every word of one entry, in any order (``book*
@@ -75,6 +78,9 @@ MAIL_SEND: Spec = {"egress": ["mail"], "sinks": ["recipients", "cc", "bcc"], "li
 # Slack: the member who sent each message, a valid recipient of a direct message or member to add.
 SENDERS: Dict[str, str] = {"recipient": "$[*].sender", "user": "$[*].sender"}
 CAL_READ: Spec = {"data_access": ["pii:calendar"], "label": "untrusted", "side_effect": "read"}
+# A search for an event the user names ("the 'Introductory meeting' event on 2024-05-15"): its participants, set by
+# whoever organised it and not by the text of its description, are the people the user means by "its participants".
+CAL_SEARCH: Spec = {**CAL_READ, "identifies_when_named": {"participants": "$[*].participants[*]"}}
 CAL_CREATE: Spec = {"egress": ["calendar-invitations"], "sinks": ["participants"], "label": "trusted", "risk": "medium",
                     "side_effect": "write_external", "intent": CAL_CREATE_INTENT}
 # Which event is cancelled is what the call does.
@@ -172,7 +178,7 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
                                "side_effect": "write_external",
                                "intent": booking("restaurant*", "table*", "dinner*", "lunch*", "breakfast*", "brunch*", "meal*")},
         "create_calendar_event": CAL_CREATE,
-        "search_calendar_events": CAL_READ,
+        "search_calendar_events": CAL_SEARCH,
         "get_day_calendar_events": CAL_READ,
         "cancel_calendar_event": CAL_CANCEL,
         "send_email": MAIL_SEND,
@@ -192,7 +198,7 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         "search_contacts_by_name": {"data_access": ["pii:contacts"], "label": "trusted", "side_effect": "read"},
         "search_contacts_by_email": {"data_access": ["pii:contacts"], "label": "trusted", "side_effect": "read"},
         "get_current_day": {"label": "trusted", "side_effect": "read"},
-        "search_calendar_events": CAL_READ,
+        "search_calendar_events": CAL_SEARCH,
         "get_day_calendar_events": CAL_READ,
         "create_calendar_event": CAL_CREATE,
         "cancel_calendar_event": CAL_CANCEL,

@@ -116,6 +116,11 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         links: m.links.clone().unwrap_or_default(),
         intent: m.intent.as_deref().and_then(|e| manifest::Intent::compile(e).ok()),
         identifies: m.identifies.iter().filter_map(|(arg, path)| Some((arg.clone(), manifest::ValuePath::parse(path)?))).collect(),
+        identifies_when_named: m
+            .identifies_when_named
+            .iter()
+            .filter_map(|(arg, path)| Some((arg.clone(), manifest::ValuePath::parse(path)?)))
+            .collect(),
         approval_when: approval_program(tool, problems),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
         approval_by: m.approval.as_ref().map(|a| a.by).unwrap_or_default(),

@@ -154,6 +154,8 @@ pub struct ToolRuntime {
     pub links: Vec<String>,
     /// `flow.identifies`: a sink argument and where the output names its valid values.
     pub identifies: Vec<(String, crate::manifest::ValuePath)>,
+    /// `flow.identifies_when_named`: the same, for a call the task names.
+    pub identifies_when_named: Vec<(String, crate::manifest::ValuePath)>,
     /// `flow.intent`: the words of a request that asks for what the tool does.
     pub intent: Option<crate::manifest::Intent>,
     /// `approval.when`, compiled once when the manifest was loaded.
@@ -616,6 +618,7 @@ impl Governor {
             crate::progress::ProgressPolicy::new(&rt.output.sanitize, &secrets.values(), rt.output.max_bytes)
         });
         let trust_single = self.single_kinds(ctx.task.as_deref(), &args);
+        let named = self.names_identifiers(rt, ctx.task.as_deref(), &args);
         Begin::Invoke(Ticket {
             rules: found.rules,
             call_id: found.call_id,
@@ -648,6 +651,7 @@ impl Governor {
             progress,
             intent: found.intent,
             trust_single,
+            named,
         })
     }
 
@@ -786,6 +790,11 @@ impl Governor {
         if self.provenance_on {
             self.runs.with(&ticket.run_id, |m, hasher| {
                 m.values.add_output(hasher, !rt.output.untrusted, &value, &ticket.args);
+                if ticket.named {
+                    for (arg, path) in &rt.identifies_when_named {
+                        path.each(&value, &mut |s| m.values.add_identifier(hasher, arg, s));
+                    }
+                }
                 for key in &single::singles(&ticket.trust_single, &value) {
                     m.values.trust_key(hasher, key);
                 }

@@ -52,6 +52,7 @@ impl Governor {
             progress: crate::progress::Progress::default(),
             intent: None,
             trust_single: Vec::new(),
+            named: false,
         };
         let outcome = self.invoke(&ticket);
         let result = self.finish(ticket, outcome);

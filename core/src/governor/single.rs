@@ -56,6 +56,15 @@ impl Governor {
     }
 }
 
+impl Governor {
+    /// `flow.identifies_when_named`: whether the task names this call (every
+    /// string of its `args` is written in the task), so its output's values
+    /// at those paths name valid values of their arguments.
+    pub(super) fn names_identifiers(&self, rt: &super::ToolRuntime, task: Option<&str>, args: &Value) -> bool {
+        self.provenance_on && !rt.identifies_when_named.is_empty() && task.is_some_and(|t| written_in(t, args))
+    }
+}
+
 /// Every string argument (at least one) is written in `task`.
 fn written_in(task: &str, args: &Value) -> bool {
     let Some(map) = args.as_object() else { return false };
