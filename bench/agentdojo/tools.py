@@ -80,6 +80,11 @@ SENDERS: Dict[str, str] = {"recipient": "$[*].sender", "user": "$[*].sender"}
 CAL_READ: Spec = {"data_access": ["pii:calendar"], "label": "untrusted", "side_effect": "read"}
 # A search for an event the user names ("the 'Introductory meeting' event on 2024-05-15"): its participants, set by
 # whoever organised it and not by the text of its description, are the people the user means by "its participants".
+def FILE_PEOPLE(path: str) -> Dict[str, str]:
+    """The people a named file is shared with, as valid recipients of mail and of a share."""
+    return {arg: path for arg in ("recipients", "cc", "bcc", "email")}
+
+
 CAL_SEARCH: Spec = {**CAL_READ, "identifies_when_named": {"participants": "$[*].participants[*]"}}
 CAL_CREATE: Spec = {"egress": ["calendar-invitations"], "sinks": ["participants"], "label": "trusted", "risk": "medium",
                     "side_effect": "write_external", "intent": CAL_CREATE_INTENT}
@@ -212,8 +217,12 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         # Files in the drive can be shared with and edited by others.
         "list_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "search_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
-        "search_files_by_filename": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
-        "get_file_by_id": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
+        # A file the user names by its name or id: the people it is shared with, set by its owner (not by its text),
+        # are whom the user means by its collaborators (a recipient of mail about it, whom to share it with).
+        "search_files_by_filename": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read",
+                                     "identifies_when_named": FILE_PEOPLE("$[*].shared_with~")},
+        "get_file_by_id": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read",
+                           "identifies_when_named": FILE_PEOPLE("$.shared_with~")},
         # These return the whole file they changed, whose content others may have written: untrusted.
         "append_to_file": {"label": "untrusted", "side_effect": "write_internal", "intent": FILE_WRITE_INTENT},
         "create_file": {"label": "trusted", "side_effect": "write_internal", "intent": FILE_WRITE_INTENT + ["creat*", "new"]},

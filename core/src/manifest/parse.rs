@@ -536,7 +536,7 @@ fn parse_identifies(n: &Node, cx: &mut Checker, at: &str) -> BTreeMap<String, St
                     "invalid_value",
                     v.pos,
                     &path,
-                    format!("`{path}` must be a path such as `$[*]` or `$[*].sender` (`$`, then `.field` or `[*]`), not `{text}`"),
+                    format!("`{path}` must be a path such as `$[*]` or `$[*].sender` (`$`, then `.field` or `[*]`, and last `~` for the keys of an object), not `{text}`"),
                 );
                 continue;
             }
