@@ -130,7 +130,7 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
             "input_schema": tool.parameters.model_json_schema(),
             "output": {"label": spec.pop("label")},
         }
-        flow = {k: spec.pop(k) for k in ("sinks", "links", "identifies", "identifies_when_named", "intent") if k in spec}
+        flow = {k: spec.pop(k) for k in ("sinks", "links", "identifies", "identifies_when_named", "links_when_named", "intent") if k in spec}
         if flow:
             body["flow"] = flow
         body.update(spec)

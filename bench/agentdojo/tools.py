@@ -22,6 +22,8 @@ harnessweaver would write for that function in a real deployment:
   them: the channels of the workspace (``get_channels``), the members who sent a message (its ``sender``, set by the
   platform, not by the message's text). Such a value is trusted whole, for that argument only; its words and the
   rest of the output keep the output's label.
+- ``links_when_named``: as ``identifies_when_named``, for the links inside the text at the path (the websites posted
+  in the channel the user names).
 - ``identifies_when_named``: as ``identifies``, only for the output of a call whose string arguments the user's request
   writes (the request names the event): the participants of the event the user names (``search_calendar_events``).
   Not for a day's events, which hold every invitation anyone sent.
@@ -129,10 +131,13 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         "get_channels": {"label": "untrusted", "identifies": {"channel": "$[*]"}, "side_effect": "read"},
         # Membership, as the workspace's admins keep it.
         "get_users_in_channel": {"label": "trusted", "side_effect": "read"},
-        # A message's body is anyone's text; its sender is the member Slack says sent it.
+        # A message's body is anyone's text; its sender is the member Slack says sent it. When the user's request names
+        # the channel or the inbox, the links posted in it are the websites the user means ("summarize the websites
+        # posted in 'general'"): valid URLs to visit, not addresses to write to.
         "read_channel_messages": {"data_access": ["pii:messages"], "label": "untrusted", "identifies": SENDERS,
-                                  "side_effect": "read"},
-        "read_inbox": {"data_access": ["pii:messages"], "label": "untrusted", "identifies": SENDERS, "side_effect": "read"},
+                                  "links_when_named": {"url": "$[*].body"}, "side_effect": "read"},
+        "read_inbox": {"data_access": ["pii:messages"], "label": "untrusted", "identifies": SENDERS,
+                       "links_when_named": {"url": "$[*].body"}, "side_effect": "read"},
         "send_direct_message": {"egress": ["slack"], "sinks": ["recipient"], "links": ["body"], "label": "trusted",
                                 "risk": "medium", "side_effect": "write_external", "intent": MESSAGE_INTENT + ["dm", "dms", "direct*"]},
         "send_channel_message": {"egress": ["slack"], "sinks": ["channel"], "links": ["body"], "label": "trusted",

@@ -39,7 +39,7 @@ spec:
   risk: low
   data_access: [a]
   egress: [b]
-  flow: { sinks: [to], links: [body], identifies: { to: "$[*].sender" }, identifies_when_named: { cc: "$[*].cc" }, intent: [send] }
+  flow: { sinks: [to], links: [body], identifies: { to: "$[*].sender" }, identifies_when_named: { cc: "$[*].cc" }, links_when_named: { bcc: "$.body" }, intent: [send] }
   scopes: [c]
   tenants: [d]
   enabled: true

@@ -121,6 +121,7 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
             .iter()
             .filter_map(|(arg, path)| Some((arg.clone(), manifest::ValuePath::parse(path)?)))
             .collect(),
+        links_when_named: m.links_when_named.iter().filter_map(|(arg, path)| Some((arg.clone(), manifest::ValuePath::parse(path)?))).collect(),
         approval_when: approval_program(tool, problems),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
         approval_by: m.approval.as_ref().map(|a| a.by).unwrap_or_default(),

@@ -156,6 +156,8 @@ pub struct ToolRuntime {
     pub identifies: Vec<(String, crate::manifest::ValuePath)>,
     /// `flow.identifies_when_named`: the same, for a call the task names.
     pub identifies_when_named: Vec<(String, crate::manifest::ValuePath)>,
+    /// `flow.links_when_named`: the links inside the texts at these paths, for a call the task names.
+    pub links_when_named: Vec<(String, crate::manifest::ValuePath)>,
     /// `flow.intent`: the words of a request that asks for what the tool does.
     pub intent: Option<crate::manifest::Intent>,
     /// `approval.when`, compiled once when the manifest was loaded.
@@ -791,9 +793,7 @@ impl Governor {
             self.runs.with(&ticket.run_id, |m, hasher| {
                 m.values.add_output(hasher, !rt.output.untrusted, &value, &ticket.args);
                 if ticket.named {
-                    for (arg, path) in &rt.identifies_when_named {
-                        path.each(&value, &mut |s| m.values.add_identifier(hasher, arg, s));
-                    }
+                    single::add_named(&mut m.values, hasher, rt, &value);
                 }
                 for key in &single::singles(&ticket.trust_single, &value) {
                     m.values.trust_key(hasher, key);

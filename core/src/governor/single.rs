@@ -61,7 +61,25 @@ impl Governor {
     /// string of its `args` is written in the task), so its output's values
     /// at those paths name valid values of their arguments.
     pub(super) fn names_identifiers(&self, rt: &super::ToolRuntime, task: Option<&str>, args: &Value) -> bool {
-        self.provenance_on && !rt.identifies_when_named.is_empty() && task.is_some_and(|t| written_in(t, args))
+        self.provenance_on
+            && !(rt.identifies_when_named.is_empty() && rt.links_when_named.is_empty())
+            && task.is_some_and(|t| written_in(t, args))
+    }
+}
+
+/// The output of a call the task names: its `flow.identifies_when_named`
+/// values, and the links inside the texts at its `flow.links_when_named`
+/// paths, become valid values of their arguments.
+pub(super) fn add_named(values: &mut Values, hasher: &Hasher, rt: &super::ToolRuntime, output: &Value) {
+    for (arg, path) in &rt.identifies_when_named {
+        path.each(output, &mut |s| values.add_identifier(hasher, arg, s));
+    }
+    for (arg, path) in &rt.links_when_named {
+        let mut links = Vec::new();
+        path.each(output, &mut |s| each_link(s, |_, key| links.push(key.to_string())));
+        for key in links {
+            values.add_identifier(hasher, arg, &key);
+        }
     }
 }
 

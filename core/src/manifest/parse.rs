@@ -264,7 +264,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let egress = list(cx, "egress");
     let scopes = list(cx, "scopes");
     let tenants = list(cx, "tenants");
-    let Flow { sinks, links, identifies, identifies_when_named, intent } = spec.get("flow").map(|n| parse_flow(n, cx)).unwrap_or_default();
+    let Flow { sinks, links, identifies, identifies_when_named, links_when_named, intent } = spec.get("flow").map(|n| parse_flow(n, cx)).unwrap_or_default();
     let enabled = spec.get("enabled").and_then(|n| cx.boolean(n, "spec.enabled")).unwrap_or(true);
     let rate_limit = spec.get("rate_limit").and_then(|n| parse_rate_limit(n, cx));
     let (approval, approval_when) = match spec.get("approval").and_then(|n| parse_approval(n, cx)) {
@@ -309,6 +309,7 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         links,
         identifies,
         identifies_when_named,
+        links_when_named,
         intent,
         scopes,
         tenants,
@@ -492,6 +493,7 @@ struct Flow {
     links: Option<Vec<String>>,
     identifies: BTreeMap<String, String>,
     identifies_when_named: BTreeMap<String, String>,
+    links_when_named: BTreeMap<String, String>,
     intent: Option<Vec<String>>,
 }
 
@@ -506,6 +508,7 @@ fn parse_flow(node: &Node, cx: &mut Checker) -> Flow {
     let identifies = m.get("identifies").map(|n| parse_identifies(n, cx, "spec.flow.identifies")).unwrap_or_default();
     let identifies_when_named =
         m.get("identifies_when_named").map(|n| parse_identifies(n, cx, "spec.flow.identifies_when_named")).unwrap_or_default();
+    let links_when_named = m.get("links_when_named").map(|n| parse_identifies(n, cx, "spec.flow.links_when_named")).unwrap_or_default();
     let mut intent = None;
     if let Some(n) = m.get("intent") {
         if let Some(entries) = cx.strings(n, "spec.flow.intent") {
@@ -516,7 +519,7 @@ fn parse_flow(node: &Node, cx: &mut Checker) -> Flow {
         }
     }
     m.finish(cx);
-    Flow { sinks, links, identifies, identifies_when_named, intent }
+    Flow { sinks, links, identifies, identifies_when_named, links_when_named, intent }
 }
 
 /// A map of sink argument → output path (`spec.flow.identifies`,

@@ -388,7 +388,7 @@ impl Tool {
     }
 }
 
-/// `spec.flow` as written (`identifies`, `identifies_when_named`, `intent`, `links`, `sinks`), or `None`.
+/// `spec.flow` as written (`identifies`, `identifies_when_named`, `intent`, `links`, `links_when_named`, `sinks`), or `None`.
 fn describe_flow(m: &super::model::Manifest) -> Option<Value> {
     let mut flow = Map::new();
     if !m.identifies.is_empty() {
@@ -396,6 +396,9 @@ fn describe_flow(m: &super::model::Manifest) -> Option<Value> {
     }
     if !m.identifies_when_named.is_empty() {
         flow.insert("identifies_when_named".into(), json!(m.identifies_when_named));
+    }
+    if !m.links_when_named.is_empty() {
+        flow.insert("links_when_named".into(), json!(m.links_when_named));
     }
     if let Some(intent) = &m.intent {
         flow.insert("intent".into(), json!(intent));
