@@ -26,6 +26,7 @@ mod run_timeout;
 mod runs;
 mod secrets;
 mod single;
+mod task_text;
 mod steps;
 mod trace;
 

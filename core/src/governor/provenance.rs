@@ -479,6 +479,10 @@ impl Values {
         if self.task != Some(h) {
             self.task = Some(h);
             self.add_text(hasher, true, task, &mut Scratch::default());
+            // Prose, as people type it: "www.example.com.They" is the host and a sentence.
+            if let Some(split) = super::task_text::sentences_apart(task) {
+                self.add_text(hasher, true, &split, &mut Scratch::default());
+            }
         }
     }
 
