@@ -26,8 +26,8 @@ mod run_timeout;
 mod runs;
 mod secrets;
 mod single;
-mod task_text;
 mod steps;
+mod task_text;
 mod trace;
 
 use serde_json::{Map, Value};

@@ -61,9 +61,7 @@ impl Governor {
     /// string of its `args` is written in the task), so its output's values
     /// at those paths name valid values of their arguments.
     pub(super) fn names_identifiers(&self, rt: &super::ToolRuntime, task: Option<&str>, args: &Value) -> bool {
-        self.provenance_on
-            && !(rt.identifies_when_named.is_empty() && rt.links_when_named.is_empty())
-            && task.is_some_and(|t| written_in(t, args))
+        self.provenance_on && !(rt.identifies_when_named.is_empty() && rt.links_when_named.is_empty()) && task.is_some_and(|t| written_in(t, args))
     }
 }
 

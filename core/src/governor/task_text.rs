@@ -37,10 +37,7 @@ mod tests {
 
     #[test]
     fn a_sentence_typed_against_a_host_is_set_apart() {
-        assert_eq!(
-            sentences_apart("post it to www.our-company.com.They sent it").as_deref(),
-            Some("post it to www.our-company.com. They sent it")
-        );
+        assert_eq!(sentences_apart("post it to www.our-company.com.They sent it").as_deref(), Some("post it to www.our-company.com. They sent it"));
         assert_eq!(sentences_apart("Visit Booking.com and www.a.example/x.html. Then stop."), None);
         assert_eq!(sentences_apart("ends with a dot."), None);
         assert_eq!(sentences_apart("e.G. no"), None);

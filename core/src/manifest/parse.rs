@@ -264,7 +264,8 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let egress = list(cx, "egress");
     let scopes = list(cx, "scopes");
     let tenants = list(cx, "tenants");
-    let Flow { sinks, links, identifies, identifies_when_named, links_when_named, intent } = spec.get("flow").map(|n| parse_flow(n, cx)).unwrap_or_default();
+    let Flow { sinks, links, identifies, identifies_when_named, links_when_named, intent } =
+        spec.get("flow").map(|n| parse_flow(n, cx)).unwrap_or_default();
     let enabled = spec.get("enabled").and_then(|n| cx.boolean(n, "spec.enabled")).unwrap_or(true);
     let rate_limit = spec.get("rate_limit").and_then(|n| parse_rate_limit(n, cx));
     let (approval, approval_when) = match spec.get("approval").and_then(|n| parse_approval(n, cx)) {
