@@ -367,6 +367,11 @@ pub struct Ticket {
     pub(crate) progress: crate::progress::Progress,
     /// `requested` / `unrequested` for a tool with `flow.intent` (issue 23).
     pub(crate) intent: Option<&'static str>,
+    /// `flow.trust_single_value`: the kinds whose one value in the output is
+    /// trusted (the task named the call and asked for that kind; issue 23).
+    pub(crate) trust_single: Vec<crate::harness::ValueKind>,
+    /// The task names the call: its `flow.identifies_when_named` apply (issue 23).
+    pub(crate) named: bool,
 }
 
 /// The values of a call's secret handles (issue 21): handed to the tool
