@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use harnessweaver_core::host::{
-    self as core, AuditCallback, AuditEvent, Begun, CallContext, ErrorClass, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostFn,
-    HostOptions, ManifestSource, Outcome, Resolved, TestOptions, Ticket as CoreTicket, TicketCell, TicketRoute,
+    self as core, AuditCallback, AuditEvent, Begun, ErrorClass, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostFn, HostOptions,
+    ManifestSource, Outcome, Resolved, TestOptions, Ticket as CoreTicket, TicketCell, TicketRoute,
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use pyo3::prelude::*;
@@ -18,7 +18,7 @@ use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{IntoPyDict, PyDict, PyTuple};
 use serde_json::Value;
 
-use crate::{class, convert, load_err, member, record, to_py, to_py_err, to_value, watchdog, HandlerOverrun, Values};
+use crate::{class, convert, load_err, member, record, to_py, to_py_err, to_value, type_name, watchdog, HandlerOverrun, Values};
 
 /// Who makes a call: an id, roles, scopes and attributes.
 #[pyclass(frozen, eq, module = "harnessweaver", name = "Principal")]
@@ -105,16 +105,12 @@ impl CallResult {
     }
 }
 
-fn name_of(py: Python<'_>, e: &PyErr) -> String {
-    e.get_type(py).name().map_or_else(|_| "Exception".into(), |n| n.to_string())
-}
-
 /// Audit events to a Python callable, as the dicts of their JSON form (straight from the event: the hot path).
 struct PyAudit(Py<PyAny>);
 
 impl AuditCallback for PyAudit {
     fn record(&self, event: &AuditEvent) -> Result<(), String> {
-        Python::attach(|py| to_py(py, event).and_then(|v| self.0.call1(py, (v,))).map(drop).map_err(|e| name_of(py, &e)))
+        Python::attach(|py| to_py(py, event).and_then(|v| self.0.call1(py, (v,))).map(drop).map_err(|e| type_name(e.value(py))))
     }
 }
 
@@ -126,7 +122,7 @@ impl HostFn for PyFn {
     fn call(&self, args: &[Value]) -> Result<Value, String> {
         Python::attach(|py| {
             let args = args.iter().map(|a| to_py(py, a)).collect::<PyResult<Vec<_>>>().and_then(|a| PyTuple::new(py, a));
-            let answer = args.and_then(|a| self.0.call1(py, a)).map_err(|e| name_of(py, &e))?;
+            let answer = args.and_then(|a| self.0.call1(py, a)).map_err(|e| type_name(e.value(py)))?;
             Ok(to_value(answer.bind(py), 0).unwrap_or(Value::Null))
         })
     }
@@ -163,7 +159,7 @@ impl HandlerResolver for PyResolver<'_> {
                 self.found.insert(r.tool.to_string(), (f, name));
                 Ok(Resolved { origin, modules_in_path, mode, takes_idempotency_key, takes_progress })
             }
-            Err(e) => Err(format!("{}: {}", name_of(py, &e), e.value(py))),
+            Err(e) => Err(format!("{}: {}", type_name(e.value(py)), e.value(py))),
         }
     }
 }
@@ -175,12 +171,6 @@ pub struct Host {
     fns: HashMap<String, (Py<PyAny>, &'static str)>,
     /// `run(fn, kwargs, timeout_s) -> (kind, value)` for handlers that cannot run on the caller's thread.
     runner: Py<PyAny>,
-}
-
-/// A call's context from the keywords of `call` and `begin`, read by the core (`host::call_context`).
-fn context(py: Python<'_>, kw: Option<&Bound<'_, PyDict>>) -> PyResult<CallContext> {
-    let kw = kw.into_iter().flatten().filter_map(|(k, v)| Some((k.extract::<PyBackedStr>().ok()?, v))); // keywords are strings
-    core::call_context(&Values(py), kw).map_err(|e| to_py_err(py, &e))
 }
 
 #[pymethods]
@@ -249,7 +239,7 @@ impl Host {
         context: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<CallResult>> {
         let begun = self.begin_inner(py, tool, args, context)?;
-        Host::deliver(py, Py::new(py, CallResult(self.run_begun(py, begun)?))?, raise_on_refusal)
+        self.end(py, begun, raise_on_refusal)
     }
 
     /// Steps 1–7: a `Ticket` to invoke, or the `CallResult` of a refused or pending call.
@@ -307,7 +297,7 @@ impl Host {
         raise_on_refusal: bool,
     ) -> PyResult<Py<CallResult>> {
         let begun = self.resume(py, id, approver, args)?;
-        Host::deliver(py, Py::new(py, CallResult(self.run_begun(py, begun)?))?, raise_on_refusal)
+        self.end(py, begun, raise_on_refusal)
     }
 }
 
@@ -335,7 +325,7 @@ impl Host {
     }
 
     fn begin_inner(&self, py: Python<'_>, tool: &str, args: Option<&Bound<'_, PyAny>>, context: Option<&Bound<'_, PyDict>>) -> PyResult<Begun> {
-        let ctx = self::context(py, context)?;
+        let ctx = core::call_context(&Values(py), keywords(context)?).map_err(|e| to_py_err(py, &e))?;
         let args = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?.unwrap_or_else(|| Value::Object(Default::default()));
         // The store may block (SQLite, Redis): let other threads run.
         py.detach(|| self.inner.begin(tool, args, &ctx)).map_err(|e| to_py_err(py, &e))
@@ -365,15 +355,16 @@ impl Host {
         self.inner.finish_transport(t, outcome)
     }
 
-    /// Runs an allowed call to its end, on this thread when it can.
-    fn run_begun(&self, py: Python<'_>, begun: Begun) -> PyResult<core::CallResult> {
-        match begun {
-            Begun::Refused(r) | Begun::Pending(r) => Ok(r),
-            Begun::Allowed(t) => {
-                let (result, raised) = self.run_ticket(py, t);
-                raised.map_or(Ok(result), Err)
-            }
-        }
+    /// Runs an allowed call to its end, on this thread when it can, and delivers its result.
+    fn end(&self, py: Python<'_>, begun: Begun, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
+        let result = match begun {
+            Begun::Refused(r) | Begun::Pending(r) => r,
+            Begun::Allowed(t) => match self.run_ticket(py, t) {
+                (_, Some(raised)) => return Err(raised),
+                (result, None) => result,
+            },
+        };
+        Host::deliver(py, Py::new(py, CallResult(result))?, raise_on_refusal)
     }
 
     /// Runs a ticket to its end: the result, and an exception to raise
@@ -384,7 +375,7 @@ impl Host {
         };
         let (outcome, raise) = match self.invoke(py, f, mode, &t) {
             Ok(outcome) => (outcome, None),
-            Err(e) => (Outcome::Failed { kind: name_of(py, &e) }, Some(e)),
+            Err(e) => (Outcome::Failed { kind: type_name(e.value(py)) }, Some(e)),
         };
         (py.detach(|| self.inner.finish(t, outcome)), raise)
     }
@@ -402,7 +393,7 @@ impl Host {
         match result {
             Ok(v) => Ok(returned(&v)),
             Err(e) if !e.is_instance_of::<pyo3::exceptions::PyException>(py) && !e.is_instance_of::<HandlerOverrun>(py) => Err(e),
-            Err(e) => Ok(Outcome::Failed { kind: name_of(py, &e) }),
+            Err(e) => Ok(Outcome::Failed { kind: type_name(e.value(py)) }),
         }
     }
 }
