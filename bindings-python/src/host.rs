@@ -128,19 +128,24 @@ impl HostFn for PyFn {
     }
 }
 
-/// Handler refs imported by `resolve(module, attrs, base_dir) -> (fn, origin, modules_in_path, mode, takes_key)`.
+/// A handler as `_declare` describes it: `(function, mode, takes idempotency_key, takes progress)`.
+type Declared = (Py<PyAny>, String, bool, bool);
+
+/// The core's declaration of `tool`'s handler, and its function with the route it runs on.
+fn declare(tool: &str, (f, mode, takes_idempotency_key, takes_progress): Declared) -> (HandlerDecl, (Py<PyAny>, &'static str)) {
+    let (route, mode) = match mode.as_str() {
+        "async" => ("async", HandlerMode::Async),
+        "inline" => ("inline", HandlerMode::CallerThread),
+        _ => ("sync", HandlerMode::CallerThread),
+    };
+    (HandlerDecl { tool: tool.to_string(), mode, takes_idempotency_key, takes_progress, function: None }, (f, route))
+}
+
+/// Handler refs imported by `resolve(module, attrs, base_dir) -> (_declare(fn), origin, modules_in_path)`.
 struct PyResolver<'py> {
     resolve: Bound<'py, PyAny>,
     roots: Vec<PathBuf>,
     found: HashMap<String, (Py<PyAny>, &'static str)>,
-}
-
-fn mode_of(mode: &str) -> (&'static str, HandlerMode) {
-    match mode {
-        "async" => ("async", HandlerMode::Async),
-        "inline" => ("inline", HandlerMode::CallerThread),
-        _ => ("sync", HandlerMode::CallerThread),
-    }
 }
 
 impl HandlerResolver for PyResolver<'_> {
@@ -149,18 +154,11 @@ impl HandlerResolver for PyResolver<'_> {
     }
     fn resolve(&mut self, r: &HandlerRef<'_>) -> Result<Resolved, String> {
         let py = self.resolve.py();
-        let got = self
-            .resolve
-            .call1((r.module, r.attrs.to_vec(), r.base_dir))
-            .and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, Vec<String>, String, bool, bool)>());
-        match got {
-            Ok((f, origin, modules_in_path, mode, takes_idempotency_key, takes_progress)) => {
-                let (name, mode) = mode_of(&mode);
-                self.found.insert(r.tool.to_string(), (f, name));
-                Ok(Resolved { origin, modules_in_path, mode, takes_idempotency_key, takes_progress })
-            }
-            Err(e) => Err(format!("{}: {}", type_name(e.value(py)), e.value(py))),
-        }
+        let got = self.resolve.call1((r.module, r.attrs.to_vec(), r.base_dir)).and_then(|t| t.extract::<(Declared, Option<PathBuf>, Vec<String>)>());
+        let (declared, origin, modules_in_path) = got.map_err(|e| format!("{}: {}", type_name(e.value(py)), e.value(py)))?;
+        let (d, found) = declare(r.tool, declared);
+        self.found.insert(r.tool.to_string(), found);
+        Ok(Resolved { origin, modules_in_path, mode: d.mode, takes_idempotency_key: d.takes_idempotency_key, takes_progress: d.takes_progress })
     }
 }
 
@@ -181,7 +179,7 @@ impl Host {
     fn new(
         py: Python<'_>,
         path: PathBuf,
-        handlers: HashMap<String, (Py<PyAny>, String, bool, bool)>,
+        handlers: HashMap<String, Declared>,
         tools: Vec<(Bound<'_, PyAny>, Option<String>)>,
         audit: Option<Py<PyAny>>,
         on_approval: Option<Py<PyAny>>,
@@ -198,13 +196,11 @@ impl Host {
             let inner = py.detach(|| core::Host::inspect(&path)).map_err(|e| load_err(py, &e))?;
             return Ok(Host { inner: Arc::new(inner), fns: HashMap::new(), runner });
         }
-        let mut decls = Vec::new();
-        let mut fns = HashMap::new();
-        for (tool, (f, mode, takes_idempotency_key, takes_progress)) in handlers {
-            let (name, mode) = mode_of(&mode);
-            decls.push(HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key, takes_progress, function: None });
-            fns.insert(tool, (f, name));
-        }
+        let declared = handlers.into_iter().map(|(tool, d)| {
+            let (decl, found) = declare(&tool, d);
+            (decl, (tool, found))
+        });
+        let (decls, mut fns): (Vec<_>, HashMap<_, _>) = declared.unzip();
         let code_tools = tools.iter().map(|(m, origin)| Ok(ManifestSource::from_host(convert(py, m)?, origin.clone()))).collect::<PyResult<_>>()?;
         let mut resolver = resolve.map(|resolve| PyResolver { resolve, roots, found: HashMap::new() });
         let options = HostOptions {
