@@ -106,7 +106,8 @@ impl Program {
     }
 }
 
-/// Compiles a cel-lite expression; raises `CompileError` (with `.code`, `.line`, `.column`).
+/// Compiles a cel-lite expression (at most `MAX_LENGTH` bytes, nesting at most `MAX_DEPTH`).
+/// Raises `CompileError` with `.code`, `.message`, `.line` and `.column`.
 #[pyfunction]
 fn cel_compile(py: Python<'_>, text: &str) -> PyResult<Program> {
     let inner = cel::compile(text).map_err(|e| {

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use harnessweaver_core::host::{
-    self as core, AuditCallback, AuditEvent, Begun, CallContext, ErrorClass, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostFn,
-    HostOptions, ManifestSource, Outcome, Resolved, TestOptions, Ticket as CoreTicket, TicketCell, TicketRoute,
+    self as core, AuditCallback, AuditEvent, Begun, ErrorClass, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostFn, HostOptions,
+    ManifestSource, Outcome, Resolved, TestOptions, Ticket as CoreTicket, TicketCell, TicketRoute,
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use pyo3::prelude::*;
@@ -18,7 +18,7 @@ use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{IntoPyDict, PyDict, PyTuple};
 use serde_json::Value;
 
-use crate::{class, convert, load_err, member, record, to_py, to_py_err, to_value, watchdog, HandlerOverrun, Values};
+use crate::{class, convert, load_err, member, record, to_py, to_py_err, to_value, type_name, watchdog, HandlerOverrun, Values};
 
 /// Who makes a call: an id, roles, scopes and attributes.
 #[pyclass(frozen, eq, module = "harnessweaver", name = "Principal")]
@@ -105,16 +105,12 @@ impl CallResult {
     }
 }
 
-fn name_of(py: Python<'_>, e: &PyErr) -> String {
-    e.get_type(py).name().map_or_else(|_| "Exception".into(), |n| n.to_string())
-}
-
 /// Audit events to a Python callable, as the dicts of their JSON form (straight from the event: the hot path).
 struct PyAudit(Py<PyAny>);
 
 impl AuditCallback for PyAudit {
     fn record(&self, event: &AuditEvent) -> Result<(), String> {
-        Python::attach(|py| to_py(py, event).and_then(|v| self.0.call1(py, (v,))).map(drop).map_err(|e| name_of(py, &e)))
+        Python::attach(|py| to_py(py, event).and_then(|v| self.0.call1(py, (v,))).map(drop).map_err(|e| type_name(e.value(py))))
     }
 }
 
@@ -126,25 +122,30 @@ impl HostFn for PyFn {
     fn call(&self, args: &[Value]) -> Result<Value, String> {
         Python::attach(|py| {
             let args = args.iter().map(|a| to_py(py, a)).collect::<PyResult<Vec<_>>>().and_then(|a| PyTuple::new(py, a));
-            let answer = args.and_then(|a| self.0.call1(py, a)).map_err(|e| name_of(py, &e))?;
+            let answer = args.and_then(|a| self.0.call1(py, a)).map_err(|e| type_name(e.value(py)))?;
             Ok(to_value(answer.bind(py), 0).unwrap_or(Value::Null))
         })
     }
 }
 
-/// Handler refs imported by `resolve(module, attrs, base_dir) -> (fn, origin, modules_in_path, mode, takes_key)`.
+/// A handler as `_declare` describes it: `(function, mode, takes idempotency_key, takes progress)`.
+type Declared = (Py<PyAny>, String, bool, bool);
+
+/// The core's declaration of `tool`'s handler, and its function with the route it runs on.
+fn declare(tool: &str, (f, mode, takes_idempotency_key, takes_progress): Declared) -> (HandlerDecl, (Py<PyAny>, &'static str)) {
+    let (route, mode) = match mode.as_str() {
+        "async" => ("async", HandlerMode::Async),
+        "inline" => ("inline", HandlerMode::CallerThread),
+        _ => ("sync", HandlerMode::CallerThread),
+    };
+    (HandlerDecl { tool: tool.to_string(), mode, takes_idempotency_key, takes_progress, function: None }, (f, route))
+}
+
+/// Handler refs imported by `resolve(module, attrs, base_dir) -> (_declare(fn), origin, modules_in_path)`.
 struct PyResolver<'py> {
     resolve: Bound<'py, PyAny>,
     roots: Vec<PathBuf>,
     found: HashMap<String, (Py<PyAny>, &'static str)>,
-}
-
-fn mode_of(mode: &str) -> (&'static str, HandlerMode) {
-    match mode {
-        "async" => ("async", HandlerMode::Async),
-        "inline" => ("inline", HandlerMode::CallerThread),
-        _ => ("sync", HandlerMode::CallerThread),
-    }
 }
 
 impl HandlerResolver for PyResolver<'_> {
@@ -153,18 +154,11 @@ impl HandlerResolver for PyResolver<'_> {
     }
     fn resolve(&mut self, r: &HandlerRef<'_>) -> Result<Resolved, String> {
         let py = self.resolve.py();
-        let got = self
-            .resolve
-            .call1((r.module, r.attrs.to_vec(), r.base_dir))
-            .and_then(|t| t.extract::<(Py<PyAny>, Option<PathBuf>, Vec<String>, String, bool, bool)>());
-        match got {
-            Ok((f, origin, modules_in_path, mode, takes_idempotency_key, takes_progress)) => {
-                let (name, mode) = mode_of(&mode);
-                self.found.insert(r.tool.to_string(), (f, name));
-                Ok(Resolved { origin, modules_in_path, mode, takes_idempotency_key, takes_progress })
-            }
-            Err(e) => Err(format!("{}: {}", name_of(py, &e), e.value(py))),
-        }
+        let got = self.resolve.call1((r.module, r.attrs.to_vec(), r.base_dir)).and_then(|t| t.extract::<(Declared, Option<PathBuf>, Vec<String>)>());
+        let (declared, origin, modules_in_path) = got.map_err(|e| format!("{}: {}", type_name(e.value(py)), e.value(py)))?;
+        let (d, found) = declare(r.tool, declared);
+        self.found.insert(r.tool.to_string(), found);
+        Ok(Resolved { origin, modules_in_path, mode: d.mode, takes_idempotency_key: d.takes_idempotency_key, takes_progress: d.takes_progress })
     }
 }
 
@@ -177,12 +171,6 @@ pub struct Host {
     runner: Py<PyAny>,
 }
 
-/// A call's context from the keywords of `call` and `begin`, read by the core (`host::call_context`).
-fn context(py: Python<'_>, kw: Option<&Bound<'_, PyDict>>) -> PyResult<CallContext> {
-    let kw = kw.into_iter().flatten().filter_map(|(k, v)| Some((k.extract::<PyBackedStr>().ok()?, v))); // keywords are strings
-    core::call_context(&Values(py), kw).map_err(|e| to_py_err(py, &e))
-}
-
 #[pymethods]
 impl Host {
     #[new]
@@ -191,7 +179,7 @@ impl Host {
     fn new(
         py: Python<'_>,
         path: PathBuf,
-        handlers: HashMap<String, (Py<PyAny>, String, bool, bool)>,
+        handlers: HashMap<String, Declared>,
         tools: Vec<(Bound<'_, PyAny>, Option<String>)>,
         audit: Option<Py<PyAny>>,
         on_approval: Option<Py<PyAny>>,
@@ -208,13 +196,11 @@ impl Host {
             let inner = py.detach(|| core::Host::inspect(&path)).map_err(|e| load_err(py, &e))?;
             return Ok(Host { inner: Arc::new(inner), fns: HashMap::new(), runner });
         }
-        let mut decls = Vec::new();
-        let mut fns = HashMap::new();
-        for (tool, (f, mode, takes_idempotency_key, takes_progress)) in handlers {
-            let (name, mode) = mode_of(&mode);
-            decls.push(HandlerDecl { tool: tool.clone(), mode, takes_idempotency_key, takes_progress, function: None });
-            fns.insert(tool, (f, name));
-        }
+        let declared = handlers.into_iter().map(|(tool, d)| {
+            let (decl, found) = declare(&tool, d);
+            (decl, (tool, found))
+        });
+        let (decls, mut fns): (Vec<_>, HashMap<_, _>) = declared.unzip();
         let code_tools = tools.iter().map(|(m, origin)| Ok(ManifestSource::from_host(convert(py, m)?, origin.clone()))).collect::<PyResult<_>>()?;
         let mut resolver = resolve.map(|resolve| PyResolver { resolve, roots, found: HashMap::new() });
         let options = HostOptions {
@@ -249,7 +235,7 @@ impl Host {
         context: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<CallResult>> {
         let begun = self.begin_inner(py, tool, args, context)?;
-        Host::deliver(py, Py::new(py, CallResult(self.run_begun(py, begun)?))?, raise_on_refusal)
+        self.end(py, begun, raise_on_refusal)
     }
 
     /// Steps 1–7: a `Ticket` to invoke, or the `CallResult` of a refused or pending call.
@@ -307,7 +293,7 @@ impl Host {
         raise_on_refusal: bool,
     ) -> PyResult<Py<CallResult>> {
         let begun = self.resume(py, id, approver, args)?;
-        Host::deliver(py, Py::new(py, CallResult(self.run_begun(py, begun)?))?, raise_on_refusal)
+        self.end(py, begun, raise_on_refusal)
     }
 }
 
@@ -335,7 +321,7 @@ impl Host {
     }
 
     fn begin_inner(&self, py: Python<'_>, tool: &str, args: Option<&Bound<'_, PyAny>>, context: Option<&Bound<'_, PyDict>>) -> PyResult<Begun> {
-        let ctx = self::context(py, context)?;
+        let ctx = core::call_context(&Values(py), keywords(context)?).map_err(|e| to_py_err(py, &e))?;
         let args = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?.unwrap_or_else(|| Value::Object(Default::default()));
         // The store may block (SQLite, Redis): let other threads run.
         py.detach(|| self.inner.begin(tool, args, &ctx)).map_err(|e| to_py_err(py, &e))
@@ -365,15 +351,16 @@ impl Host {
         self.inner.finish_transport(t, outcome)
     }
 
-    /// Runs an allowed call to its end, on this thread when it can.
-    fn run_begun(&self, py: Python<'_>, begun: Begun) -> PyResult<core::CallResult> {
-        match begun {
-            Begun::Refused(r) | Begun::Pending(r) => Ok(r),
-            Begun::Allowed(t) => {
-                let (result, raised) = self.run_ticket(py, t);
-                raised.map_or(Ok(result), Err)
-            }
-        }
+    /// Runs an allowed call to its end, on this thread when it can, and delivers its result.
+    fn end(&self, py: Python<'_>, begun: Begun, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
+        let result = match begun {
+            Begun::Refused(r) | Begun::Pending(r) => r,
+            Begun::Allowed(t) => match self.run_ticket(py, t) {
+                (_, Some(raised)) => return Err(raised),
+                (result, None) => result,
+            },
+        };
+        Host::deliver(py, Py::new(py, CallResult(result))?, raise_on_refusal)
     }
 
     /// Runs a ticket to its end: the result, and an exception to raise
@@ -384,7 +371,7 @@ impl Host {
         };
         let (outcome, raise) = match self.invoke(py, f, mode, &t) {
             Ok(outcome) => (outcome, None),
-            Err(e) => (Outcome::Failed { kind: name_of(py, &e) }, Some(e)),
+            Err(e) => (Outcome::Failed { kind: type_name(e.value(py)) }, Some(e)),
         };
         (py.detach(|| self.inner.finish(t, outcome)), raise)
     }
@@ -402,7 +389,7 @@ impl Host {
         match result {
             Ok(v) => Ok(returned(&v)),
             Err(e) if !e.is_instance_of::<pyo3::exceptions::PyException>(py) && !e.is_instance_of::<HandlerOverrun>(py) => Err(e),
-            Err(e) => Ok(Outcome::Failed { kind: name_of(py, &e) }),
+            Err(e) => Ok(Outcome::Failed { kind: type_name(e.value(py)) }),
         }
     }
 }

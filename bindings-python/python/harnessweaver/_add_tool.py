@@ -41,7 +41,7 @@ def _import_handler(ref: str, base: str) -> Callable[..., Any]:
     module, _, attr = ref.partition(":")
     if not module or not attr:
         raise ImportError(f"handler `{ref}` is not `module:function`")
-    fn, origin, modules, *_ = _resolve(module, attr.split("."), base)
+    (fn, *_), origin, modules = _resolve(module, attr.split("."), base)
     refusal = _native.request(
         "handler_refusal", {"text": ref, "origin": origin, "modules_in_path": modules, "base": base, "roots": _roots()}
     )

@@ -91,7 +91,7 @@ def _defined_in(fn: Any) -> Optional[str]:
     return None
 
 
-def _resolve(module: str, attrs: List[str], base: Any) -> Tuple[Any, Optional[str], List[str], str, bool, bool]:
+def _resolve(module: str, attrs: List[str], base: Any) -> Tuple[Tuple[Any, str, bool, bool], Optional[str], List[str]]:
     """Imports a manifest's ``handler`` and reports the facts the core decides on:
     where the resolved callable's code is defined, and which attributes of the path were modules."""
     base = os.fspath(base)
@@ -105,8 +105,7 @@ def _resolve(module: str, attrs: List[str], base: Any) -> Tuple[Any, Optional[st
             modules.append(".".join(attrs[: i + 1]))
     if not callable(fn):
         raise ImportError(f"`{module}:{'.'.join(attrs)}` is not callable")
-    _, mode, takes_key, takes_progress = _declare(fn)
-    return fn, _defined_in(fn), modules, mode, takes_key, takes_progress
+    return _declare(fn), _defined_in(fn), modules
 
 
 def _roots() -> List[str]:

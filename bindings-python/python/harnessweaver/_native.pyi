@@ -372,7 +372,9 @@ class Host:
         tools: Sequence[Tuple[Any, Optional[str]]],
         audit: Optional[Callable[[Dict[str, Any]], Any]],
         on_approval: Optional[Callable[[Dict[str, Any], Dict[str, Any]], Any]],
-        resolve: Optional[Callable[[str, List[str], Any], Tuple[Callable[..., Any], Optional[str], List[str], str, bool, bool]]],
+        resolve: Optional[
+            Callable[[str, List[str], Any], Tuple[Tuple[Callable[..., Any], str, bool, bool], Optional[str], List[str]]]
+        ],
         roots: Sequence[str],
         runner: Callable[[Callable[..., Any], Dict[str, Any], float], Tuple[str, Any]],
         clock_ms: Optional[int] = None,

@@ -28,16 +28,10 @@ from ._native import (
     CelCompileError as CompileError,
     CelProgram as Program,
     CelUnevaluable as Unevaluable,
-    cel_compile as _compile,
+    cel_compile as compile,  # noqa: A004 - the name the API promises
 )
 
 __all__ = ["CompileError", "MAX_DEPTH", "MAX_LENGTH", "NAMES", "Program", "Unevaluable", "compile"]
 
 #: The variable names an expression may use.
 NAMES: Tuple[str, ...] = tuple(CEL_NAMES)
-
-
-def compile(text: str) -> Program:  # noqa: A001 - the name the API promises
-    """Compiles a cel-lite expression (at most ``MAX_LENGTH`` bytes, nesting at most
-    ``MAX_DEPTH``). Raises :class:`CompileError` with ``.code``, ``.line`` and ``.column``."""
-    return _compile(text)

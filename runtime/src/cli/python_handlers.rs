@@ -37,7 +37,7 @@ from harnessweaver import _governor as g
 found = []
 for module, attrs, base in json.loads(sys.stdin.read()):
     try:
-        _, origin, modules, _, takes, *_ = g._resolve(module, attrs, base)
+        (_, _, takes, _), origin, modules = g._resolve(module, attrs, base)
         found.append({"origin": origin, "modules": modules, "takes_key": takes})
     except BaseException as exc:
         found.append({"error": "%s: %s" % (type(exc).__name__, exc)})
