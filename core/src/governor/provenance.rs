@@ -348,6 +348,8 @@ struct Scratch {
     /// The tokens of the args a trusted output echoes (found when first
     /// needed): not vouched for by the output.
     echo: Option<HashSet>,
+    /// The echoed keys not added (see [`Values::read`]).
+    skipped: Vec<u64>,
 }
 
 /// The keys of the tokens inside a normalised text (not the text whole),
@@ -407,6 +409,33 @@ fn each_key(text: &str, scratch: &mut Scratch, mut f: impl FnMut(&str)) {
     });
 }
 
+/// A keyed hash of an object whose values are all strings, numbers,
+/// booleans or null (apart from the hash of any text or number), and the
+/// bytes of its strings, keys included; `None` when a value is an array or
+/// an object.
+fn flat_fingerprint(hasher: &Hasher, map: &serde_json::Map<String, Value>) -> Option<(u64, usize)> {
+    use std::hash::{BuildHasher as _, Hash as _, Hasher as _};
+    let mut state = hasher.build_hasher();
+    (0xf1u8, map.len()).hash(&mut state);
+    let mut bytes = 0;
+    for (k, v) in map {
+        k.hash(&mut state);
+        bytes += k.len();
+        match v {
+            Value::String(s) => {
+                0u8.hash(&mut state);
+                s.hash(&mut state);
+                bytes += s.len();
+            }
+            Value::Number(n) => (1u8, n).hash(&mut state),
+            Value::Bool(b) => (2u8, b).hash(&mut state),
+            Value::Null => 3u8.hash(&mut state),
+            Value::Array(_) | Value::Object(_) => return None,
+        }
+    }
+    Some((state.finish(), bytes))
+}
+
 /// Whether a normalised value holds a structured token (an address, a URL,
 /// an IBAN, a long number), which must then match whole.
 fn structured(text: &str, shape: Shape) -> bool {
@@ -459,13 +488,23 @@ pub(super) struct Values {
     untrusted_full: bool,
     /// The hash of the last `task` recorded, so a run's calls add it once.
     task: Option<u64>,
-    /// The trusted outputs' texts and numbers (keyed hashes of them as they
-    /// came) whose every key and token is in the trusted set: reading one
-    /// again would add nothing (the set only grows), so a run's later
-    /// outputs skip them. A text whose tokens were not all kept (echoed
-    /// args, a full set) is not remembered and is read each time.
-    read: HashSet,
+    /// The trusted outputs' texts, numbers and flat objects (keyed hashes
+    /// of them as they came) the run has read, each with the keys of it
+    /// that were not added because the output echoed them from its args.
+    /// Reading one again adds nothing (the set only grows) while each of
+    /// those keys is trusted or echoed again, so a run's later outputs skip
+    /// it. What a full set dropped is not remembered, and is read each time.
+    read: std::collections::HashMap<u64, Box<[u64]>, std::hash::BuildHasherDefault<Prehashed>>,
+    /// The keys of the short texts of args met before (an argument's name,
+    /// a value used again), so an echo check does not tokenise them again.
+    /// Keyed by the text itself (exact: a wrong entry could let an output
+    /// vouch for the args it echoes).
+    arg_keys: std::collections::HashMap<Box<str>, Box<[u64]>, Hasher>,
 }
+
+/// Texts of args whose keys a run keeps, at most, and their longest.
+const MAX_ARG_TEXTS: usize = 256;
+const MAX_ARG_TEXT_BYTES: usize = 128;
 
 /// The keyed hasher of one governor's remembered values.
 pub(super) type Hasher = ahash::RandomState;
@@ -474,12 +513,20 @@ impl Values {
     /// Adds one key; whether the set holds it afterwards. A trusted key the
     /// output `echo`es from its args is not added.
     fn add(&mut self, hasher: &Hasher, trusted: bool, key: &str, echo: Option<&HashSet>) -> bool {
+        self.add_key(hasher, trusted, key, echo, &mut Vec::new())
+    }
+
+    /// [`Self::add`], noting in `skipped` an echoed key the set does not hold.
+    fn add_key(&mut self, hasher: &Hasher, trusted: bool, key: &str, echo: Option<&HashSet>, skipped: &mut Vec<u64>) -> bool {
         if key.is_empty() {
             return true;
         }
         let h = hasher.hash_one(key);
         if trusted && echo.is_some_and(|e| e.contains(&h)) {
-            return self.trusted.contains(&h);
+            if !self.trusted.contains(&h) {
+                skipped.push(h);
+            }
+            return true;
         }
         let (set, full) = if trusted { (&mut self.trusted, None) } else { (&mut self.untrusted, Some(&mut self.untrusted_full)) };
         if set.len() < MAX_TOKENS {
@@ -499,9 +546,11 @@ impl Values {
     /// one of them is in the set afterwards.
     fn add_text(&mut self, hasher: &Hasher, trusted: bool, text: &str, scratch: &mut Scratch) -> bool {
         let echo = scratch.echo.take();
+        let mut skipped = std::mem::take(&mut scratch.skipped);
         let mut kept = true;
-        each_key(text, scratch, |t| kept &= self.add(hasher, trusted, t, echo.as_ref()));
+        each_key(text, scratch, |t| kept &= self.add_key(hasher, trusted, t, echo.as_ref(), &mut skipped));
         scratch.echo = echo;
+        scratch.skipped = skipped;
         kept
     }
 
@@ -528,103 +577,165 @@ impl Values {
 
     /// The keys of a trusted output's `args` (what [`Self::add_output`]
     /// would add of them), which it does not vouch for.
-    fn echo_of(hasher: &Hasher, args: &Value, scratch: &mut Scratch) -> HashSet {
-        fn walk(hasher: &Hasher, value: &Value, budget: &mut usize, scratch: &mut Scratch, set: &mut HashSet) {
+    fn echo_of(&mut self, hasher: &Hasher, args: &Value, scratch: &mut Scratch) -> HashSet {
+        type Known = std::collections::HashMap<Box<str>, Box<[u64]>, Hasher>;
+        fn text(hasher: &Hasher, s: &str, budget: &mut usize, scratch: &mut Scratch, set: &mut HashSet, known: &mut Known) {
+            if s.len() > *budget {
+                *budget = 0;
+                return;
+            }
+            *budget -= s.len();
+            if let Some(keys) = known.get(s) {
+                set.extend(keys.iter().copied());
+                return;
+            }
+            let mut keys = Vec::new();
+            each_key(s, scratch, |t| {
+                if !t.is_empty() {
+                    keys.push(hasher.hash_one(t));
+                }
+            });
+            set.extend(keys.iter().copied());
+            if s.len() <= MAX_ARG_TEXT_BYTES && known.len() < MAX_ARG_TEXTS {
+                known.insert(s.into(), keys.into_boxed_slice());
+            }
+        }
+        fn walk(hasher: &Hasher, value: &Value, budget: &mut usize, scratch: &mut Scratch, set: &mut HashSet, known: &mut Known) {
             if *budget == 0 {
                 return;
             }
-            let text = |s: &str, budget: &mut usize, scratch: &mut Scratch, set: &mut HashSet| {
-                if s.len() > *budget {
-                    *budget = 0;
-                    return;
-                }
-                *budget -= s.len();
-                each_key(s, scratch, |t| {
-                    if !t.is_empty() {
-                        set.insert(hasher.hash_one(t));
-                    }
-                });
-            };
             match value {
-                Value::String(s) => text(s, budget, scratch, set),
+                Value::String(s) => text(hasher, s, budget, scratch, set, known),
                 Value::Number(n) => {
                     use std::fmt::Write as _;
                     scratch.number.clear();
                     let _infallible = write!(scratch.number, "{n}");
                     set.insert(hasher.hash_one(scratch.number.as_str()));
                 }
-                Value::Array(items) => items.iter().for_each(|v| walk(hasher, v, budget, scratch, set)),
+                Value::Array(items) => items.iter().for_each(|v| walk(hasher, v, budget, scratch, set, known)),
                 Value::Object(map) => {
                     for (k, v) in map {
-                        text(k, budget, scratch, set);
-                        walk(hasher, v, budget, scratch, set);
+                        text(hasher, k, budget, scratch, set, known);
+                        walk(hasher, v, budget, scratch, set, known);
                     }
                 }
                 Value::Null | Value::Bool(_) => {}
             }
         }
         let mut set = HashSet::with_capacity_and_hasher(32, Default::default());
-        walk(hasher, args, &mut { MAX_SCAN_BYTES }, scratch, &mut set);
+        walk(hasher, args, &mut { MAX_SCAN_BYTES }, scratch, &mut set, &mut self.arg_keys);
         set
     }
 
-    fn walk(&mut self, hasher: &Hasher, trusted: bool, value: &Value, args: &Value, budget: &mut usize, scratch: &mut Scratch) {
+    /// Remembers the texts and numbers of `value`; whether every key of
+    /// them is in the set afterwards, or (trusted) noted in
+    /// `scratch.skipped` as echoed.
+    fn walk(&mut self, hasher: &Hasher, trusted: bool, value: &Value, args: &Value, budget: &mut usize, scratch: &mut Scratch) -> bool {
         if *budget == 0 {
-            return;
+            return false;
         }
         match value {
             Value::String(s) => self.scan(hasher, trusted, s, args, budget, scratch),
             Value::Number(n) => {
                 let h = hasher.hash_one(n);
-                if trusted && self.read.contains(&h) {
-                    return;
+                if trusted && self.read_before(hasher, h, args, scratch) {
+                    return true;
                 }
                 if trusted && scratch.echo.is_none() {
-                    scratch.echo = Some(Self::echo_of(hasher, args, scratch));
+                    scratch.echo = Some(self.echo_of(hasher, args, scratch));
                 }
                 use std::fmt::Write as _;
                 scratch.number.clear();
                 let _infallible = write!(scratch.number, "{n}");
-                if self.add(hasher, trusted, &scratch.number, scratch.echo.as_ref()) && trusted {
-                    self.remember_read(h);
+                let from = scratch.skipped.len();
+                let mut skipped = std::mem::take(&mut scratch.skipped);
+                let kept = self.add_key(hasher, trusted, &scratch.number, scratch.echo.as_ref(), &mut skipped);
+                scratch.skipped = skipped;
+                if kept && trusted {
+                    self.remember_read(h, scratch, from);
                 }
+                kept
             }
-            Value::Array(items) => items.iter().for_each(|v| self.walk(hasher, trusted, v, args, budget, scratch)),
+            Value::Array(items) => items.iter().fold(true, |all, v| self.walk(hasher, trusted, v, args, budget, scratch) && all),
             Value::Object(map) => {
-                for (k, v) in map {
-                    self.scan(hasher, trusted, k, args, budget, scratch);
-                    self.walk(hasher, trusted, v, args, budget, scratch);
+                // An object of plain values (a row, a record) the run has
+                // read before is skipped as one, its bytes still counted.
+                let flat = if trusted { flat_fingerprint(hasher, map) } else { None };
+                if let Some((h, bytes)) = flat {
+                    if bytes < *budget && self.read_before(hasher, h, args, scratch) {
+                        *budget -= bytes;
+                        return true;
+                    }
                 }
+                let from = scratch.skipped.len();
+                let mut all = true;
+                for (k, v) in map {
+                    all &= self.scan(hasher, trusted, k, args, budget, scratch);
+                    all &= self.walk(hasher, trusted, v, args, budget, scratch);
+                }
+                if let (true, Some((h, _))) = (all, flat) {
+                    self.remember_read(h, scratch, from);
+                }
+                all
             }
-            Value::Null | Value::Bool(_) => {}
+            Value::Null | Value::Bool(_) => true,
         }
     }
 
-    fn scan(&mut self, hasher: &Hasher, trusted: bool, s: &str, args: &Value, budget: &mut usize, scratch: &mut Scratch) {
+    /// Remembers one text (see [`Self::walk`]).
+    fn scan(&mut self, hasher: &Hasher, trusted: bool, s: &str, args: &Value, budget: &mut usize, scratch: &mut Scratch) -> bool {
         if s.len() > *budget {
             *budget = 0;
-            return;
+            return false;
         }
         *budget -= s.len();
         let h = hasher.hash_one(s);
-        if trusted && self.read.contains(&h) {
-            return;
+        if trusted && self.read_before(hasher, h, args, scratch) {
+            return true;
         }
+        // Read already in this walk, and not remembered (a full set dropped a key).
         if scratch.texts.len() < MAX_MEMO && !scratch.texts.insert(h) {
-            return;
+            return false;
         }
         if trusted && scratch.echo.is_none() {
-            scratch.echo = Some(Self::echo_of(hasher, args, scratch));
+            scratch.echo = Some(self.echo_of(hasher, args, scratch));
         }
-        if self.add_text(hasher, trusted, s, scratch) && trusted {
-            self.remember_read(h);
+        let from = scratch.skipped.len();
+        let kept = self.add_text(hasher, trusted, s, scratch);
+        if kept && trusted {
+            self.remember_read(h, scratch, from);
         }
+        kept
     }
 
-    /// Notes a text (or number) whose every key and token the trusted set holds.
-    fn remember_read(&mut self, h: u64) {
+    /// Whether the run read `h` before and reading it again would add
+    /// nothing: each key then skipped as echoed is trusted now or echoed
+    /// by this output too (those are noted in `scratch.skipped` again).
+    fn read_before(&mut self, hasher: &Hasher, h: u64, args: &Value, scratch: &mut Scratch) -> bool {
+        let Some(skipped) = self.read.get(&h) else { return false };
+        if skipped.iter().all(|k| self.trusted.contains(k)) {
+            return true;
+        }
+        if scratch.echo.is_none() {
+            scratch.echo = Some(self.echo_of(hasher, args, scratch));
+        }
+        let (Some(skipped), Some(echo)) = (self.read.get(&h), scratch.echo.as_ref()) else { return false };
+        let from = scratch.skipped.len();
+        for k in skipped.iter().filter(|k| !self.trusted.contains(*k)) {
+            if !echo.contains(k) {
+                scratch.skipped.truncate(from);
+                return false;
+            }
+            scratch.skipped.push(*k);
+        }
+        true
+    }
+
+    /// Notes a text, number or flat object read, with the echoed keys
+    /// skipped since `from` in `scratch.skipped`.
+    fn remember_read(&mut self, h: u64, scratch: &Scratch, from: usize) {
         if self.read.len() < MAX_READ {
-            self.read.insert(h);
+            self.read.insert(h, scratch.skipped.get(from..).unwrap_or_default().into());
         }
     }
 
@@ -1189,6 +1300,7 @@ mod tests {
             assert_eq!(memo.untrusted, fresh.untrusted);
         }
         assert!(!memo.read.is_empty());
+        assert!(memo.read.values().any(|skipped| !skipped.is_empty()));
         // An echoed value stays untrusted while echoed, and is trusted once an output gives it unasked.
         let mut v = Values::default();
         let output = json!({"to": "a@x.example", "status": "sent"});
