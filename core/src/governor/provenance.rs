@@ -348,6 +348,8 @@ struct Scratch {
     /// The tokens of the args a trusted output echoes (found when first
     /// needed): not vouched for by the output.
     echo: Option<HashSet>,
+    /// The set `echo` was last, emptied, for the next output.
+    spare_echo: HashSet,
     /// The echoed keys not added (see [`Values::read`]).
     skipped: Vec<u64>,
 }
@@ -413,7 +415,7 @@ fn each_key(text: &str, scratch: &mut Scratch, mut f: impl FnMut(&str)) {
 /// booleans or null (apart from the hash of any text or number), and the
 /// bytes of its strings, keys included; `None` when a value is an array or
 /// an object.
-fn flat_fingerprint(hasher: &Hasher, map: &serde_json::Map<String, Value>) -> Option<(u64, usize)> {
+fn flat_fingerprint(hasher: &MemoHasher, map: &serde_json::Map<String, Value>) -> Option<(u64, usize)> {
     use std::hash::{BuildHasher as _, Hash as _, Hasher as _};
     let mut state = hasher.build_hasher();
     (0xf1u8, map.len()).hash(&mut state);
@@ -500,7 +502,15 @@ pub(super) struct Values {
     /// Keyed by the text itself (exact: a wrong entry could let an output
     /// vouch for the args it echoes).
     arg_keys: std::collections::HashMap<Box<str>, Box<[u64]>, Hasher>,
+    /// The hasher of `read` (and of a trusted output's walk memo).
+    memo: MemoHasher,
+    /// The buffers of the last output's walk, emptied, for the next.
+    spare: Scratch,
 }
+
+/// The hasher of what a run has read: fast, and seeded per run; a
+/// collision there skips a text, so fewer values are trusted, never more.
+type MemoHasher = foldhash::fast::RandomState;
 
 /// Texts of args whose keys a run keeps, at most, and their longest.
 const MAX_ARG_TEXTS: usize = 256;
@@ -567,11 +577,21 @@ impl Values {
     /// A trusted output vouches for what it adds, not for the call's own
     /// `args` it echoes: a value of the args not trusted before stays so.
     pub fn add_output(&mut self, hasher: &Hasher, trusted: bool, value: &Value, args: &Value) {
-        let mut scratch = Scratch { texts: HashSet::with_capacity_and_hasher(64, Default::default()), ..Scratch::default() };
+        let mut scratch = std::mem::take(&mut self.spare);
         let mut budget = MAX_SCAN_BYTES;
         self.walk(hasher, trusted, value, args, &mut budget, &mut scratch);
         if budget == 0 && !trusted {
             self.untrusted_full = true;
+        }
+        // The buffers serve the run's next output, unless a large one grew them.
+        if scratch.texts.capacity() <= 1024 && scratch.norm.capacity() <= 4096 && scratch.pair.capacity() <= 4096 {
+            scratch.texts.clear();
+            scratch.skipped.clear();
+            if let Some(mut echo) = scratch.echo.take() {
+                echo.clear();
+                scratch.spare_echo = echo;
+            }
+            self.spare = scratch;
         }
     }
 
@@ -622,7 +642,9 @@ impl Values {
                 Value::Null | Value::Bool(_) => {}
             }
         }
-        let mut set = HashSet::with_capacity_and_hasher(32, Default::default());
+        let mut set = std::mem::take(&mut scratch.spare_echo);
+        set.clear();
+        set.reserve(32);
         walk(hasher, args, &mut { MAX_SCAN_BYTES }, scratch, &mut set, &mut self.arg_keys);
         set
     }
@@ -637,7 +659,7 @@ impl Values {
         match value {
             Value::String(s) => self.scan(hasher, trusted, s, args, budget, scratch),
             Value::Number(n) => {
-                let h = hasher.hash_one(n);
+                let h = if trusted { std::hash::BuildHasher::hash_one(&self.memo, n) } else { hasher.hash_one(n) };
                 if trusted && self.read_before(hasher, h, args, scratch) {
                     return true;
                 }
@@ -660,7 +682,7 @@ impl Values {
             Value::Object(map) => {
                 // An object of plain values (a row, a record) the run has
                 // read before is skipped as one, its bytes still counted.
-                let flat = if trusted { flat_fingerprint(hasher, map) } else { None };
+                let flat = if trusted { flat_fingerprint(&self.memo, map) } else { None };
                 if let Some((h, bytes)) = flat {
                     if bytes < *budget && self.read_before(hasher, h, args, scratch) {
                         *budget -= bytes;
@@ -689,7 +711,10 @@ impl Values {
             return false;
         }
         *budget -= s.len();
-        let h = hasher.hash_one(s);
+        // What a trusted output reads is remembered by the memo's hash (a
+        // collision only skips a text: fewer values trusted); an untrusted
+        // one's walk memo keeps the keyed hasher.
+        let h = if trusted { std::hash::BuildHasher::hash_one(&self.memo, s) } else { hasher.hash_one(s) };
         if trusted && self.read_before(hasher, h, args, scratch) {
             return true;
         }
