@@ -44,6 +44,40 @@ pub const DEFAULT_SINKS: &[&str] = &[
     "endpoint", "webhook", "iban", "account", "phone", "channel",
 ];
 
+/// Whether `name` is one of [`DEFAULT_SINKS`], ASCII case aside (one
+/// comparison of the lowered name instead of one per sink name: this runs
+/// for every argument of every call of a tool with egress).
+pub(super) fn is_default_sink(name: &str) -> bool {
+    let mut buf = [0u8; 10];
+    let Some(lower) = buf.get_mut(..name.len()) else { return false };
+    lower.copy_from_slice(name.as_bytes());
+    lower.make_ascii_lowercase();
+    matches!(
+        &*lower,
+        b"to"
+            | b"cc"
+            | b"bcc"
+            | b"recipient"
+            | b"recipients"
+            | b"email"
+            | b"emails"
+            | b"address"
+            | b"url"
+            | b"urls"
+            | b"uri"
+            | b"link"
+            | b"host"
+            | b"hostname"
+            | b"domain"
+            | b"endpoint"
+            | b"webhook"
+            | b"iban"
+            | b"account"
+            | b"phone"
+            | b"channel"
+    )
+}
+
 /// Where a sink argument's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Origin {
@@ -501,7 +535,7 @@ pub(super) struct Values {
     /// a value used again), so an echo check does not tokenise them again.
     /// Keyed by the text itself (exact: a wrong entry could let an output
     /// vouch for the args it echoes).
-    arg_keys: std::collections::HashMap<Box<str>, Box<[u64]>, Hasher>,
+    arg_keys: std::collections::HashMap<Box<str>, Box<[u64]>, MemoHasher>,
     /// The hasher of `read` (and of a trusted output's walk memo).
     memo: MemoHasher,
     /// The buffers of the last output's walk, emptied, for the next.
@@ -598,7 +632,7 @@ impl Values {
     /// The keys of a trusted output's `args` (what [`Self::add_output`]
     /// would add of them), which it does not vouch for.
     fn echo_of(&mut self, hasher: &Hasher, args: &Value, scratch: &mut Scratch) -> HashSet {
-        type Known = std::collections::HashMap<Box<str>, Box<[u64]>, Hasher>;
+        type Known = std::collections::HashMap<Box<str>, Box<[u64]>, MemoHasher>;
         fn text(hasher: &Hasher, s: &str, budget: &mut usize, scratch: &mut Scratch, set: &mut HashSet, known: &mut Known) {
             if s.len() > *budget {
                 *budget = 0;
@@ -1333,6 +1367,16 @@ mod tests {
         assert_eq!(v.origin(&h, "to", &json!("a@x.example")), Origin::Untraced);
         v.add_output(&h, true, &output, &json!({"to": "b@x.example"}));
         assert_eq!(v.origin(&h, "to", &json!("a@x.example")), Origin::Trusted);
+    }
+
+    #[test]
+    fn the_default_sink_test_is_the_list() {
+        for name in DEFAULT_SINKS {
+            assert!(is_default_sink(name) && is_default_sink(&name.to_uppercase()), "{name}");
+        }
+        for name in ["", "t", "toto", "order_id", "amount_usd", "recipientss", "reason", "e-mail", "URLs", "Ur"] {
+            assert_eq!(is_default_sink(name), DEFAULT_SINKS.iter().any(|s| name.eq_ignore_ascii_case(s)), "{name}");
+        }
     }
 
     #[test]
