@@ -712,7 +712,14 @@ impl Values {
                 }
                 kept
             }
-            Value::Array(items) => items.iter().fold(true, |all, v| self.walk(hasher, trusted, v, args, budget, scratch) && all),
+            Value::Array(items) => {
+                // Every item is read, also after one that is not kept whole.
+                let mut all = true;
+                for v in items {
+                    all &= self.walk(hasher, trusted, v, args, budget, scratch);
+                }
+                all
+            }
             Value::Object(map) => {
                 // An object of plain values (a row, a record) the run has
                 // read before is skipped as one, its bytes still counted.
