@@ -66,6 +66,16 @@ CONFIGS: Dict[str, Optional[Dict[str, Any]]] = {
     "provenance + intent": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse", "unrequested_actions": "refuse"}},
     "provenance + intent + history rules": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
                                                      "unrequested_actions": "refuse"}, "history": True},
+    # `flow.trust_single_value`: the one e-mail address in the output of a call the user's request chose (the page
+    # the user says holds it) is trusted.
+    "provenance + intent + history rules + single e-mail": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
+                                                                     "unrequested_actions": "refuse",
+                                                                     "trust_single_value": ["email"]}, "history": True},
+    # The same for every kind: a URL or an IBAN too.
+    "provenance + intent + history rules + single values": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
+                                                                     "unrequested_actions": "refuse",
+                                                                     "trust_single_value": ["email", "url", "iban"]},
+                                                            "history": True},
 }
 
 
@@ -120,7 +130,7 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
             "input_schema": tool.parameters.model_json_schema(),
             "output": {"label": spec.pop("label")},
         }
-        flow = {k: spec.pop(k) for k in ("sinks", "links", "identifies", "intent") if k in spec}
+        flow = {k: spec.pop(k) for k in ("sinks", "links", "identifies", "identifies_when_named", "links_when_named", "intent") if k in spec}
         if flow:
             body["flow"] = flow
         body.update(spec)

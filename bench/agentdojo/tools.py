@@ -22,6 +22,11 @@ harnessweaver would write for that function in a real deployment:
   them: the channels of the workspace (``get_channels``), the members who sent a message (its ``sender``, set by the
   platform, not by the message's text). Such a value is trusted whole, for that argument only; its words and the
   rest of the output keep the output's label.
+- ``links_when_named``: as ``identifies_when_named``, for the links inside the text at the path (the websites posted
+  in the channel the user names).
+- ``identifies_when_named``: as ``identifies``, only for the output of a call whose string arguments the user's request
+  writes (the request names the event): the participants of the event the user names (``search_calendar_events``).
+  Not for a day's events, which hold every invitation anyone sent.
 - ``intent``: for every tool that changes something (pays, books, sends, shares, invites, writes to the calendar or
   the drive, deletes, changes a password or a profile), the words a user's request for that kind of action uses
   (``flow.intent``): the call runs only in a run whose task holds every word of one entry, in any order (``book*
@@ -75,6 +80,14 @@ MAIL_SEND: Spec = {"egress": ["mail"], "sinks": ["recipients", "cc", "bcc"], "li
 # Slack: the member who sent each message, a valid recipient of a direct message or member to add.
 SENDERS: Dict[str, str] = {"recipient": "$[*].sender", "user": "$[*].sender"}
 CAL_READ: Spec = {"data_access": ["pii:calendar"], "label": "untrusted", "side_effect": "read"}
+# A search for an event the user names ("the 'Introductory meeting' event on 2024-05-15"): its participants, set by
+# whoever organised it and not by the text of its description, are the people the user means by "its participants".
+def FILE_PEOPLE(path: str) -> Dict[str, str]:
+    """The people a named file is shared with, as valid recipients of mail and of a share."""
+    return {arg: path for arg in ("recipients", "cc", "bcc", "email")}
+
+
+CAL_SEARCH: Spec = {**CAL_READ, "identifies_when_named": {"participants": "$[*].participants[*]"}}
 CAL_CREATE: Spec = {"egress": ["calendar-invitations"], "sinks": ["participants"], "label": "trusted", "risk": "medium",
                     "side_effect": "write_external", "intent": CAL_CREATE_INTENT}
 # Which event is cancelled is what the call does.
@@ -118,10 +131,13 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         "get_channels": {"label": "untrusted", "identifies": {"channel": "$[*]"}, "side_effect": "read"},
         # Membership, as the workspace's admins keep it.
         "get_users_in_channel": {"label": "trusted", "side_effect": "read"},
-        # A message's body is anyone's text; its sender is the member Slack says sent it.
+        # A message's body is anyone's text; its sender is the member Slack says sent it. When the user's request names
+        # the channel or the inbox, the links posted in it are the websites the user means ("summarize the websites
+        # posted in 'general'"): valid URLs to visit, not addresses to write to.
         "read_channel_messages": {"data_access": ["pii:messages"], "label": "untrusted", "identifies": SENDERS,
-                                  "side_effect": "read"},
-        "read_inbox": {"data_access": ["pii:messages"], "label": "untrusted", "identifies": SENDERS, "side_effect": "read"},
+                                  "links_when_named": {"url": "$[*].body"}, "side_effect": "read"},
+        "read_inbox": {"data_access": ["pii:messages"], "label": "untrusted", "identifies": SENDERS,
+                       "links_when_named": {"url": "$[*].body"}, "side_effect": "read"},
         "send_direct_message": {"egress": ["slack"], "sinks": ["recipient"], "links": ["body"], "label": "trusted",
                                 "risk": "medium", "side_effect": "write_external", "intent": MESSAGE_INTENT + ["dm", "dms", "direct*"]},
         "send_channel_message": {"egress": ["slack"], "sinks": ["channel"], "links": ["body"], "label": "trusted",
@@ -172,7 +188,7 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
                                "side_effect": "write_external",
                                "intent": booking("restaurant*", "table*", "dinner*", "lunch*", "breakfast*", "brunch*", "meal*")},
         "create_calendar_event": CAL_CREATE,
-        "search_calendar_events": CAL_READ,
+        "search_calendar_events": CAL_SEARCH,
         "get_day_calendar_events": CAL_READ,
         "cancel_calendar_event": CAL_CANCEL,
         "send_email": MAIL_SEND,
@@ -192,7 +208,7 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         "search_contacts_by_name": {"data_access": ["pii:contacts"], "label": "trusted", "side_effect": "read"},
         "search_contacts_by_email": {"data_access": ["pii:contacts"], "label": "trusted", "side_effect": "read"},
         "get_current_day": {"label": "trusted", "side_effect": "read"},
-        "search_calendar_events": CAL_READ,
+        "search_calendar_events": CAL_SEARCH,
         "get_day_calendar_events": CAL_READ,
         "create_calendar_event": CAL_CREATE,
         "cancel_calendar_event": CAL_CANCEL,
@@ -206,8 +222,12 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         # Files in the drive can be shared with and edited by others.
         "list_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
         "search_files": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
-        "search_files_by_filename": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
-        "get_file_by_id": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read"},
+        # A file the user names by its name or id: the people it is shared with, set by its owner (not by its text),
+        # are whom the user means by its collaborators (a recipient of mail about it, whom to share it with).
+        "search_files_by_filename": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read",
+                                     "identifies_when_named": FILE_PEOPLE("$[*].shared_with~")},
+        "get_file_by_id": {"data_access": ["pii:files"], "label": "untrusted", "side_effect": "read",
+                           "identifies_when_named": FILE_PEOPLE("$.shared_with~")},
         # These return the whole file they changed, whose content others may have written: untrusted.
         "append_to_file": {"label": "untrusted", "side_effect": "write_internal", "intent": FILE_WRITE_INTENT},
         "create_file": {"label": "trusted", "side_effect": "write_internal", "intent": FILE_WRITE_INTENT + ["creat*", "new"]},

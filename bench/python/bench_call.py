@@ -79,7 +79,7 @@ def main() -> int:
 
         def core_only() -> Any:
             ticket = h.begin("lookup_order", args, principal=principal)
-            return h.finish_returned(ticket, lookup_order(**ticket.args))
+            return h.finish(ticket, "returned", lookup_order(**ticket.kwargs()))
 
         core = per_call_us(core_only)
 

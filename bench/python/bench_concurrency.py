@@ -134,7 +134,7 @@ def main() -> int:
         output = summarise("A-1001")
 
         def call() -> None:
-            rt.finish_returned(rt.begin("summarise_ticket", args, principal=principal), output)
+            rt.finish(rt.begin("summarise_ticket", args, principal=principal), "returned", output)
 
         start = time.perf_counter()
         call()

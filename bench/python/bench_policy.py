@@ -90,7 +90,7 @@ def main() -> int:
             begun = rt.begin(tool, args, principal=principals[who])
             if isinstance(begun, hw.CallResult):
                 return begun.allowed
-            return rt.finish_returned(begun, None).allowed
+            return rt.finish(begun, "returned", None).allowed
 
         def cedar(who: str, tool: str, args: Dict[str, Any]) -> bool:
             return cedarpy.is_authorized(cedar_request(who, tool, args), CEDAR, entities_json).allowed

@@ -42,7 +42,7 @@ def main() -> int:
     principal = hw.Principal("bench")
 
     def ours_valid(tool: str, args: Any) -> Callable[[], Any]:
-        return lambda: rt.finish_returned(rt.begin(tool, args, principal=principal), None)
+        return lambda: rt.finish(rt.begin(tool, args, principal=principal), "returned", None)
 
     def ours_invalid(tool: str, args: Any) -> Callable[[], Any]:
         return lambda: rt.begin(tool, args, principal=principal)

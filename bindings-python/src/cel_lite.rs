@@ -101,10 +101,8 @@ impl Program {
         self.inner.names().to_vec()
     }
 
-    fn __repr__(&self) -> String {
-        let source = self.inner.source();
-        let shown: String = source.chars().take(60).collect();
-        format!("Program({shown:?}{})", if shown.len() < source.len() { "…" } else { "" })
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        crate::repr(slf.as_any(), &["source"])
     }
 }
 

@@ -9,16 +9,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use harnessweaver_core::host::{
-    self as core, ApprovalAnswer, ApprovalCallback, ApprovalDecided, ApprovalView, AuditCallback, AuditEvent, Begun, CallContext, ErrorClass,
-    HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource, Outcome, Resolved, TestOptions, Ticket as CoreTicket,
-    TicketCell, TicketRoute,
+    self as core, AuditCallback, AuditEvent, Begun, CallContext, ErrorClass, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostFn,
+    HostOptions, ManifestSource, Outcome, Resolved, TestOptions, Ticket as CoreTicket, TicketCell, TicketRoute,
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::{IntoPyDict, PyDict, PyTuple};
 use serde_json::Value;
 
-use crate::{class, convert, load_err, properties, to_py, to_py_err, to_value, watchdog, HandlerOverrun};
+use crate::{class, convert, load_err, member, record, to_py, to_py_err, to_value, watchdog, HandlerOverrun, Values};
 
 /// Who makes a call: an id, roles, scopes and attributes.
 #[pyclass(frozen, eq, module = "harnessweaver", name = "Principal")]
@@ -29,42 +29,19 @@ pub struct Principal(pub(crate) core::Principal);
 impl Principal {
     #[new]
     #[pyo3(signature = (id, roles = None, scopes = None, attrs = None))]
-    fn new(
-        py: Python<'_>,
-        id: Bound<'_, PyAny>,
-        roles: Option<Bound<'_, PyAny>>,
-        scopes: Option<Bound<'_, PyAny>>,
-        attrs: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let d = PyDict::new(py);
-        d.set_item("id", id)?;
-        for (k, v) in [("roles", roles), ("scopes", scopes), ("attrs", attrs)] {
-            if let Some(v) = v {
-                d.set_item(k, v)?;
-            }
-        }
-        principal_from(py, d.as_any()).map(Principal)
+    fn new(py: Python<'_>, id: Py<PyAny>, roles: Option<Py<PyAny>>, scopes: Option<Py<PyAny>>, attrs: Option<Py<PyAny>>) -> PyResult<Self> {
+        let given = [("id", Some(id)), ("roles", roles), ("scopes", scopes), ("attrs", attrs)];
+        Self::from_mapping(py, &given.into_iter().filter_map(|(k, v)| Some((k, v?))).into_py_dict(py)?.into_any())
     }
     #[staticmethod]
     fn from_mapping(py: Python<'_>, mapping: &Bound<'_, PyAny>) -> PyResult<Self> {
-        principal_from(py, mapping).map(Principal)
-    }
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.0.to_value())
-    }
-    fn __repr__(&self) -> String {
-        format!("Principal(id={:?}, roles={:?}, scopes={:?})", self.0.id, self.0.roles, self.0.scopes)
+        principal_arg(py, mapping).map(Principal)
     }
 }
 
-/// A `Principal`, or a mapping read by the core (anything with no JSON form is none).
-fn principal_from(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<core::Principal> {
-    core::Principal::from_value(&to_value(obj, 0).unwrap_or(Value::Null)).map_err(|e| to_py_err(py, &e))
-}
-
-/// A principal argument: a `Principal` or a mapping.
+/// A principal argument: a `Principal` or a mapping (`host::principal_of`).
 pub(crate) fn principal_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<core::Principal> {
-    obj.cast::<Principal>().map_or_else(|_| principal_from(py, obj), |p| Ok(p.get().0.clone()))
+    core::principal_of(&Values(py), obj).map_err(|e| to_py_err(py, &e))
 }
 
 /// A call that passed steps 1–7; it finishes once.
@@ -88,17 +65,6 @@ impl Ticket {
     #[getter]
     fn remaining(&self) -> f64 {
         self.cell.peek(|t| t.remaining().as_secs_f64()).unwrap_or(0.0)
-    }
-    #[getter]
-    fn idempotency_key(&self) -> String {
-        self.cell.peek(|t| t.idempotency_key().to_string()).unwrap_or_default()
-    }
-    #[getter]
-    fn args<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.cell.peek(|t| to_py(py, t.args())).unwrap_or_else(|| Ok(PyDict::new(py).into_any()))
-    }
-    fn __repr__(&self) -> String {
-        format!("Ticket(tool={:?}, route={:?})", self.tool, self.route)
     }
 }
 
@@ -134,18 +100,8 @@ impl CallResult {
     fn to_model(&self) -> String {
         self.0.to_model()
     }
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.0.to_value())
-    }
     fn to_json(&self) -> String {
         serde_json::to_string(&self.0.to_value()).unwrap_or_default()
-    }
-    fn __repr__(&self) -> String {
-        let (d, t) = (self.0.decision.as_str(), &self.0.tool);
-        match (self.0.code, self.0.step) {
-            (Some(code), Some(step)) => format!("CallResult(decision={d:?}, tool={t:?}, code={:?}, step={:?})", code.as_str(), step.as_str()),
-            _ => format!("CallResult(decision={d:?}, tool={t:?})"),
-        }
     }
 }
 
@@ -153,37 +109,25 @@ fn name_of(py: Python<'_>, e: &PyErr) -> String {
     e.get_type(py).name().map_or_else(|_| "Exception".into(), |n| n.to_string())
 }
 
-/// Audit events to a Python callable, as the dicts of their JSON form.
+/// Audit events to a Python callable, as the dicts of their JSON form (straight from the event: the hot path).
 struct PyAudit(Py<PyAny>);
-
-impl PyAudit {
-    fn send(&self, value: &impl serde::Serialize) -> Result<(), String> {
-        Python::attach(|py| to_py(py, value).and_then(|v| self.0.call1(py, (v,))).map(drop).map_err(|e| name_of(py, &e)))
-    }
-}
 
 impl AuditCallback for PyAudit {
     fn record(&self, event: &AuditEvent) -> Result<(), String> {
-        self.send(event)
-    }
-    /// Issue 24: an approver's decision, to the `observe` callable only, as `{"approval_decided": {...}}`.
-    fn approval_decided(&self, decided: &ApprovalDecided) -> Result<(), String> {
-        self.send(&serde_json::json!({ "approval_decided": decided }))
+        Python::attach(|py| to_py(py, event).and_then(|v| self.0.call1(py, (v,))).map(drop).map_err(|e| name_of(py, &e)))
     }
 }
 
-/// `on_approval(request, approval)`: True approves, False denies, `{"accept": "<candidate id>"}` accepts
-/// a candidate (the core reads the answer); anything else leaves it pending.
-struct PyApproval(Py<PyAny>);
+/// A Python callable the core calls with values: `observe` and `on_approval` (`host::HostFn`
+/// shapes what each gets and reads the approval's answer).
+struct PyFn(Py<PyAny>);
 
-impl ApprovalCallback for PyApproval {
-    fn decide(&self, view: &ApprovalView<'_>) -> ApprovalAnswer {
+impl HostFn for PyFn {
+    fn call(&self, args: &[Value]) -> Result<Value, String> {
         Python::attach(|py| {
-            let answer = to_py(py, &view.request()).and_then(|r| Ok((r, to_py(py, &view.approval())?))).and_then(|args| self.0.call1(py, args));
-            match answer {
-                Ok(a) => ApprovalAnswer::from_value(&to_value(a.bind(py), 0).unwrap_or(Value::Null)),
-                Err(e) => ApprovalAnswer::Failed { kind: name_of(py, &e) },
-            }
+            let args = args.iter().map(|a| to_py(py, a)).collect::<PyResult<Vec<_>>>().and_then(|a| PyTuple::new(py, a));
+            let answer = args.and_then(|a| self.0.call1(py, a)).map_err(|e| name_of(py, &e))?;
+            Ok(to_value(answer.bind(py), 0).unwrap_or(Value::Null))
         })
     }
 }
@@ -233,37 +177,10 @@ pub struct Host {
     runner: Py<PyAny>,
 }
 
-/// A call's context from the keywords of `call`, `begin` and `explain` (`principal`, `tenant`,
-/// `task`, `run`, `approval`; None is the same as leaving one out); another keyword is a
-/// `TypeError`, as in a Python signature.
+/// A call's context from the keywords of `call` and `begin`, read by the core (`host::call_context`).
 fn context(py: Python<'_>, kw: Option<&Bound<'_, PyDict>>) -> PyResult<CallContext> {
-    let (mut principal, mut ctx) = (None, CallContext::default());
-    for (k, v) in kw.into_iter().flat_map(|kw| kw.iter()) {
-        let v = Some(v).filter(|v| !v.is_none());
-        match &*k.cast::<PyString>()?.to_cow()? {
-            "principal" => principal = v,
-            "tenant" => ctx.tenant = v.map(|v| v.extract()).transpose()?,
-            "task" => ctx.task = v.map(|v| v.extract()).transpose()?,
-            "run" => ctx.run_id = v.map(|v| id_of(&v)).transpose()?,
-            "approval" => ctx.approval_id = v.map(|v| id_of(&v)).transpose()?,
-            other => return Err(pyo3::exceptions::PyTypeError::new_err(format!("unexpected keyword argument '{other}'"))),
-        }
-    }
-    ctx.principal = principal_arg(py, &principal.unwrap_or_else(|| py.None().into_bound(py)))?;
-    Ok(ctx)
-}
-
-/// The id of a run or an approval: an id, a mapping with `id`, an `ApprovalRequired` or a `Run`.
-fn id_of(o: &Bound<'_, PyAny>) -> PyResult<String> {
-    if o.is_instance_of::<PyString>() {
-        o.extract()
-    } else if o.is_instance_of::<PyDict>() {
-        o.get_item("id")?.extract()
-    } else if o.hasattr("approval")? {
-        o.getattr("approval")?.get_item("id")?.extract()
-    } else {
-        o.getattr("id")?.extract()
-    }
+    let kw = kw.into_iter().flatten().filter_map(|(k, v)| Some((k.extract::<PyBackedStr>().ok()?, v))); // keywords are strings
+    core::call_context(&Values(py), kw).map_err(|e| to_py_err(py, &e))
 }
 
 #[pymethods]
@@ -305,8 +222,8 @@ impl Host {
             resolver: resolver.as_mut().map(|r| r as &mut dyn HandlerResolver),
             code_tools,
             audit: audit.map(|a| Arc::new(PyAudit(a)) as _),
-            observe: observe.map(|a| Arc::new(PyAudit(a)) as _),
-            on_approval: on_approval.map(|a| Arc::new(PyApproval(a)) as _),
+            observe: observe.map(|a| Arc::new(PyFn(a)) as _),
+            on_approval: on_approval.map(|a| Arc::new(PyFn(a)) as _),
             test: clock_ms.map(|clock_ms| TestOptions { clock_ms, sequential_ids }),
             backends: Some(harnessweaver_runtime::RuntimeBackends::shared(TransportOptions { sandbox_worker, ..TransportOptions::default() })),
         };
@@ -315,10 +232,10 @@ impl Host {
         Ok(Host { inner: Arc::new(inner), fns, runner })
     }
 
-    /// The core's host method `method` with its named arguments (`Host::request`; `_governor.py` makes the methods).
-    fn request<'py>(&self, py: Python<'py>, method: &str, args: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let args = convert(py, args)?;
-        to_py(py, &py.detach(|| self.inner.request(method, &args)).map_err(|e| to_py_err(py, &e))?)
+    /// The core's host method `method` with its named arguments (`Host::request`).
+    fn request<'py>(&self, py: Python<'py>, method: &str, args: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyAny>> {
+        let args = core::named(&Values(py), keywords(Some(args))?).map_err(|e| to_py_err(py, &e))?;
+        self.answer(py, method, &args)
     }
 
     /// A governed call: steps 1–9, a sync handler on this thread under its deadline.
@@ -332,7 +249,7 @@ impl Host {
         context: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<CallResult>> {
         let begun = self.begin_inner(py, tool, args, context)?;
-        deliver(py, self.run_begun(py, begun)?, raise_on_refusal)
+        Host::deliver(py, Py::new(py, CallResult(self.run_begun(py, begun)?))?, raise_on_refusal)
     }
 
     /// Steps 1–7: a `Ticket` to invoke, or the `CallResult` of a refused or pending call.
@@ -347,14 +264,12 @@ impl Host {
         self.fns.get(&ticket.tool).map(|(f, _)| f.clone_ref(py))
     }
 
-    fn finish_returned(&self, py: Python<'_>, ticket: &Ticket, value: &Bound<'_, PyAny>) -> PyResult<CallResult> {
-        self.finish(py, ticket, returned(value))
-    }
-    fn finish_failed(&self, py: Python<'_>, ticket: &Ticket, kind: String) -> PyResult<CallResult> {
-        self.finish(py, ticket, Outcome::Failed { kind })
-    }
-    fn finish_timed_out(&self, py: Python<'_>, ticket: &Ticket) -> PyResult<CallResult> {
-        self.finish(py, ticket, Outcome::TimedOut)
+    /// Steps 8 and 9 for a handler's outcome: `returned` (`value`), `failed` (`value`: the exception class name) or `timeout`.
+    #[pyo3(signature = (ticket, how, value = None))]
+    fn finish(&self, py: Python<'_>, ticket: &Ticket, how: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<CallResult> {
+        let outcome = outcome(how, &value.cloned().unwrap_or_else(|| py.None().into_bound(py)))?;
+        let t = ticket.cell.take().map_err(|e| to_py_err(py, &e))?;
+        Ok(CallResult(py.detach(|| self.inner.finish(t, outcome))))
     }
     /// Steps 8 and 9 through the core's transports (http, code, mcp), without the GIL.
     fn finish_transport(&self, py: Python<'_>, ticket: &Ticket) -> PyResult<CallResult> {
@@ -392,14 +307,7 @@ impl Host {
         raise_on_refusal: bool,
     ) -> PyResult<Py<CallResult>> {
         let begun = self.resume(py, id, approver, args)?;
-        deliver(py, self.run_begun(py, begun)?, raise_on_refusal)
-    }
-}
-
-fn args_value(py: Python<'_>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Value> {
-    match args.filter(|a| !a.is_none()) {
-        None => Ok(Value::Object(serde_json::Map::new())),
-        Some(a) => convert(py, a),
+        Host::deliver(py, Py::new(py, CallResult(self.run_begun(py, begun)?))?, raise_on_refusal)
     }
 }
 
@@ -407,20 +315,36 @@ fn returned(value: &Bound<'_, PyAny>) -> Outcome {
     to_value(value, 0).map_or_else(|e| Outcome::not_json(&e), Outcome::Returned)
 }
 
-fn deliver(py: Python<'_>, result: core::CallResult, raise_on_refusal: bool) -> PyResult<Py<CallResult>> {
-    Host::deliver(py, Py::new(py, CallResult(result))?, raise_on_refusal)
+/// A handler's outcome as the Python side reports it: `returned` (`value`), `failed` (`value`: the class name) or `timeout`.
+fn outcome(how: &str, value: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+    Ok(match how {
+        "returned" => returned(value),
+        "timeout" => Outcome::TimedOut,
+        _ => Outcome::Failed { kind: value.extract()? },
+    })
+}
+
+/// Keyword arguments with their names as Rust reads them.
+fn keywords<'py>(kw: Option<&Bound<'py, PyDict>>) -> PyResult<Vec<(PyBackedStr, Bound<'py, PyAny>)>> {
+    kw.into_iter().flatten().map(|(k, v)| Ok((k.extract::<PyBackedStr>()?, v))).collect()
 }
 
 impl Host {
+    fn answer<'py>(&self, py: Python<'py>, method: &str, args: &Value) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &py.detach(|| self.inner.request(method, args)).map_err(|e| to_py_err(py, &e))?)
+    }
+
     fn begin_inner(&self, py: Python<'_>, tool: &str, args: Option<&Bound<'_, PyAny>>, context: Option<&Bound<'_, PyDict>>) -> PyResult<Begun> {
-        let (ctx, args) = (self::context(py, context)?, args_value(py, args)?);
+        let ctx = self::context(py, context)?;
+        let args = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?.unwrap_or_else(|| Value::Object(Default::default()));
         // The store may block (SQLite, Redis): let other threads run.
         py.detach(|| self.inner.begin(tool, args, &ctx)).map_err(|e| to_py_err(py, &e))
     }
 
     /// Grants approval `id` and begins the approved call (with the approver's edited `args`).
     fn resume(&self, py: Python<'_>, id: &Bound<'_, PyAny>, approver: &Bound<'_, PyAny>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Begun> {
-        let (id, approver) = (id_of(id)?, principal_arg(py, approver)?);
+        let id = core::id_of(&Values(py), id, "id").map_err(|e| to_py_err(py, &e))?.unwrap_or_default();
+        let approver = principal_arg(py, approver)?;
         let edited = args.filter(|a| !a.is_none()).map(|a| convert(py, a)).transpose()?;
         py.detach(|| self.inner.approve_and_resume(&id, &approver, edited)).map_err(|e| to_py_err(py, &e))
     }
@@ -429,18 +353,11 @@ impl Host {
         match begun {
             Begun::Refused(r) | Begun::Pending(r) => Ok(Py::new(py, CallResult(r))?.into_any()),
             Begun::Allowed(t) => {
-                let route = match t.route() {
-                    TicketRoute::Transport => "transport",
-                    TicketRoute::Host { .. } => self.fns.get(t.tool()).map_or("sync", |(_, m)| *m),
-                };
+                // A host route always has its function (the core checks at load).
+                let route = self.fns.get(t.tool()).filter(|_| t.route() != TicketRoute::Transport).map_or("transport", |(_, m)| *m);
                 Ok(Py::new(py, Ticket { tool: t.tool().to_string(), route, cell: TicketCell::new(t) })?.into_any())
             }
         }
-    }
-
-    fn finish(&self, py: Python<'_>, ticket: &Ticket, outcome: Outcome) -> PyResult<CallResult> {
-        let t = ticket.cell.take().map_err(|e| to_py_err(py, &e))?;
-        Ok(CallResult(py.detach(|| self.inner.finish(t, outcome))))
     }
 
     fn transport(&self, t: CoreTicket) -> core::CallResult {
@@ -452,10 +369,10 @@ impl Host {
     fn run_begun(&self, py: Python<'_>, begun: Begun) -> PyResult<core::CallResult> {
         match begun {
             Begun::Refused(r) | Begun::Pending(r) => Ok(r),
-            Begun::Allowed(t) => match self.run_ticket(py, t) {
-                (result, None) => Ok(result),
-                (_, Some(e)) => Err(e),
-            },
+            Begun::Allowed(t) => {
+                let (result, raised) = self.run_ticket(py, t);
+                raised.map_or(Ok(result), Err)
+            }
         }
     }
 
@@ -475,20 +392,16 @@ impl Host {
     fn invoke(&self, py: Python<'_>, f: &Py<PyAny>, mode: &str, t: &CoreTicket) -> PyResult<Outcome> {
         let kw = kwargs(py, t)?;
         if mode == "async" {
-            let (kind, value): (String, Bound<'_, PyAny>) = self.runner.bind(py).call1((f, kw, t.remaining().as_secs_f64()))?.extract()?;
-            return Ok(match kind.as_str() {
-                "returned" => returned(&value),
-                "timeout" => Outcome::TimedOut,
-                _ => Outcome::Failed { kind: value.extract()? },
-            });
+            let (how, value): (String, Bound<'_, PyAny>) = self.runner.bind(py).call1((f, kw, t.remaining().as_secs_f64()))?.extract()?;
+            return outcome(&how, &value);
         }
         let watch = watchdog::watch(py, t.deadline());
         let result = f.bind(py).call((), Some(&kw));
-        let fired = watchdog::unwatch(py, watch);
+        watchdog::unwatch(py, watch);
+        // After the deadline (the watchdog fired) the core ends the call `timeout`, whatever the outcome.
         match result {
             Ok(v) => Ok(returned(&v)),
-            Err(e) if fired || e.is_instance_of::<HandlerOverrun>(py) => Ok(Outcome::TimedOut),
-            Err(e) if !e.is_instance_of::<pyo3::exceptions::PyException>(py) => Err(e),
+            Err(e) if !e.is_instance_of::<pyo3::exceptions::PyException>(py) && !e.is_instance_of::<HandlerOverrun>(py) => Err(e),
             Err(e) => Ok(Outcome::Failed { kind: name_of(py, &e) }),
         }
     }
@@ -500,7 +413,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Principal>()?;
     m.add_class::<Ticket>()?;
     m.add_class::<CallResult>()?;
-    properties::<Principal>(py, &core::Principal::FIELDS, |p, name| p.0.to_value().get(name).cloned())?;
-    properties::<CallResult>(py, &core::CallResult::PROPERTIES, |r, name| r.0.field(name))?;
+    record::<Principal>(py, (&core::Principal::FIELDS, &core::Principal::FIELDS), |p, name| p.0.to_value().get(name).cloned(), |p| p.0.to_value())?;
+    record::<CallResult>(py, (&core::CallResult::PROPERTIES, &core::CallResult::SUMMARY), |r, name| r.0.field(name), |r| r.0.to_value())?;
+    // The host methods that only pass their arguments on, made from the core's table (`host::bind_method`).
+    for (name, _) in core::METHODS {
+        let method = member(py, true, move |a, kw| {
+            let args = core::bind_method(&Values(a.py()), name, a.iter().skip(1), keywords(kw)?).map_err(|e| to_py_err(a.py(), &e))?;
+            Ok(a.get_item(0)?.cast::<Host>()?.get().answer(a.py(), name, &args)?.unbind())
+        })?;
+        py.get_type::<Host>().setattr(name, method)?;
+    }
     m.add_class::<Host>()
 }

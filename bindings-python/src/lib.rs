@@ -30,45 +30,43 @@ struct Problem(CoreProblem);
 
 #[pymethods]
 impl Problem {
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.0.to_value())
-    }
-    fn __repr__(&self) -> String {
-        let p = &self.0;
-        format!(
-            "Problem(code={:?}, message={:?}, file={:?}, line={:?}, column={:?}, path={:?})",
-            p.code.as_str(),
-            p.message,
-            p.file,
-            p.line,
-            p.column,
-            p.path
-        )
-    }
     /// `file:line:column: path: message [code]`, as the core writes it.
     fn __str__(&self) -> String {
         self.0.to_string()
     }
 }
 
-/// A function of one object made a read-only property (or, with `method`, a method) of a class being built.
+/// A function of one object made a read-only property (or, with `method`, a method taking any arguments) of a class being built.
 fn member<'py>(
     py: Python<'py>,
     method: bool,
-    f: impl Fn(&Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> + Send + Sync + 'static,
+    f: impl Fn(&Bound<'_, PyTuple>, Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> + Send + Sync + 'static,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let f = PyCFunction::new_closure(py, None, None, move |args, _| f(args))?;
+    let f = PyCFunction::new_closure(py, None, None, f)?;
     let wrap = if method { py.import("functools")?.getattr("partialmethod")? } else { py.import("builtins")?.getattr("property")? };
     wrap.call1((f,))
 }
 
-/// Makes each of `names` a read-only property of `T`, its value `read(object, name)`
-/// (the core's field tables, so a field added there is a property here).
-fn properties<T: PyClass<Frozen = True> + Sync>(py: Python<'_>, names: &[&'static str], read: fn(&T, &str) -> Option<Value>) -> PyResult<()> {
-    names.iter().try_for_each(|&name| {
-        let getter = member(py, false, move |a| Ok(to_py(a.py(), &read(a.get_item(0)?.cast::<T>()?.get(), name))?.unbind()))?;
-        py.get_type::<T>().setattr(name, getter)
-    })
+/// Gives `T` a read-only property per field of `names` (`read(object, name)`), `to_dict()` (`whole`) and a
+/// `__repr__` showing `shown`: from the core's field tables, so a field added there is one here.
+fn record<T: PyClass<Frozen = True> + Sync>(
+    py: Python<'_>,
+    (names, shown): (&[&'static str], &'static [&'static str]),
+    read: fn(&T, &str) -> Option<Value>,
+    whole: fn(&T) -> Value,
+) -> PyResult<()> {
+    let t = py.get_type::<T>();
+    for &name in names {
+        t.setattr(name, member(py, false, move |a, _| Ok(to_py(a.py(), &read(a.get_item(0)?.cast::<T>()?.get(), name))?.unbind()))?)?;
+    }
+    t.setattr("to_dict", member(py, true, move |a, _| Ok(to_py(a.py(), &whole(a.get_item(0)?.cast::<T>()?.get()))?.unbind()))?)?;
+    t.setattr("__repr__", member(py, true, move |a, _| Ok(repr(&a.get_item(0)?, shown)?.into_pyobject(a.py())?.into_any().unbind()))?)
+}
+
+/// `Name(field=value, …)` of the `shown` attributes of `o`, each value as Python writes it.
+fn repr(o: &Bound<'_, PyAny>, shown: &[&str]) -> PyResult<String> {
+    let fields = shown.iter().map(|&n| Ok(format!("{n}={}", o.getattr(n)?.repr()?))).collect::<PyResult<Vec<_>>>()?;
+    Ok(format!("{}({})", o.get_type().name()?, fields.join(", ")))
 }
 
 /// The exception classes, in the order of `ErrorClass::all()`.
@@ -84,11 +82,11 @@ fn build_classes(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ns.set_item("__doc__", c.doc())?;
         ns.set_item("__module__", c.module().map_or_else(|| "harnessweaver".to_string(), |s| format!("harnessweaver.{s}")))?;
         for x in c.extras().iter().map(|x| x.as_str()) {
-            ns.set_item(x, member(py, false, move |a| Ok(a.get_item(0)?.getattr("result")?.getattr(x)?.unbind()))?)?;
+            ns.set_item(x, member(py, false, move |a, _| Ok(a.get_item(0)?.getattr("result")?.getattr(x)?.unbind()))?)?;
         }
         if c.is_refusal_base() {
-            ns.set_item("__init__", member(py, true, refusal_init)?)?;
-            ns.set_item("to_model", member(py, true, |a| Ok(a.get_item(0)?.getattr("result")?.call_method0("to_model")?.unbind()))?)?;
+            ns.set_item("__init__", member(py, true, |a, _| refusal_init(a))?)?;
+            ns.set_item("to_model", member(py, true, |a, _| Ok(a.get_item(0)?.getattr("result")?.call_method0("to_model")?.unbind()))?)?;
         }
         let class = py.get_type::<PyType>().call1((c.name(), (&base,), ns))?.cast_into::<PyType>()?;
         m.add(if c.module().is_some() { format!("Cel{}", c.name()) } else { c.name().to_string() }, &class)?;
@@ -169,6 +167,12 @@ impl<'py> HostValues for Values<'py> {
     fn type_name(&self, value: &Bound<'py, PyAny>) -> String {
         type_name(value)
     }
+    fn attr(&self, o: &Bound<'py, PyAny>, name: &str) -> Option<Bound<'py, PyAny>> {
+        o.getattr(name).ok()
+    }
+    fn principal(&self, o: &Bound<'py, PyAny>) -> Option<core::Principal> {
+        o.cast::<host::Principal>().ok().map(|p| p.get().0.clone())
+    }
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
@@ -239,7 +243,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RISKS", core::RISKS.to_vec())?;
     m.add("SIDE_EFFECTS", core::SIDE_EFFECTS.to_vec())?;
     m.add_class::<Problem>()?;
-    properties::<Problem>(py, &CoreProblem::FIELDS, |p, name| p.0.to_value().get(name).cloned())?;
+    record::<Problem>(py, (&CoreProblem::FIELDS, &CoreProblem::FIELDS), |p, name| p.0.to_value().get(name).cloned(), |p| p.0.to_value())?;
     m.add_function(wrap_pyfunction!(request, m)?)?;
     m.add_function(wrap_pyfunction!(definition_digest, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;

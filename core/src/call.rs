@@ -221,6 +221,9 @@ impl CallResult {
         "labels", "would_refuse",
     ];
 
+    /// The fields a result's short form shows (a binding's `repr`).
+    pub const SUMMARY: [&'static str; 4] = ["decision", "tool", "code", "step"];
+
     /// [`Self::FIELDS`] and `allowed`: what bindings expose as the result's properties.
     pub const PROPERTIES: [&'static str; 15] = [
         "decision", "allowed", "code", "step", "message", "tool", "call_id", "run_id", "output", "output_report", "approval", "retry_after_ms",
@@ -364,6 +367,11 @@ pub struct Ticket {
     pub(crate) progress: crate::progress::Progress,
     /// `requested` / `unrequested` for a tool with `flow.intent` (issue 23).
     pub(crate) intent: Option<&'static str>,
+    /// `flow.trust_single_value`: the kinds whose one value in the output is
+    /// trusted (the task named the call and asked for that kind; issue 23).
+    pub(crate) trust_single: Vec<crate::harness::ValueKind>,
+    /// The task names the call: its `flow.identifies_when_named` apply (issue 23).
+    pub(crate) named: bool,
 }
 
 /// The values of a call's secret handles (issue 21): handed to the tool

@@ -39,7 +39,7 @@ spec:
   risk: low
   data_access: [a]
   egress: [b]
-  flow: { sinks: [to], links: [body], identifies: { to: "$[*].sender" }, intent: [send] }
+  flow: { sinks: [to], links: [body], identifies: { to: "$[*].sender" }, identifies_when_named: { cc: "$[*].cc" }, links_when_named: { bcc: "$.body" }, intent: [send] }
   scopes: [c]
   tenants: [d]
   enabled: true
@@ -104,7 +104,7 @@ spec:
     layers:
       - { name: inline, mode: enforce, default: allow, rules: [] }
       - { name: from_file, file: layer.yaml }
-  flow: { trifecta: block, tainted_arguments: refuse, unrequested_actions: refuse }
+  flow: { trifecta: block, tainted_arguments: refuse, unrequested_actions: refuse, trust_single_value: [email] }
   budgets: { max_tool_calls: 1, per_tool: { KEY: 1 } }
   approvals: { allow_self_approval: false, max_open_per_principal: 3 }
   audit: { sink: none }

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use harnessweaver_core::governor::{run_with_timeout, Handler, InvokeOutcome};
 use harnessweaver_core::host::{
-    AuditCallback, AuditEvent, Begun, CallContext, CallResult, HandlerDecl, HandlerMode, Host, HostOptions, Outcome, Principal, SpecFormat,
-    TestOptions, TicketRoute,
+    self, AuditCallback, AuditEvent, Begun, CallContext, CallResult, HandlerDecl, HandlerMode, Host, HostOptions, JsonValues, Outcome, Principal,
+    SpecFormat, TestOptions, TicketRoute,
 };
 use harnessweaver_runtime::transport::TransportOptions;
 use serde_json::{json, Value};
@@ -210,6 +210,7 @@ fn run_scenario(path: &Path) {
     let principal = |name: &Value| Principal::from_value(&principals[name.as_str().unwrap()]).unwrap();
     let mut runs: HashMap<String, String> = HashMap::new();
     let mut last_approval: Option<String> = None;
+    let mut last_result: Option<Value> = None;
     for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
         let what = format!("{} step {i}", path.display());
         if let Some(ms) = step.get("advance_ms").and_then(Value::as_u64) {
@@ -236,6 +237,8 @@ fn run_scenario(path: &Path) {
         let approval_ref = |r: &Value| -> String {
             match r.as_str().unwrap() {
                 "last" => last_approval.clone().expect("no approval yet"),
+                // The pending call's result as a host holds it: the core reads its approval's id.
+                "last_result" => host::id_of(&JsonValues, last_result.as_ref().expect("no approval yet"), "id").unwrap().unwrap(),
                 other => other.to_string(),
             }
         };
@@ -308,7 +311,7 @@ fn run_scenario(path: &Path) {
                 assert!(expect.get("error").is_none(), "{what}: expected error {expect}, got {result:?}");
                 let got = result.to_value();
                 if let Some(a) = &result.approval {
-                    last_approval = Some(a.id.clone());
+                    (last_approval, last_result) = (Some(a.id.clone()), Some(result.to_value()));
                 }
                 let mut want = expect.clone();
                 let want_approval = want.as_object_mut().unwrap().remove("approval");

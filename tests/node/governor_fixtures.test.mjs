@@ -157,10 +157,11 @@ async function runScenario(path) {
     const principals = c.principals
     const runs = new Map()
     let lastApproval = null
+    let lastResult = null
     const approvalRef = (r) => {
-      if (r !== 'last') return r
+      if (r !== 'last' && r !== 'last_result') return r
       assert.ok(lastApproval, 'no approval yet')
-      return lastApproval
+      return r === 'last' ? lastApproval : lastResult // the result itself: its approval's id is read
     }
     for (const [i, step] of c.steps.entries()) {
       const what = `${name} step ${i}`
@@ -274,7 +275,7 @@ async function runScenario(path) {
         assert.ok(!('error' in expect), `${what}: expected error ${JSON.stringify(expect)}, got ${JSON.stringify(result)}`)
         const got = JSON.parse(JSON.stringify(result))
         for (const [k, v] of Object.entries(got)) assert.deepEqual(result[k], v, `${what}: \`${k}\` and the core's JSON disagree`)
-        if (result.approval) lastApproval = result.approval.id
+        if (result.approval) [lastApproval, lastResult] = [result.approval.id, result]
         const { approval: wantApproval, ...want } = expect
         checkSubset(want, got, what)
         if (wantApproval !== undefined) checkSubset(wantApproval, got.approval, what)

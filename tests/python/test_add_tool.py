@@ -284,7 +284,8 @@ def test_what_cannot_be_described_is_a_clear_problem(shop: Path) -> None:
     assert missing.returncode == 1 and "[import_failed]" in missing.stdout
     assert cli(shop, "add", "tool").returncode == 2
     assert cli(shop, "add", "tool", "shop_tools:lookup_order", "--risk", "extreme").returncode == 2
-    assert cli(shop, "add", "widget").returncode == 2
+    widget = cli(shop, "add", "widget")  # the core's command line decides: only a tool can be added
+    assert widget.returncode == 3 and "the only thing to add is a tool" in widget.stderr
     helped = cli(shop, "add", "tool", "--help")
     assert helped.returncode == 0 and helped.stdout.startswith("usage: harnessweaver add tool") and "exit codes:" in helped.stdout
 

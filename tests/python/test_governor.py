@@ -409,6 +409,36 @@ def test_approval_flow_with_a_finance_approver() -> None:
     assert refused.value.code == "approval_denied"
 
 
+def test_ids_and_call_context_are_read_by_the_core() -> None:
+    """One rule (host::id_of): an id, a mapping with `id` or `approval.id`, or an object holding one."""
+    h = hw.load(SHOP)
+    fin = {"id": "fin-1", "roles": ["finance"]}
+    with pytest.raises(hw.ApprovalRequired) as info:
+        h.call("refund_payment", {"order_id": "A-1002", "amount_usd": 150}, principal=BOB)
+    assert h.grant(info.value, approver=fin)["state"] == "approved"  # the refusal holds the approval
+    pending = h.call("refund_payment", {"order_id": "A-1001", "amount_usd": 150}, principal=BOB, raise_on_refusal=False)
+    assert h.deny(pending.to_dict(), by=fin)["state"] == "denied"  # a mapping with `approval.id`
+    for bad in ({}, {"id": 7}, 7, object()):
+        with pytest.raises(hw.InvalidArgumentError) as wrong:
+            h.grant(bad, approver=fin)
+        assert wrong.value.code == "invalid_argument"
+    run = h.run(principal=BOB)
+    assert h.call("lookup_order", {"order_id": "A-1001"}, principal=BOB, run=run, approval=None).run_id == run.id
+    assert h.explain("lookup_order", {"order_id": "A-1001"}, principal=BOB, run=run)["tool"] == "lookup_order"
+    with pytest.raises(hw.InvalidArgumentError) as typo:
+        h.call("lookup_order", {"order_id": "A-1001"}, principal=BOB, tennant="eu")
+    assert typo.value.code == "invalid_argument" and "tennant" in str(typo.value)
+
+
+def test_reprs_come_from_the_core_fields() -> None:
+    problem = hw.Problem  # made by the core: every field, as Python writes it
+    with pytest.raises(hw.LoadError) as info:
+        hw.load(SHOP.parent / "no-such-harness.yaml")
+    first = info.value.problems[0]
+    assert isinstance(first, problem) and repr(first).startswith(f"Problem(code={first.code!r}, message={first.message!r}, file=")
+    assert repr(hw.Principal("bot", scopes=["a"])) == "Principal(id='bot', roles=[], scopes=['a'], attrs={})"
+
+
 def test_on_approval_callback_decides_inline() -> None:
     seen: List[Any] = []
 

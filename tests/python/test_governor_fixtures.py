@@ -147,11 +147,12 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
     principals = case["principals"]
     runs: Dict[str, str] = {}
     last_approval: Optional[str] = None
+    last_result: Any = None
 
-    def approval_ref(ref: str) -> str:
-        if ref == "last":
+    def approval_ref(ref: str) -> Any:
+        if ref in ("last", "last_result"):
             assert last_approval is not None, "no approval yet"
-            return last_approval
+            return last_approval if ref == "last" else last_result  # the result itself: the core reads its id
         return ref
 
     for i, step in enumerate(case["steps"]):
@@ -244,7 +245,7 @@ def run_case(path: Path, case: Dict[str, Any], tmp: Path, http: Optional[HttpSer
             got = json.loads(result.to_json())
             assert got == result.to_dict(), f"{what}: to_dict and to_json disagree"
             if result.approval:
-                last_approval = result.approval["id"]
+                last_approval, last_result = result.approval["id"], result
             want = dict(expect)
             want_approval = want.pop("approval", None)
             check_subset(want, got, what)
@@ -273,9 +274,9 @@ def call_after_begin(h: Any, tmp: Path, step: Dict[str, Any], principal: Dict[st
     if begun.route == "transport":
         return h.finish_transport(begun)
     try:
-        return h.finish_returned(begun, h.handler(begun)(**begun.kwargs()))
+        return h.finish(begun, "returned", h.handler(begun)(**begun.kwargs()))
     except Exception as err:  # noqa: BLE001 - a fixture handler's failure is its outcome
-        return h.finish_failed(begun, type(err).__name__)
+        return h.finish(begun, "failed", type(err).__name__)
 
 
 def fs_ops(base: Path, ops: List[Dict[str, Any]]) -> None:

@@ -46,9 +46,10 @@ __all__ = [
 ]  # fmt: skip
 
 
-class ToolDescription:
+class ToolDescription(Mapping[str, Any]):
     """One tool as loaded from its manifest: every field of ``describe()``
-    (name, description, input_schema, digest, pin, …), readable as an attribute or by key."""
+    (name, description, input_schema, digest, pin, …), readable as an attribute or by key
+    (a read-only mapping: ``keys()`` in the core's order, ``in``, ``==``)."""
 
     __slots__ = ("_fields", "_source")
 
@@ -77,22 +78,15 @@ class ToolDescription:
     def __getitem__(self, name: str) -> Any:
         return self._fields[name]
 
-    def __contains__(self, name: object) -> bool:
-        return name in self._fields
-
     def __iter__(self) -> Iterator[str]:
         return iter(self._fields)
 
-    def keys(self) -> List[str]:
-        """The field names, in the core's order."""
-        return list(self._fields)
+    def __len__(self) -> int:
+        return len(self._fields)
 
     def describe(self) -> Dict[str, Any]:
         """Every field as a plain dict (a copy)."""
         return dict(self._fields)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ToolDescription) and other._fields == self._fields
 
     def __hash__(self) -> int:
         return hash((self._fields.get("name"), self._fields.get("digest")))

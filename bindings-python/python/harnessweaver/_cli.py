@@ -20,12 +20,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _add_tool.main(args[2:])
         except SystemExit as exc:  # argparse's usage errors and --help
             return int(exc.code or 0)
-    if args[:1] == ["add"]:
-        sys.stderr.write(
-            "harnessweaver add: the only thing to add is a tool: "
-            "`harnessweaver add tool module:function` (see `harnessweaver add tool --help`)\n"
-        )
-        return 2
     # `doctor` imports the manifests' handlers in a child process of this Python.
     os.environ.setdefault("HARNESSWEAVER_PYTHON", sys.executable)
     return _native.cli_run(args)

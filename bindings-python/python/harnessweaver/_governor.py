@@ -6,19 +6,18 @@ calling thread under the core's deadline: on an overrun a watchdog raises
 :class:`HandlerOverrun` in the handler at its next bytecode (a handler stuck in
 C code sees it when that returns), and the call ends ``timeout`` either way.
 An async handler runs in its own event loop on a daemon thread, abandoned at
-the deadline. ``acall`` runs an async handler up to its first wait, then awaits
-the rest under the deadline (one that never waits arms no timer; either way
-the core judges its deadline when it returns), and runs sync ones on a daemon
+the deadline. ``acall`` awaits an async handler under the deadline (the core
+judges its deadline again when it returns), and runs sync ones on a daemon
 thread (:func:`inline` ones on the event loop's thread).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import importlib
 import inspect
-import json
 import os
 import site
 import sys
@@ -117,100 +116,29 @@ def _roots() -> List[str]:
     return sorted(found)
 
 
-def _run(fn: Callable[..., Any], kwargs: Dict[str, Any], timeout: float) -> Tuple[str, Any]:
-    """An async handler from ``call``: its own event loop on a daemon thread, abandoned at the deadline."""
-    box: List[Tuple[str, Any]] = []
+def _thread(fn: Callable[[], Any]) -> "concurrent.futures.Future[Any]":
+    """Runs ``fn()`` on a daemon thread (one abandoned at its deadline must not hold up the exit)."""
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
     def target() -> None:
+        done.set_running_or_notify_cancel()
         try:
-            box.append(("returned", asyncio.run(fn(**kwargs))))
+            done.set_result(fn())
         except BaseException as exc:  # noqa: BLE001 - every failure is the call's outcome
-            box.append(("failed", type(exc).__name__))
-
-    worker = threading.Thread(target=target, name="harnessweaver-handler", daemon=True)
-    worker.start()
-    worker.join(min(timeout, threading.TIMEOUT_MAX))
-    return box[0] if box else ("timeout", None)
-
-
-def _in_thread(fn: Callable[..., Any], kwargs: Dict[str, Any]) -> "asyncio.Future[Any]":
-    """A sync handler from ``acall``: on a daemon thread, its outcome delivered to the loop."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(ok: bool, value: Any) -> None:
-        if not future.done():
-            future.set_result(value) if ok else future.set_exception(value)
-
-    def target() -> None:
-        try:
-            outcome = (True, fn(**kwargs))
-        except BaseException as exc:  # noqa: BLE001 - delivered to the awaiting call
-            outcome = (False, exc)
-        try:
-            loop.call_soon_threadsafe(settle, *outcome)
-        except RuntimeError:  # the loop closed: nobody waits any more
-            pass
+            done.set_exception(exc)
 
     threading.Thread(target=target, name="harnessweaver-handler", daemon=True).start()
-    return future
+    return done
 
 
-class _Resume:
-    """Awaits the rest of a coroutine that yielded ``first`` when ``acall`` started it."""
-
-    __slots__ = ("coro", "first")
-
-    def __init__(self, coro: Any, first: Any) -> None:
-        self.coro, self.first = coro, first
-
-    def __await__(self) -> Any:
-        coro, out = self.coro, self.first
-        while True:
-            try:
-                try:
-                    sent = yield out
-                except BaseException as exc:  # noqa: BLE001 - a cancellation (the deadline) goes to the handler
-                    out = coro.throw(exc)
-                else:
-                    out = coro.send(sent)
-            except StopIteration as done:
-                return done.value
-
-
-def _id(o: Any) -> Any:
-    """The id of an approval or a run: an id, a mapping with ``id``, an ``ApprovalRequired`` or a ``Run``."""
-    if isinstance(o, (str, type(None))):
-        return o
-    if isinstance(o, Mapping):
-        return o.get("id")
-    return o.approval["id"] if hasattr(o, "approval") else o.id
-
-
-def _host_method(name: str, params: List[str]) -> Callable[..., Any]:
-    """A method of the native host passing its arguments by name to the core's ``request(name, ...)``."""
-    kind: Any = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    found = [inspect.Parameter("self", kind)]
-    for param in params:
-        if param == "*":
-            kind = inspect.Parameter.KEYWORD_ONLY
-            continue
-        key, _, default = param.partition("=")
-        found.append(inspect.Parameter(key, kind, default=json.loads(default) if default else inspect.Parameter.empty))
-    signature = inspect.Signature(found)
-
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        named = signature.bind(self, *args, **kwargs)
-        named.apply_defaults()
-        return self.request(name, {k: _id(v) if k in ("id", "run") else v for k, v in list(named.arguments.items())[1:]})
-
-    method.__name__ = method.__qualname__ = name
-    method.__signature__ = signature  # type: ignore[attr-defined]
-    return method
-
-
-for _name, _params in _native.request("tables", {})["methods"]:  # the host methods that only pass their arguments on
-    setattr(_native.Host, _name, _host_method(_name, _params))
+def _run(fn: Callable[..., Any], kwargs: Dict[str, Any], timeout: float) -> Tuple[str, Any]:
+    """An async handler from ``call``: its own event loop on a daemon thread, abandoned at the deadline."""
+    done = _thread(lambda: asyncio.run(fn(**kwargs)))
+    concurrent.futures.wait([done], min(timeout, threading.TIMEOUT_MAX))
+    if not done.done():
+        return "timeout", None
+    exc = done.exception()
+    return ("returned", done.result()) if exc is None else ("failed", type(exc).__name__)
 
 
 class Run:
@@ -333,27 +261,21 @@ class Harness(_native.Host):
             if ticket.route == "inline":
                 value = fn(**kwargs)
             elif ticket.route != "async":
-                value = await asyncio.wait_for(asyncio.shield(_in_thread(fn, kwargs)), ticket.remaining)
-            else:  # up to its first wait now, the rest under its deadline
-                coro = fn(**kwargs)
-                try:
-                    first = coro.send(None)
-                except StopIteration as done:
-                    value = done.value
-                else:
-                    if _timeout is None:
-                        value = await asyncio.wait_for(_Resume(coro, first), ticket.remaining)
-                    else:
-                        async with _timeout(ticket.remaining):
-                            value = await _Resume(coro, first)
+                running = asyncio.wrap_future(_thread(lambda: fn(**kwargs)))
+                value = await asyncio.wait_for(asyncio.shield(running), ticket.remaining)
+            elif _timeout is None:
+                value = await asyncio.wait_for(fn(**kwargs), ticket.remaining)
+            else:  # awaited in this task, under its deadline
+                async with _timeout(ticket.remaining):
+                    value = await fn(**kwargs)
         except asyncio.TimeoutError:
-            return self.finish_timed_out(ticket)
+            return self.finish(ticket, "timeout")
         except asyncio.CancelledError:
-            self.finish_failed(ticket, "CancelledError")
+            self.finish(ticket, "failed", "CancelledError")
             raise
         except BaseException as exc:  # noqa: BLE001 - the call ends handler_error
-            return self.finish_failed(ticket, type(exc).__name__)
-        return self.finish_returned(ticket, value)
+            return self.finish(ticket, "failed", type(exc).__name__)
+        return self.finish(ticket, "returned", value)
 
     def __repr__(self) -> str:
         return f"Harness(path={self.path!r}, tools={[t.name for t in self.tools]!r})"

@@ -295,12 +295,6 @@ class Ticket:
     route: str
     """``sync``, ``inline``, ``async`` (a host handler) or ``transport`` (the core runs it)."""
     @property
-    def args(self) -> JSONObject:
-        """The validated arguments (a fresh dict each time)."""
-    @property
-    def idempotency_key(self) -> str:
-        """The key handlers use to recognise a retried call."""
-    @property
     def remaining(self) -> float:
         """Seconds left before the call's deadline."""
     def kwargs(self) -> Dict[str, Any]:
@@ -389,7 +383,11 @@ class Host:
     ) -> "Host": ...
     def request(self, method: str, args: Mapping[str, Any]) -> Any:
         """Runs the core's host method ``method`` with its named ``args``; the methods
-        below that only pass their arguments on are made from the core's table of them."""
+        below that only pass their arguments on are made from the core's table of them
+        (``host::bind_method`` binds their arguments: an unknown, repeated or extra one raises
+        :class:`InvalidArgumentError` ``invalid_argument``, as does an unknown keyword of
+        ``call``, ``begin`` or ``explain``). An ``id`` or ``run`` is an id, or a mapping or
+        object holding one (a :class:`Run`, a pending result, an :class:`ApprovalRequired`)."""
     def describe_tools(self) -> List[Dict[str, Any]]:
         """Every tool's description (every manifest field with its default, the digest and pin), in load order."""
     def call(
@@ -424,12 +422,9 @@ class Host:
         """Steps 1–7: a :class:`Ticket` to run, or the result of a refused or pending call."""
     def handler(self, ticket: Ticket) -> Any:
         """The function of a ticket's tool (None for a transport's)."""
-    def finish_returned(self, ticket: Ticket, value: Any) -> CallResult:
-        """Steps 8 and 9 for a handler that returned ``value`` (after the deadline: ``timeout``)."""
-    def finish_failed(self, ticket: Ticket, kind: str) -> CallResult:
-        """Ends a call whose handler raised ``kind`` (an exception class name)."""
-    def finish_timed_out(self, ticket: Ticket) -> CallResult:
-        """Ends a call whose handler was abandoned at its deadline."""
+    def finish(self, ticket: Ticket, how: str, value: Any = None) -> CallResult:
+        """Steps 8 and 9 for a handler's outcome: ``returned`` (``value``; after the deadline:
+        ``timeout``), ``failed`` (``value``: the exception class name) or ``timeout`` (abandoned)."""
     def finish_transport(self, ticket: Ticket) -> CallResult:
         """Steps 8 and 9 through the core's transports (http, code, mcp), without the GIL."""
     @staticmethod

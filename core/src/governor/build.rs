@@ -116,6 +116,12 @@ fn runtime(tool: &Tool, problems: &mut Vec<Problem>) -> ToolRuntime {
         links: m.links.clone().unwrap_or_default(),
         intent: m.intent.as_deref().and_then(|e| manifest::Intent::compile(e).ok()),
         identifies: m.identifies.iter().filter_map(|(arg, path)| Some((arg.clone(), manifest::ValuePath::parse(path)?))).collect(),
+        identifies_when_named: m
+            .identifies_when_named
+            .iter()
+            .filter_map(|(arg, path)| Some((arg.clone(), manifest::ValuePath::parse(path)?)))
+            .collect(),
+        links_when_named: m.links_when_named.iter().filter_map(|(arg, path)| Some((arg.clone(), manifest::ValuePath::parse(path)?))).collect(),
         approval_when: approval_program(tool, problems),
         approver_role: m.approval.as_ref().and_then(|a| a.approver_role.clone()),
         approval_by: m.approval.as_ref().map(|a| a.by).unwrap_or_default(),
@@ -367,6 +373,7 @@ impl Governor {
             trifecta: spec.trifecta,
             tainted_arguments: spec.tainted_arguments,
             unrequested_actions: spec.unrequested_actions,
+            trust_single_value: spec.trust_single_value.clone(),
             approval_by_risk: spec.tools.approval_by_risk.iter().map(|r| manifest::risk_name(*r).to_string()).collect(),
             max_tool_calls: spec.budgets.max_tool_calls,
             per_tool: spec.budgets.per_tool.iter().map(|(k, v)| (k.clone(), *v)).collect(),

@@ -25,7 +25,9 @@ mod relay;
 mod run_timeout;
 mod runs;
 mod secrets;
+mod single;
 mod steps;
+mod task_text;
 mod trace;
 
 use serde_json::{Map, Value};
@@ -153,6 +155,10 @@ pub struct ToolRuntime {
     pub links: Vec<String>,
     /// `flow.identifies`: a sink argument and where the output names its valid values.
     pub identifies: Vec<(String, crate::manifest::ValuePath)>,
+    /// `flow.identifies_when_named`: the same, for a call the task names.
+    pub identifies_when_named: Vec<(String, crate::manifest::ValuePath)>,
+    /// `flow.links_when_named`: the links inside the texts at these paths, for a call the task names.
+    pub links_when_named: Vec<(String, crate::manifest::ValuePath)>,
     /// `flow.intent`: the words of a request that asks for what the tool does.
     pub intent: Option<crate::manifest::Intent>,
     /// `approval.when`, compiled once when the manifest was loaded.
@@ -189,6 +195,8 @@ pub struct Settings {
     pub tainted_arguments: TaintedMode,
     /// `flow.unrequested_actions`.
     pub unrequested_actions: TaintedMode,
+    /// `flow.trust_single_value`.
+    pub trust_single_value: Vec<crate::harness::ValueKind>,
     /// `tools.approval_by_risk`.
     pub approval_by_risk: Vec<String>,
     /// `budgets.max_tool_calls` per run.
@@ -216,6 +224,7 @@ impl Default for Settings {
             trifecta: TrifectaMode::Block,
             tainted_arguments: TaintedMode::Refuse,
             unrequested_actions: TaintedMode::Refuse,
+            trust_single_value: Vec::new(),
             approval_by_risk: Vec::new(),
             max_tool_calls: None,
             per_tool: HashMap::new(),
@@ -611,6 +620,8 @@ impl Governor {
         let progress = crate::progress::Progress::new(ctx.progress.as_ref(), || {
             crate::progress::ProgressPolicy::new(&rt.output.sanitize, &secrets.values(), rt.output.max_bytes)
         });
+        let trust_single = self.single_kinds(ctx.task.as_deref(), &args);
+        let named = self.names_identifiers(rt, ctx.task.as_deref(), &args);
         Begin::Invoke(Ticket {
             rules: found.rules,
             call_id: found.call_id,
@@ -642,6 +653,8 @@ impl Governor {
             sinks: found.sinks,
             progress,
             intent: found.intent,
+            trust_single,
+            named,
         })
     }
 
@@ -780,6 +793,12 @@ impl Governor {
         if self.provenance_on {
             self.runs.with(&ticket.run_id, |m, hasher| {
                 m.values.add_output(hasher, !rt.output.untrusted, &value, &ticket.args);
+                if ticket.named {
+                    single::add_named(&mut m.values, hasher, rt, &value);
+                }
+                for key in &single::singles(&ticket.trust_single, &value) {
+                    m.values.trust_key(hasher, key);
+                }
                 for (arg, path) in &rt.identifies {
                     path.each(&value, &mut |s| m.values.add_identifier(hasher, arg, s));
                 }

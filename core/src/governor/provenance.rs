@@ -604,6 +604,10 @@ impl Values {
         if self.task != Some(h) {
             self.task = Some(h);
             self.add_text(hasher, true, task, &mut Scratch::default());
+            // Prose, as people type it: "www.example.com.They" is the host and a sentence.
+            if let Some(split) = super::task_text::sentences_apart(task) {
+                self.add_text(hasher, true, &split, &mut Scratch::default());
+            }
         }
     }
 
@@ -906,6 +910,38 @@ impl Values {
         let urls = p.url.find_iter(n).filter(|m| !part_of_address(m)).map(|m| origin(&trim(m.as_str())));
         let ibans = p.iban.find_iter(n).map(|m| origin(m.as_str()));
         emails.chain(urls).chain(ibans).max().unwrap_or(Origin::Trusted)
+    }
+}
+
+/// Issue 23, `flow.trust_single_value` ([`super::single`]): trusts one key
+/// (as [`each_link`] gives it).
+impl Values {
+    pub(super) fn trust_key(&mut self, hasher: &Hasher, key: &str) {
+        self.add(hasher, true, key);
+    }
+}
+
+/// Each link inside a text, as the key it is remembered under, with its
+/// kind: e-mail addresses, URLs (not the parts of an address) and IBANs,
+/// as [`Values::link_origin`] reads them.
+pub(super) fn each_link(text: &str, mut f: impl FnMut(crate::harness::ValueKind, &str)) {
+    use crate::harness::ValueKind;
+    let Some(p) = PATTERNS.as_ref() else { return };
+    let mut norm = String::new();
+    let (n, shape) = normalised(text, &mut norm);
+    if !shape.host && !shape.iban {
+        return;
+    }
+    for m in p.email.find_iter(n) {
+        f(ValueKind::Email, m.as_str());
+    }
+    let part_of_address =
+        |m: &regex::Match<'_>| n.get(..m.start()).is_some_and(|b| b.ends_with('@')) || n.get(m.end()..).is_some_and(|a| a.starts_with('@'));
+    for m in p.url.find_iter(n).filter(|m| !part_of_address(m)) {
+        f(ValueKind::Url, &url_key(m.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?'])));
+    }
+    for m in p.iban.find_iter(n) {
+        f(ValueKind::Iban, m.as_str());
     }
 }
 

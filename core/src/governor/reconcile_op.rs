@@ -51,6 +51,8 @@ impl Governor {
             // A reconciliation is the core's own question: nobody listens to its progress.
             progress: crate::progress::Progress::default(),
             intent: None,
+            trust_single: Vec::new(),
+            named: false,
         };
         let outcome = self.invoke(&ticket);
         let result = self.finish(ticket, outcome);

@@ -95,6 +95,13 @@ impl Harness {
                 flow.insert("unrequested_actions".into(), mode(s.unrequested_actions).into());
             }
         }
+        // The same: written only when set.
+        if !s.trust_single_value.is_empty() {
+            if let Some(flow) = described.get_mut("flow").and_then(Value::as_object_mut) {
+                let kinds: Vec<&str> = s.trust_single_value.iter().map(|k| k.as_str()).collect();
+                flow.insert("trust_single_value".into(), kinds.into());
+            }
+        }
         described
     }
 }

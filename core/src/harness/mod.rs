@@ -29,6 +29,6 @@ pub use load::problems_of;
 pub use model::{
     redact_url, ApprovalSettings, AuditSigning, AuditSink, Budgets, Effect, EnforceMode, ExampleExpect, Harness, HarnessSpec, KeySource, McpConnect,
     McpServer, Mode, PolicyExample, PolicyLayer, PolicyRule, StateBackend, StateOptions, StoreErrorMode, TaintedMode, ToolsSettings, TrifectaMode,
-    DEFAULT_MAX_OPEN_APPROVALS,
+    ValueKind, DEFAULT_MAX_OPEN_APPROVALS,
 };
 pub use runs::{refusal as run_refusal, RunSource, RunsSettings};

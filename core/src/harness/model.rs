@@ -158,6 +158,30 @@ pub enum TaintedMode {
     Allow,
 }
 
+/// A kind of structured value `spec.flow.trust_single_value` may trust
+/// (issue 23): the one value of its kind in the output of a call the task
+/// names, when the task asks for that kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ValueKind {
+    /// An e-mail address.
+    Email,
+    /// A URL (or a bare host name).
+    Url,
+    /// An IBAN.
+    Iban,
+}
+
+impl ValueKind {
+    /// The kind as written in a harness.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Email => "email",
+            Self::Url => "url",
+            Self::Iban => "iban",
+        }
+    }
+}
+
 /// `spec.budgets`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Budgets {
@@ -349,6 +373,10 @@ pub struct HarnessSpec {
     /// `flow.intent` the run's task does not match gets (refuse, the default,
     /// `action_not_requested`; approve; allow).
     pub unrequested_actions: TaintedMode,
+    /// `spec.flow.trust_single_value`: the kinds of value trusted when a
+    /// call whose string arguments the task writes returns exactly one value
+    /// of that kind and the task asks for that kind (empty: none, the default).
+    pub trust_single_value: Vec<ValueKind>,
     /// `spec.budgets`.
     pub budgets: Budgets,
     /// `spec.approvals`.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::model::redact_url;
 use super::model::{
     ApprovalSettings, AuditSigning, AuditSink, Budgets, EnforceMode, HarnessSpec, KeySource, McpConnect, McpServer, Mode, PolicyLayer, StateBackend,
-    StateOptions, StoreErrorMode, TaintedMode, ToolsSettings, TrifectaMode,
+    StateOptions, StoreErrorMode, TaintedMode, ToolsSettings, TrifectaMode, ValueKind,
 };
 use super::policy::{parse_policy, LayerFile, ParsedPolicy};
 use crate::check::{child_path, Checker, MapReader};
@@ -104,6 +104,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
     let mut trifecta = TrifectaMode::Block;
     let mut tainted_arguments = TaintedMode::Refuse;
     let mut unrequested_actions = TaintedMode::Refuse;
+    let mut trust_single_value = Vec::new();
     if let Some(n) = spec.get("flow") {
         if let Some(mut f) = cx.map(n, "spec.flow") {
             if let Some(t) = f.get("trifecta") {
@@ -127,6 +128,9 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
             if let Some(t) = f.get("unrequested_actions") {
                 let modes = [("refuse", TaintedMode::Refuse), ("approve", TaintedMode::Approve), ("allow", TaintedMode::Allow)];
                 unrequested_actions = cx.choice(t, "spec.flow.unrequested_actions", &modes).unwrap_or(TaintedMode::Refuse);
+            }
+            if let Some(t) = f.get("trust_single_value") {
+                trust_single_value = parse_value_kinds(t, cx);
             }
             f.finish(cx);
         }
@@ -216,6 +220,7 @@ pub(super) fn parse_harness(node: &Node, cx: &mut Checker, harness_file: &str) -
         trifecta,
         tainted_arguments,
         unrequested_actions,
+        trust_single_value,
         budgets,
         approvals,
         audit_sink,
@@ -380,4 +385,19 @@ fn parse_mcp_server(r: &mut MapReader<'_>, cx: &mut Checker, path: &str) -> Opti
             None
         }
     }
+}
+
+/// `spec.flow.trust_single_value`: a list of value kinds, each once.
+fn parse_value_kinds(node: &Node, cx: &mut Checker) -> Vec<ValueKind> {
+    let kinds = [("email", ValueKind::Email), ("url", ValueKind::Url), ("iban", ValueKind::Iban)];
+    let mut out = Vec::new();
+    cx.list(node, "spec.flow.trust_single_value", "a list of value kinds", |cx, item, path| {
+        if let Some(k) = cx.choice(item, path, &kinds) {
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+    });
+    out.sort_unstable();
+    out
 }

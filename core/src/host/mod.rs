@@ -12,6 +12,7 @@ mod callbacks;
 pub mod cel;
 mod classes;
 mod host_fn;
+mod ids;
 mod kwargs;
 mod load;
 mod request;
@@ -41,6 +42,7 @@ pub use crate::store::{Labels, PendingApproval};
 pub use callbacks::{ApprovalAnswer, ApprovalCallback, ApprovalView, AuditCallback};
 pub use classes::ErrorClass;
 pub use host_fn::HostFn;
+pub use ids::{bind_method, call_context, id_of, named, principal_of, CONTEXT_ARGS, ID_ARGS};
 pub use kwargs::Kwargs;
 pub use load::{
     handler_ref_problems, handler_refusal, origin_allowed, HandlerDecl, HandlerMode, HandlerRef, HandlerResolver, HostOptions, ManifestSource,
@@ -48,7 +50,7 @@ pub use load::{
 };
 pub use request::{request, tables, ERROR_CLASSES, METHODS};
 pub use values::{value_error, value_of_text};
-pub use walk::{walk, HostValues, Kind};
+pub use walk::{walk, HostValues, JsonValues, Kind};
 pub use watchdog::{Interrupter, Watchdog};
 
 use crate::clock::ManualClock;

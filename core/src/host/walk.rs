@@ -46,6 +46,38 @@ pub trait HostValues {
     fn kind<'a>(&self, value: &'a Self::Value) -> Kind<'a, Self::List, Self::Map>;
     /// The host's name of `value`'s type, for a message.
     fn type_name(&self, value: &Self::Value) -> String;
+    /// The attribute `name` of an object of no JSON form (a host's run or
+    /// refusal object), for [`super::id_of`]; none by default.
+    fn attr(&self, _value: &Self::Value, _name: &str) -> Option<Self::Value> {
+        None
+    }
+    /// `value` when it already is a core principal (a host's principal
+    /// object), read without its JSON form; none by default.
+    fn principal(&self, _value: &Self::Value) -> Option<crate::call::Principal> {
+        None
+    }
+}
+
+/// JSON values as host values: a Rust host's (or a test's) arguments read by
+/// the same rules as a binding's ([`super::id_of`], [`super::named`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonValues;
+
+impl HostValues for JsonValues {
+    type Value = Value;
+    type List = std::vec::IntoIter<Result<Value, String>>;
+    type Map = std::vec::IntoIter<(Value, Value)>;
+    fn kind<'a>(&self, value: &'a Value) -> Kind<'a, Self::List, Self::Map> {
+        match value {
+            Value::Null => Kind::Null,
+            Value::Bool(b) => Kind::Bool(*b),
+            Value::String(s) => Kind::Str(Some(Cow::Borrowed(s))),
+            Value::Number(_) | Value::Array(_) | Value::Object(_) => Kind::Core(value.clone()),
+        }
+    }
+    fn type_name(&self, _: &Value) -> String {
+        "json".into()
+    }
 }
 
 /// `value` as the core's JSON value; `depth` is how deep it already sits.

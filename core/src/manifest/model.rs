@@ -500,6 +500,14 @@ pub struct Manifest {
     /// of the output's values that name a valid value for it (a channel of
     /// the workspace's list, a message's sender), trusted whole, never their words.
     pub identifies: BTreeMap<String, String>,
+    /// `spec.flow.identifies_when_named` (issue 23): as `identifies`, for the
+    /// output of a call whose string arguments the run's task writes only
+    /// (the participants of the event the user names).
+    pub identifies_when_named: BTreeMap<String, String>,
+    /// `spec.flow.links_when_named` (issue 23): as `identifies_when_named`,
+    /// for the links (URLs, e-mail addresses, IBANs) inside the text at each
+    /// path (the websites posted in the channel the user names).
+    pub links_when_named: BTreeMap<String, String>,
     /// `spec.flow.intent`: the entries (words) of a request that asks for
     /// what the tool does; `None` when not written (any task may lead to it).
     pub intent: Option<Vec<String>>,

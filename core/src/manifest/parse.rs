@@ -264,7 +264,8 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
     let egress = list(cx, "egress");
     let scopes = list(cx, "scopes");
     let tenants = list(cx, "tenants");
-    let Flow { sinks, links, identifies, intent } = spec.get("flow").map(|n| parse_flow(n, cx)).unwrap_or_default();
+    let Flow { sinks, links, identifies, identifies_when_named, links_when_named, intent } =
+        spec.get("flow").map(|n| parse_flow(n, cx)).unwrap_or_default();
     let enabled = spec.get("enabled").and_then(|n| cx.boolean(n, "spec.enabled")).unwrap_or(true);
     let rate_limit = spec.get("rate_limit").and_then(|n| parse_rate_limit(n, cx));
     let (approval, approval_when) = match spec.get("approval").and_then(|n| parse_approval(n, cx)) {
@@ -308,6 +309,8 @@ pub(crate) fn parse_manifest(node: &Node, cx: &mut Checker) -> Option<ParsedMani
         sinks,
         links,
         identifies,
+        identifies_when_named,
+        links_when_named,
         intent,
         scopes,
         tenants,
@@ -490,6 +493,8 @@ struct Flow {
     sinks: Option<Vec<String>>,
     links: Option<Vec<String>>,
     identifies: BTreeMap<String, String>,
+    identifies_when_named: BTreeMap<String, String>,
+    links_when_named: BTreeMap<String, String>,
     intent: Option<Vec<String>>,
 }
 
@@ -501,29 +506,10 @@ fn parse_flow(node: &Node, cx: &mut Checker) -> Flow {
     let Some(mut m) = cx.map(node, "spec.flow") else { return Flow::default() };
     let sinks = m.get("sinks").and_then(|n| cx.strings(n, "spec.flow.sinks"));
     let links = m.get("links").and_then(|n| cx.strings(n, "spec.flow.links"));
-    let mut identifies = BTreeMap::new();
-    if let Some(n) = m.get("identifies") {
-        if let Some(mut ids) = cx.map(n, "spec.flow.identifies") {
-            for (k, v) in ids.all() {
-                let Some(arg) = k.as_str() else {
-                    cx.report("wrong_type", k.pos, "spec.flow.identifies", "argument names must be strings".to_string());
-                    continue;
-                };
-                let path = child_path("spec.flow.identifies", arg);
-                let Some(text) = cx.string(v, &path) else { continue };
-                if super::ValuePath::parse(&text).is_none() {
-                    cx.report(
-                        "invalid_value",
-                        v.pos,
-                        &path,
-                        format!("`{path}` must be a path such as `$[*]` or `$[*].sender` (`$`, then `.field` or `[*]`), not `{text}`"),
-                    );
-                    continue;
-                }
-                identifies.insert(arg.to_string(), text);
-            }
-        }
-    }
+    let identifies = m.get("identifies").map(|n| parse_identifies(n, cx, "spec.flow.identifies")).unwrap_or_default();
+    let identifies_when_named =
+        m.get("identifies_when_named").map(|n| parse_identifies(n, cx, "spec.flow.identifies_when_named")).unwrap_or_default();
+    let links_when_named = m.get("links_when_named").map(|n| parse_identifies(n, cx, "spec.flow.links_when_named")).unwrap_or_default();
     let mut intent = None;
     if let Some(n) = m.get("intent") {
         if let Some(entries) = cx.strings(n, "spec.flow.intent") {
@@ -534,7 +520,34 @@ fn parse_flow(node: &Node, cx: &mut Checker) -> Flow {
         }
     }
     m.finish(cx);
-    Flow { sinks, links, identifies, intent }
+    Flow { sinks, links, identifies, identifies_when_named, links_when_named, intent }
+}
+
+/// A map of sink argument → output path (`spec.flow.identifies`,
+/// `spec.flow.identifies_when_named`).
+fn parse_identifies(n: &Node, cx: &mut Checker, at: &str) -> BTreeMap<String, String> {
+    let mut identifies = BTreeMap::new();
+    if let Some(mut ids) = cx.map(n, at) {
+        for (k, v) in ids.all() {
+            let Some(arg) = k.as_str() else {
+                cx.report("wrong_type", k.pos, at, "argument names must be strings".to_string());
+                continue;
+            };
+            let path = child_path(at, arg);
+            let Some(text) = cx.string(v, &path) else { continue };
+            if super::ValuePath::parse(&text).is_none() {
+                cx.report(
+                    "invalid_value",
+                    v.pos,
+                    &path,
+                    format!("`{path}` must be a path such as `$[*]` or `$[*].sender` (`$`, then `.field` or `[*]`, and last `~` for the keys of an object), not `{text}`"),
+                );
+                continue;
+            }
+            identifies.insert(arg.to_string(), text);
+        }
+    }
+    identifies
 }
 
 /// `spec.client_capabilities` (issue 22): a list of `sampling`,

@@ -388,11 +388,17 @@ impl Tool {
     }
 }
 
-/// `spec.flow` as written (`identifies`, `intent`, `links`, `sinks`), or `None`.
+/// `spec.flow` as written (`identifies`, `identifies_when_named`, `intent`, `links`, `links_when_named`, `sinks`), or `None`.
 fn describe_flow(m: &super::model::Manifest) -> Option<Value> {
     let mut flow = Map::new();
     if !m.identifies.is_empty() {
         flow.insert("identifies".into(), json!(m.identifies));
+    }
+    if !m.identifies_when_named.is_empty() {
+        flow.insert("identifies_when_named".into(), json!(m.identifies_when_named));
+    }
+    if !m.links_when_named.is_empty() {
+        flow.insert("links_when_named".into(), json!(m.links_when_named));
     }
     if let Some(intent) = &m.intent {
         flow.insert("intent".into(), json!(intent));

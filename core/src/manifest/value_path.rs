@@ -1,7 +1,8 @@
 //! The paths of `spec.flow.identifies` (issue 23): where in a tool's output
 //! the values are that name a valid destination. A small subset of JSONPath:
 //! `$` (the whole output), then any of `.field` and `[*]` (every item of an
-//! array), such as `$[*]` or `$[*].sender`.
+//! array), such as `$[*]` or `$[*].sender`, and last, optionally, `~` (the
+//! keys of an object: `$[*].shared_with~`).
 
 use serde_json::Value;
 
@@ -10,6 +11,8 @@ use serde_json::Value;
 enum Step {
     Field(String),
     Each,
+    /// `~`, last: the keys of an object.
+    Keys,
 }
 
 /// A parsed path.
@@ -25,11 +28,14 @@ impl ValuePath {
         let mut rest = text.strip_prefix('$')?;
         let mut steps = Vec::new();
         while !rest.is_empty() {
-            if let Some(r) = rest.strip_prefix("[*]") {
+            if rest == "~" {
+                steps.push(Step::Keys);
+                rest = "";
+            } else if let Some(r) = rest.strip_prefix("[*]") {
                 steps.push(Step::Each);
                 rest = r;
             } else if let Some(r) = rest.strip_prefix('.') {
-                let end = r.find(['.', '[']).unwrap_or(r.len());
+                let end = r.find(['.', '[', '~']).unwrap_or(r.len());
                 let (name, r) = r.split_at(end);
                 if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
                     return None;
@@ -60,6 +66,7 @@ fn walk(steps: &[Step], value: &Value, f: &mut impl FnMut(&str)) {
                 walk(rest, v, f);
             }
         }
+        (Some((Step::Keys, _)), Value::Object(map)) => map.keys().for_each(|k| f(k)),
         (Some(_), _) => {}
     }
 }
@@ -82,8 +89,10 @@ mod tests {
         assert_eq!(all("$[*]", &json!(["general", "random", {"a": 1}, 7])), ["general", "random", "7"]);
         assert_eq!(all("$.files[*].id", &json!({"files": [{"id": "13"}, {"id": 14}]})), ["13", "14"]);
         assert_eq!(all("$", &json!("one")), ["one"]);
+        assert_eq!(all("$[*].shared_with~", &json!([{"shared_with": {"a@x.example": "r", "b@x.example": "rw"}}])), ["a@x.example", "b@x.example"]);
+        assert_eq!(all("$~", &json!(["not", "an", "object"])), Vec::<String>::new());
         assert!(all("$.missing[*]", &messages).is_empty());
-        for bad in ["", "sender", "$sender", "$.", "$[0]", "$.a b", "$..a", "$[*"] {
+        for bad in ["", "sender", "$sender", "$.", "$[0]", "$.a b", "$..a", "$[*", "$~.a", "$.a~~"] {
             assert_eq!(ValuePath::parse(bad), None, "{bad}");
         }
     }

@@ -111,9 +111,9 @@ fn dispatch(args: &[String], io: &mut Io<'_>) -> i32 {
         ["add", ..] => {
             let _ = writeln!(
                 io.err,
-                "harnessweaver add: `add tool` introspects a function, so it runs in the Python package \
-                 (`pip install harnessweaver`; `harnessweaver add tool module:function`) or the npm package \
-                 (`npx harnessweaver add tool ./tools.ts#name`), not in this binary"
+                "harnessweaver add: the only thing to add is a tool, and `add tool` introspects a function, so only the \
+                 Python package (`pip install harnessweaver`; `harnessweaver add tool module:function`) and the npm \
+                 package (`npx harnessweaver add tool ./tools.ts#name`) run it, not the standalone binary"
             );
             3
         }
