@@ -917,7 +917,7 @@ impl Values {
 /// (as [`each_link`] gives it).
 impl Values {
     pub(super) fn trust_key(&mut self, hasher: &Hasher, key: &str) {
-        self.add(hasher, true, key);
+        self.add(hasher, true, key, None);
     }
 }
 
