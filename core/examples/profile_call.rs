@@ -93,8 +93,8 @@ fn main() {
             std::fs::write(&path, format!("{text}    single_writer: true\n")).unwrap();
         }
         "callback" => options.governor.audit = Some(std::sync::Arc::new(decision_path::CallbackSink::default())),
-        "clone" => {}
-        other => panic!("unknown sink `{other}` (none, jsonl, jsonl-single, callback, bare, clone)"),
+        "clone" | "fresh" | "fresh-made" => {}
+        other => panic!("unknown sink `{other}` (none, jsonl, jsonl-single, callback, bare, clone, fresh, fresh-made)"),
     }
     let rt = Runtime::load(dir.join("harness.yaml"), options).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -109,6 +109,26 @@ fn main() {
             black_box((args.clone(), out.clone()));
         }
         eprintln!("{n} clones of the args and output: {:.2} µs CPU per call", (cpu_us() - cpu_before) as f64 / n as f64);
+        return;
+    }
+    if sink == "fresh" || sink == "fresh-made" {
+        // Outputs that differ from call to call (new ids and amounts), made
+        // before the loop: nothing of them was read by the run before but
+        // their keys and repeated words. `fresh-made` only drops them (the
+        // baseline): under callgrind, `fresh` minus `fresh-made` is the
+        // governor's cost when outputs do not repeat.
+        let outputs: Vec<_> = (0..n).map(decision_path::output_1kb_numbered).collect();
+        for out in outputs {
+            if sink == "fresh-made" {
+                black_box((args.clone(), out));
+                continue;
+            }
+            let ticket = match rt.governor().begin("refund_payment", args.clone(), &ctx) {
+                Begin::Invoke(t) => t,
+                Begin::Done(r) => panic!("refused: {r:?}"),
+            };
+            black_box(rt.governor().finish(ticket, InvokeOutcome::Returned(out)));
+        }
         return;
     }
     let cpu_before = cpu_us();

@@ -113,13 +113,8 @@ impl ProgressPolicy {
 
     /// A message as output of the tool: secrets masked, sanitized, cut.
     fn message(&self, text: &str) -> String {
-        let mut value = Value::String(text.to_string());
-        if !self.mask.is_empty() {
-            value = sanitize::mask_secrets(&value, &self.mask).0;
-        }
-        if !self.sanitizers.is_empty() {
-            value = sanitize::apply(&value, &self.sanitizers).0;
-        }
+        // A message's redactions are not counted in the call's output report.
+        let value = sanitize::clean(Value::String(text.to_string()), &self.mask, &self.sanitizers, &mut std::collections::BTreeMap::new());
         let text = value.as_str().unwrap_or_default();
         crate::text::truncate(text, self.max_message_bytes).to_string()
     }

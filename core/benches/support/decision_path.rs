@@ -69,6 +69,15 @@ pub fn output_1kb() -> Value {
     json!({"order_id": "A-1234", "refunds": items, "currency": "USD"})
 }
 
+/// [`output_1kb`] with ids and amounts of its own for call `n`.
+#[allow(dead_code, reason = "used by examples/profile_call.rs only")]
+pub fn output_1kb_numbered(n: usize) -> Value {
+    let items: Vec<Value> = (0..9)
+        .map(|i| json!({"id": format!("ref_{n:06}_{i}"), "status": "succeeded", "amount_usd": 12.5 + (n * 9 + i) as f64, "note": "refund issued to the original payment method"}))
+        .collect();
+    json!({"order_id": "A-1234", "refunds": items, "currency": "USD"})
+}
+
 /// Names an audit sink in the harness of [`harness_dir`] (`spec.audit.sink`,
 /// e.g. `audit.jsonl`, a JSON Lines file beside it).
 pub fn with_audit_sink(dir: &std::path::Path, sink: &str) {

@@ -23,7 +23,7 @@
 use serde_json::{Map, Value};
 
 use super::output::truncate;
-use super::{sanitize_counting, Counts, OutputPolicy};
+use super::{Counts, OutputPolicy};
 use crate::call::{ContentReport, DroppedPart};
 use crate::codes::ContentDrop;
 use crate::manifest::ContentKinds;
@@ -57,11 +57,12 @@ fn string<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 
 /// One part, rebuilt and governed, or why it is dropped.
 fn shape(part: &Value, policy: &OutputPolicy, redactions: &mut Counts, left: &mut usize, truncated: &mut bool) -> Result<Value, ContentDrop> {
-    let clean = |text: &str, redactions: &mut Counts| match sanitize_counting(Value::String(text.to_string()), &policy.sanitize, redactions) {
-        Value::String(s) => s,
-        // The sanitizers map a string to a string.
-        other => other.to_string(),
-    };
+    let clean =
+        |text: &str, redactions: &mut Counts| match crate::sanitize::apply_counting(Value::String(text.to_string()), &policy.sanitize, redactions) {
+            Value::String(s) => s,
+            // The sanitizers map a string to a string.
+            other => other.to_string(),
+        };
     let mut out = Map::new();
     match string(part, "type") {
         Some("text") => {

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::provenance::{Origin, DEFAULT_SINKS};
+use super::provenance::{is_default_sink, Origin};
 use super::steps::Deciding;
 use super::{Governor, Refusal, Stop, TaintedMode, ToolRuntime};
 use crate::audit::SinkDigest;
@@ -47,7 +47,7 @@ fn sink_names<'a>(rt: &'a ToolRuntime, args: &'a Value) -> (bool, Vec<&'a str>) 
         Some(declared) => (true, declared.iter().map(String::as_str).filter(|k| map.contains_key(*k)).collect()),
         None if rt.egress.is_empty() => (false, Vec::new()),
         None => {
-            let names: Vec<&str> = map.keys().map(String::as_str).filter(|k| DEFAULT_SINKS.iter().any(|s| k.eq_ignore_ascii_case(s))).collect();
+            let names: Vec<&str> = map.keys().map(String::as_str).filter(|k| is_default_sink(k)).collect();
             (!names.is_empty(), names)
         }
     }

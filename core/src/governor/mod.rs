@@ -780,7 +780,7 @@ impl Governor {
             let (value, truncated, report) = content::govern(value, &rt.output, &mut redactions);
             (value, truncated, Some(report))
         } else {
-            let value = sanitize_counting(value, &rt.output.sanitize, &mut redactions);
+            let value = sanitize::apply_counting(value, &rt.output.sanitize, &mut redactions);
             let (value, truncated) = cut(value, rt.output.max_bytes);
             (value, truncated, None)
         };
@@ -1249,20 +1249,6 @@ struct EventParts {
 }
 
 /// `value` through the sanitizers, their redactions added to `redactions`.
-fn sanitize_counting(value: Value, sanitizers: &[sanitize::Sanitizer], redactions: &mut Counts) -> Value {
-    // No sanitizer: the value is already what step 9 would rebuild (an
-    // object's keys come out in the same sorted order), so skip the copy.
-    if sanitizers.is_empty() {
-        return value;
-    }
-    let (value, report) = sanitize::apply(&value, sanitizers);
-    for (kind, n) in report.counts.iter() {
-        let slot = redactions.entry(kind.to_string()).or_insert(0);
-        *slot = slot.saturating_add(n);
-    }
-    value
-}
-
 /// What step 9 made of an output.
 struct Shaped {
     value: Value,

@@ -26,7 +26,7 @@
 use serde_json::{Map, Value};
 
 use super::output::{cut, truncate};
-use super::{sanitize_counting, Counts, Governor, ToolRuntime};
+use super::{Counts, Governor, ToolRuntime};
 use crate::call::{RefusalCode, Step, Ticket};
 use crate::sanitize;
 use crate::store::Labels;
@@ -130,17 +130,7 @@ struct Cleaner<'a> {
 impl Cleaner<'_> {
     /// `value` masked and sanitized (not cut).
     fn sanitized(&mut self, value: &Value) -> Value {
-        let value = if self.mask.is_empty() {
-            value.clone()
-        } else {
-            let (value, report) = sanitize::mask_secrets(value, &self.mask);
-            for (kind, n) in report.counts.iter() {
-                let slot = self.redactions.entry(kind.to_string()).or_insert(0);
-                *slot = slot.saturating_add(n);
-            }
-            value
-        };
-        sanitize_counting(value, &self.rt.output.sanitize, &mut self.redactions)
+        sanitize::clean(value.clone(), &self.mask, &self.rt.output.sanitize, &mut self.redactions)
     }
 
     /// A string, cleaned and cut to what is `left`.

@@ -87,7 +87,7 @@ impl RunMemory {
 
 #[derive(Debug, Default)]
 struct Inner {
-    map: HashMap<String, RunMemory>,
+    map: HashMap<String, RunMemory, ahash::RandomState>,
     tick: u64,
 }
 
@@ -104,7 +104,12 @@ impl Runs {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.tick = inner.tick.saturating_add(1);
         let tick = inner.tick;
-        if !inner.map.contains_key(run_id) && inner.map.len() >= MAX_RUNS {
+        // A run met before: found without copying its id.
+        if let Some(memory) = inner.map.get_mut(run_id) {
+            memory.used = tick;
+            return f(memory, &self.hasher);
+        }
+        if inner.map.len() >= MAX_RUNS {
             let oldest = inner.map.iter().min_by_key(|(_, m)| m.used).map(|(k, _)| k.clone());
             if let Some(oldest) = oldest {
                 inner.map.remove(&oldest);

@@ -196,6 +196,42 @@ pub fn mask_secrets(value: &Value, mask: &SecretMask) -> (Value, Report) {
     (out, report)
 }
 
+/// `value` with every form of the secrets in `mask` masked, then
+/// `sanitizers` applied in order, each redaction added to `counts` by kind:
+/// the one cleaning of a tool's text wherever it goes out (a progress
+/// message, a notification's content; step 9 does the same with its checks
+/// between the two).
+pub(crate) fn clean(value: Value, mask: &SecretMask, sanitizers: &[Sanitizer], counts: &mut BTreeMap<String, u64>) -> Value {
+    let value = if mask.is_empty() {
+        value
+    } else {
+        let (value, report) = mask_secrets(&value, mask);
+        add_counts(counts, &report.counts);
+        value
+    };
+    apply_counting(value, sanitizers, counts)
+}
+
+/// [`apply`] adding its redactions to `counts`; without a sanitizer,
+/// `value` itself (an object's keys are already in the order `apply`
+/// rebuilds, so there is nothing to copy).
+pub(crate) fn apply_counting(value: Value, sanitizers: &[Sanitizer], counts: &mut BTreeMap<String, u64>) -> Value {
+    if sanitizers.is_empty() {
+        return value;
+    }
+    let (value, report) = apply(&value, sanitizers);
+    add_counts(counts, &report.counts);
+    value
+}
+
+/// Adds every count of `report` to `counts`.
+pub(crate) fn add_counts(counts: &mut BTreeMap<String, u64>, report: &Counts) {
+    for (kind, n) in report.iter() {
+        let slot = counts.entry(kind.to_string()).or_insert(0);
+        *slot = slot.saturating_add(n);
+    }
+}
+
 fn walk<P: TextPass + ?Sized>(value: &Value, pass: &P, redact_keys: bool, key_rule: Option<PiiKind>, report: &mut Report) -> Value {
     match value {
         Value::String(s) => {
