@@ -138,6 +138,13 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
             "input_schema": tool.parameters.model_json_schema(),
             "output": {"label": spec.pop("label")},
         }
+        for arg, fmt in spec.pop("formats", {}).items():
+            prop = body["input_schema"]["properties"][arg]
+            for branch in prop.get("anyOf", [prop]):
+                if branch.get("type") == "array":
+                    branch["items"] = {**branch.get("items", {}), "format": fmt}
+                elif branch.get("type") == "string":
+                    branch["format"] = fmt
         flow = {k: spec.pop(k) for k in ("sinks", "links", "identifies", "identifies_when_named", "links_when_named", "intent") if k in spec}
         if flow:
             body["flow"] = flow
