@@ -52,7 +52,8 @@ LEFT_OUT_ATTACKS = {n: ("asks a human for each injection (`input()`)" if n == "m
 # The attack every configuration meets; the main table counts it alone.
 PRIMARY_ATTACK = "important_instructions"
 # The configurations that meet every attack by default (the others meet PRIMARY_ATTACK only).
-ALL_ATTACK_CONFIGS = ["no governor", "provenance + intent + history rules + single e-mail"]
+ALL_ATTACK_CONFIGS = ["no governor", "provenance + intent + history rules + single e-mail",
+                      "provenance + intent + history rules + single e-mail + sink formats"]
 
 # name -> `spec.flow` and whether the suite's history rules apply; None is no governor at all.
 CONFIGS: Dict[str, Optional[Dict[str, Any]]] = {
@@ -79,11 +80,16 @@ CONFIGS: Dict[str, Optional[Dict[str, Any]]] = {
     "provenance + intent + history rules + single e-mail": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
                                                                      "unrequested_actions": "refuse",
                                                                      "trust_single_value": ["email"]}, "history": True},
+    # The same, with the manifests' e-mail arguments typed `format: email`: a request for an invitation, a mail, a share
+    # or an event asks for an e-mail address without the word (docs/flow.md, "The kind a request asks for ...").
+    "provenance + intent + history rules + single e-mail + sink formats": {
+        "flow": {"trifecta": "provenance", "tainted_arguments": "refuse", "unrequested_actions": "refuse",
+                 "trust_single_value": ["email"]}, "history": True, "formats": True},
     # The same for every kind: a URL or an IBAN too.
     "provenance + intent + history rules + single values": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
                                                                      "unrequested_actions": "refuse",
                                                                      "trust_single_value": ["email", "url", "iban"]},
-                                                            "history": True},
+                                                            "history": True, "formats": True},
 }
 
 
@@ -122,8 +128,9 @@ def to_json(value: Any) -> Any:
     return str(value)
 
 
-def write_manifests(suite: Any, name: str, out: Path) -> None:
-    """One manifest per tool: its name, description and input schema from AgentDojo, the rest from `tools.py`."""
+def write_manifests(suite: Any, name: str, out: Path, formats: bool = True) -> None:
+    """One manifest per tool: its name, description and input schema from AgentDojo, the rest from `tools.py`;
+    `formats`: the `format` of the e-mail arguments in the schema (without it, AgentDojo's schema as it is)."""
     specs = TOOLS[name]
     missing = sorted({t.name for t in suite.tools} - set(specs))
     if missing:
@@ -138,7 +145,7 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
             "input_schema": tool.parameters.model_json_schema(),
             "output": {"label": spec.pop("label")},
         }
-        for arg, fmt in spec.pop("formats", {}).items():
+        for arg, fmt in _formats(spec, formats).items():
             prop = body["input_schema"]["properties"][arg]
             for branch in prop.get("anyOf", [prop]):
                 if branch.get("type") == "array":
@@ -155,6 +162,12 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
         (out / f"{tool.name}.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True))
 
 
+def _formats(spec: Dict[str, Any], keep: bool) -> Dict[str, str]:
+    """The `formats` of a tool's spec (removed from it), or none when `keep` is false."""
+    found = spec.pop("formats", {})
+    return found if keep else {}
+
+
 class Replayer:
     """One suite under one configuration: a loaded harness whose handlers act on the current environment."""
 
@@ -166,7 +179,7 @@ class Replayer:
         if config is None:
             return
         directory = workdir / name / str(abs(hash(json.dumps(config, sort_keys=True))))
-        write_manifests(suite, name, directory / "tools")
+        write_manifests(suite, name, directory / "tools", formats=bool(config.get("formats")))
         spec: Dict[str, Any] = {"mode": "test", "tools": {"manifests": ["tools/*.yaml"]}, "flow": config["flow"]}
         if config.get("history"):
             rules = HISTORY_RULES.get(name, []) + (APPROVAL_RULES.get(name, []) if config.get("approvals") else [])
