@@ -7,7 +7,7 @@ BENCH_TARGETS += bench-agentdojo bench-agentdojo-sanitize
 BENCH_VENV ?= $(ROOT)/.venv-bench
 AGENTDOJO_STAMP := $(BENCH_VENV)/.hw-agentdojo.stamp
 AGENTDOJO_WHEELS := $(ROOT)/target/agentdojo-wheel
-# Every configuration meets important_instructions; "no governor" and the best configuration meet every registered
+# Every configuration meets important_instructions; "no governor", the best configuration and it with sink formats meet every registered
 # attack that carries a goal (replay.py --all-attack-configs; `all` there runs every attack for every configuration).
 AGENTDOJO_ARGS ?= --attacks all
 
