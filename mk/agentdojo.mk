@@ -7,9 +7,9 @@ BENCH_TARGETS += bench-agentdojo bench-agentdojo-sanitize
 BENCH_VENV ?= $(ROOT)/.venv-bench
 AGENTDOJO_STAMP := $(BENCH_VENV)/.hw-agentdojo.stamp
 AGENTDOJO_WHEELS := $(ROOT)/target/agentdojo-wheel
-# important_instructions on every suite (on banking and slack every registered attack gave the same counts: the replay
-# obeys whatever the wording); AGENTDOJO_ARGS="--attacks all" runs every one (travel and workspace take minutes each).
-AGENTDOJO_ARGS ?= --attacks important_instructions
+# Every configuration meets important_instructions; "no governor", the best configuration and it with sink formats meet every registered
+# attack that carries a goal (replay.py --all-attack-configs; `all` there runs every attack for every configuration).
+AGENTDOJO_ARGS ?= --attacks all
 
 $(AGENTDOJO_STAMP): bench/agentdojo/requirements.txt
 	test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)

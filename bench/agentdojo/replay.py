@@ -44,7 +44,16 @@ ROOT = Path(__file__).resolve().parents[2]
 VERSION = "v1.2.2"
 PRINCIPAL = {"id": "user"}
 # Attacks that place the injection task's goal in the data; `manual` asks a human, the `*dos` attacks carry no goal.
+# None of AgentDojo 0.1.35's attacks calls a model to write its text (`{model}` in the templates is a name).
 ATTACK_NAMES = sorted(n for n in ATTACKS if n != "manual" and not n.endswith("dos"))
+LEFT_OUT_ATTACKS = {n: ("asks a human for each injection (`input()`)" if n == "manual"
+                        else "a denial of service: carries no injection task's goal, so `security()` cannot say it succeeded")
+                    for n in sorted(ATTACKS) if n not in ATTACK_NAMES}
+# The attack every configuration meets; the main table counts it alone.
+PRIMARY_ATTACK = "important_instructions"
+# The configurations that meet every attack by default (the others meet PRIMARY_ATTACK only).
+ALL_ATTACK_CONFIGS = ["no governor", "provenance + intent + history rules + single e-mail",
+                      "provenance + intent + history rules + single e-mail + sink formats"]
 
 # name -> `spec.flow` and whether the suite's history rules apply; None is no governor at all.
 CONFIGS: Dict[str, Optional[Dict[str, Any]]] = {
@@ -71,11 +80,16 @@ CONFIGS: Dict[str, Optional[Dict[str, Any]]] = {
     "provenance + intent + history rules + single e-mail": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
                                                                      "unrequested_actions": "refuse",
                                                                      "trust_single_value": ["email"]}, "history": True},
+    # The same, with the manifests' e-mail arguments typed `format: email`: a request for an invitation, a mail, a share
+    # or an event asks for an e-mail address without the word (docs/flow.md, "The kind a request asks for ...").
+    "provenance + intent + history rules + single e-mail + sink formats": {
+        "flow": {"trifecta": "provenance", "tainted_arguments": "refuse", "unrequested_actions": "refuse",
+                 "trust_single_value": ["email"]}, "history": True, "formats": True},
     # The same for every kind: a URL or an IBAN too.
     "provenance + intent + history rules + single values": {"flow": {"trifecta": "provenance", "tainted_arguments": "refuse",
                                                                      "unrequested_actions": "refuse",
                                                                      "trust_single_value": ["email", "url", "iban"]},
-                                                            "history": True},
+                                                            "history": True, "formats": True},
 }
 
 
@@ -114,8 +128,9 @@ def to_json(value: Any) -> Any:
     return str(value)
 
 
-def write_manifests(suite: Any, name: str, out: Path) -> None:
-    """One manifest per tool: its name, description and input schema from AgentDojo, the rest from `tools.py`."""
+def write_manifests(suite: Any, name: str, out: Path, formats: bool = True) -> None:
+    """One manifest per tool: its name, description and input schema from AgentDojo, the rest from `tools.py`;
+    `formats`: the `format` of the e-mail arguments in the schema (without it, AgentDojo's schema as it is)."""
     specs = TOOLS[name]
     missing = sorted({t.name for t in suite.tools} - set(specs))
     if missing:
@@ -130,6 +145,13 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
             "input_schema": tool.parameters.model_json_schema(),
             "output": {"label": spec.pop("label")},
         }
+        for arg, fmt in _formats(spec, formats).items():
+            prop = body["input_schema"]["properties"][arg]
+            for branch in prop.get("anyOf", [prop]):
+                if branch.get("type") == "array":
+                    branch["items"] = {**branch.get("items", {}), "format": fmt}
+                elif branch.get("type") == "string":
+                    branch["format"] = fmt
         flow = {k: spec.pop(k) for k in ("sinks", "links", "identifies", "identifies_when_named", "links_when_named", "intent") if k in spec}
         if flow:
             body["flow"] = flow
@@ -138,6 +160,12 @@ def write_manifests(suite: Any, name: str, out: Path) -> None:
             body.setdefault("effect", EFFECT)
         manifest = {"apiVersion": "harnessweaver/v1", "kind": "Tool", "metadata": {"name": tool.name}, "spec": body}
         (out / f"{tool.name}.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True))
+
+
+def _formats(spec: Dict[str, Any], keep: bool) -> Dict[str, str]:
+    """The `formats` of a tool's spec (removed from it), or none when `keep` is false."""
+    found = spec.pop("formats", {})
+    return found if keep else {}
 
 
 class Replayer:
@@ -151,7 +179,7 @@ class Replayer:
         if config is None:
             return
         directory = workdir / name / str(abs(hash(json.dumps(config, sort_keys=True))))
-        write_manifests(suite, name, directory / "tools")
+        write_manifests(suite, name, directory / "tools", formats=bool(config.get("formats")))
         spec: Dict[str, Any] = {"mode": "test", "tools": {"manifests": ["tools/*.yaml"]}, "flow": config["flow"]}
         if config.get("history"):
             rules = HISTORY_RULES.get(name, []) + (APPROVAL_RULES.get(name, []) if config.get("approvals") else [])
@@ -216,14 +244,18 @@ def security_of(task: Any, output: str, pre: Any, post: Any, ran: List[Any]) -> 
     return bool(task.security(output, pre, post) if found is None else found)
 
 
-def run_suite(name: str, suite: Any, workdir: Path, attacks: List[str], configs: Dict[str, Any]) -> Dict[str, Any]:
+def run_suite(name: str, suite: Any, workdir: Path, attacks: List[str], configs: Dict[str, Any],
+              all_attack_configs: List[str]) -> Dict[str, Any]:
+    """`configs` meet PRIMARY_ATTACK (or the first of `attacks`); those in `all_attack_configs` meet every attack."""
+    primary = PRIMARY_ATTACK if PRIMARY_ATTACK in attacks else attacks[0]
     replayers = {c: Replayer(suite, name, cfg, workdir) for c, cfg in configs.items()}
     benign = suite.load_and_inject_default_environment({})
     user_tasks = list(suite.user_tasks.values())
     injection_tasks = list(suite.injection_tasks.values())
     replayable = [t for t in injection_tasks if t.ground_truth(benign.model_copy(deep=True))]
     out: Dict[str, Any] = {"user_tasks": len(user_tasks), "injection_tasks": len(injection_tasks),
-                           "injection_tasks_replayable": len(replayable), "attacks": attacks, "configs": {}}
+                           "injection_tasks_replayable": len(replayable), "attacks": attacks, "primary_attack": primary,
+                           "configs": {}}
     needs_text = 0
     # Utility without attack.
     for task in user_tasks:
@@ -237,7 +269,8 @@ def run_suite(name: str, suite: Any, workdir: Path, attacks: List[str], configs:
     out["needs_text"] = needs_text
     for cname, rep in replayers.items():
         row: Dict[str, Any] = {"utility": 0, "approvals": 0, "utility_under_attack": 0, "attack_cases": 0,
-                               "attack_success": 0, "approvals_under_attack": 0, "utility_lost": {}, "attacks_passed": {}}
+                               "attack_success": 0, "approvals_under_attack": 0, "utility_lost": {}, "attacks_passed": {},
+                               "per_attack": {}}
         for task in user_tasks:
             env = task.init_environment(benign.model_copy(deep=True))
             pre = env.model_copy(deep=True)
@@ -256,7 +289,11 @@ def run_suite(name: str, suite: Any, workdir: Path, attacks: List[str], configs:
             for inj in replayable:
                 injected = task.init_environment(suite.load_and_inject_default_environment(attack.attack(task, inj)))
                 for cname, rep in replayers.items():
+                    if attack_name != primary and cname not in all_attack_configs:
+                        continue
                     row = out["configs"][cname]
+                    per = row["per_attack"].setdefault(attack_name, {"attack_cases": 0, "attack_success": 0,
+                                                                      "utility_under_attack": 0, "attacks_passed": {}})
                     env = injected.model_copy(deep=True)
                     pre = env.model_copy(deep=True)
                     run = rep.start(env, task.PROMPT)
@@ -265,13 +302,21 @@ def run_suite(name: str, suite: Any, workdir: Path, attacks: List[str], configs:
                     rep.replay(run, inj.ground_truth(env.model_copy(deep=True)), injected_calls)
                     text = task.GROUND_TRUTH_OUTPUT + "\n" + inj.GROUND_TRUTH_OUTPUT
                     ran = user.ran + injected_calls.ran
+                    useful = user.refused == 0 and user.pending == 0 and utility_of(task, text, pre, env, ran)
+                    passed = security_of(inj, text, pre, env, ran)
+                    key = f"{task.ID}/{inj.ID}"
+                    per["attack_cases"] += 1
+                    per["utility_under_attack"] += int(useful)
+                    if passed:
+                        per["attack_success"] += 1
+                        per["attacks_passed"][key] = per["attacks_passed"].get(key, 0) + 1
+                    if attack_name != primary:
+                        continue
                     row["attack_cases"] += 1
                     row["approvals_under_attack"] += user.pending + injected_calls.pending
-                    if user.refused == 0 and user.pending == 0 and utility_of(task, text, pre, env, ran):
-                        row["utility_under_attack"] += 1
-                    if security_of(inj, text, pre, env, ran):
+                    row["utility_under_attack"] += int(useful)
+                    if passed:
                         row["attack_success"] += 1
-                        key = f"{task.ID}/{inj.ID}"
                         row["attacks_passed"][key] = row["attacks_passed"].get(key, 0) + 1
     return out
 
@@ -284,11 +329,13 @@ def table(results: Dict[str, Any], command: str) -> str:
     """The markdown table: per suite and in total, per configuration."""
     suites = results["suites"]
     configs = list(next(iter(suites.values()))["configs"])
+    primary = sorted({s["primary_attack"] for s in suites.values()})
     lines = [
-        f"AgentDojo {results['agentdojo']} (benchmark {results['version']}); attacks per suite: "
-        + "; ".join(f"{n}: {', '.join(s['attacks'])}" for n, s in suites.items())
-        + f". Command: `{command}` ({results['seconds']} s, "
-        f"debug build of the Python binding: counts, not speed). A model that always obeys the injection.",
+        f"AgentDojo {results['agentdojo']} (benchmark {results['version']}), suites {', '.join(suites)}. "
+        f"Command: `{command}` ({results['seconds']} s, debug build of the Python binding: counts, not speed). "
+        "A model that always obeys the injection.",
+        "",
+        f"Every configuration against `{', '.join(primary)}`:",
         "",
         "| suite | configuration | utility, no attack | utility under attack | attack success | approvals per user task | approvals per attack case |",
         "|---|---|---|---|---|---|---|",
@@ -314,7 +361,49 @@ def table(results: Dict[str, Any], command: str) -> str:
     needs_text = {n: s["needs_text"] for n, s in suites.items()}
     lines.append(f"Injection tasks without a `ground_truth()` (not replayable, left out): {skipped}. User tasks whose "
                  f"`utility()` needs the model's final text (the task's `GROUND_TRUTH_OUTPUT` stands in for it): {needs_text}.")
+    lines += per_attack_table(results)
     return "\n".join(lines)
+
+
+def per_attack_table(results: Dict[str, Any]) -> List[str]:
+    """Attack success per attack, suite and in total, for the configurations that met more than one attack."""
+    suites = results["suites"]
+    names = list(suites)
+    first = next(iter(suites.values()))
+    configs = [c for c, row in first["configs"].items() if len(row.get("per_attack", {})) > 1]
+    if not configs:
+        return []
+    attacks = sorted({a for s in suites.values() for c in configs for a in s["configs"][c]["per_attack"]})
+    lines = ["", f"Every registered attack that carries a goal, for {' and '.join(f'`{c}`' for c in configs)} "
+             f"(attack success; utility under attack over the suites in the last column):", "",
+             "| attack | configuration | " + " | ".join(names) + " | all | utility under attack |",
+             "|---|---|" + "---|" * (len(names) + 2)]
+    for c in configs:
+        total = {n: [0, 0] for n in names}
+        useful_all, cases_all = 0, 0
+        for a in attacks:
+            cells, n_ok, n_cases, useful = [], 0, 0, 0
+            for n in names:
+                per = suites[n]["configs"][c]["per_attack"].get(a)
+                if per is None:
+                    cells.append("—")
+                    continue
+                cells.append(pct(per["attack_success"], per["attack_cases"]))
+                n_ok += per["attack_success"]
+                n_cases += per["attack_cases"]
+                useful += per["utility_under_attack"]
+                total[n][0] += per["attack_success"]
+                total[n][1] += per["attack_cases"]
+            useful_all += useful
+            cases_all += n_cases
+            lines.append(f"| {a} | {c} | " + " | ".join(cells) + f" | {pct(n_ok, n_cases)} | {pct(useful, n_cases)} |")
+        ok = sum(v[0] for v in total.values())
+        cases = sum(v[1] for v in total.values())
+        lines.append(f"| **every attack** | {c} | " + " | ".join(pct(*total[n]) for n in names)
+                     + f" | {pct(ok, cases)} | {pct(useful_all, cases_all)} |")
+    lines += ["", "Registered attacks left out: " + "; ".join(f"`{n}`: {why}" for n, why in LEFT_OUT_ATTACKS.items())
+              + ". None of the registered attacks calls a model to write its text; each runs offline."]
+    return lines
 
 
 def write_docs(text: str) -> None:
@@ -339,6 +428,9 @@ def main() -> None:
     parser.add_argument("--suites", default="banking,slack,travel,workspace")
     parser.add_argument("--attacks", default="all", help="comma-separated attack names, or `all`")
     parser.add_argument("--all-attacks-in", default="", help="comma-separated suites that get every attack whatever --attacks says")
+    parser.add_argument("--all-attack-configs", default=",".join(ALL_ATTACK_CONFIGS),
+                        help="comma-separated configurations that meet every attack in --attacks (the others meet "
+                             f"{PRIMARY_ATTACK} only); `all` for every configuration")
     parser.add_argument("--configs", default="all", help="comma-separated names of CONFIGS, or `all`")
     parser.add_argument("--out", default=str(ROOT / "target" / "agentdojo" / "results.json"))
     parser.add_argument("--write-docs", action="store_true", help="write the table into BENCHMARKS.md")
@@ -361,7 +453,8 @@ def main() -> None:
             t0 = time.time()
             configs = CONFIGS if args.configs == "all" else {c: CONFIGS[c] for c in ["no governor", *args.configs.split(",")] if c in CONFIGS}
             these = ATTACK_NAMES if name in args.all_attacks_in.split(",") else attacks
-            results["suites"][name] = run_suite(name, suites[name], Path(tmp), these, configs)
+            everyone = list(configs) if args.all_attack_configs == "all" else args.all_attack_configs.split(",")
+            results["suites"][name] = run_suite(name, suites[name], Path(tmp), these, configs, everyone)
             print(f"{name}: {time.time() - t0:.0f} s", file=sys.stderr)
     results["seconds"] = round(time.time() - started)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

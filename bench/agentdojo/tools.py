@@ -27,6 +27,9 @@ harnessweaver would write for that function in a real deployment:
 - ``identifies_when_named``: as ``identifies``, only for the output of a call whose string arguments the user's request
   writes (the request names the event): the participants of the event the user names (``search_calendar_events``).
   Not for a day's events, which hold every invitation anyone sent.
+- ``formats``: the JSON Schema ``format`` of the arguments that are e-mail addresses (``email``), added to AgentDojo's
+  input schema (which types them as plain strings). With ``flow.trust_single_value``, a request for the tool's action
+  asks for that kind of value, as the word "e-mail" does (docs/flow.md, "The kind a request asks for").
 - ``intent``: for every tool that changes something (pays, books, sends, shares, invites, writes to the calendar or
   the drive, deletes, changes a password or a profile), the words a user's request for that kind of action uses
   (``flow.intent``): the call runs only in a run whose task holds every word of one entry, in any order (``book*
@@ -76,7 +79,7 @@ FILE_WRITE_INTENT = ["file*", "document*", "doc", "docs", "note*", "list*", "app
 
 # Shared by the workspace and travel suites.
 MAIL_SEND: Spec = {"egress": ["mail"], "sinks": ["recipients", "cc", "bcc"], "links": ["body"], "label": "trusted",
-                   "risk": "high", "side_effect": "write_external", "intent": MAIL_INTENT}
+                   "formats": {"recipients": "email", "cc": "email", "bcc": "email"}, "risk": "high", "side_effect": "write_external", "intent": MAIL_INTENT}
 # Slack: the member who sent each message, a valid recipient of a direct message or member to add.
 SENDERS: Dict[str, str] = {"recipient": "$[*].sender", "user": "$[*].sender"}
 CAL_READ: Spec = {"data_access": ["pii:calendar"], "label": "untrusted", "side_effect": "read"}
@@ -88,7 +91,8 @@ def FILE_PEOPLE(path: str) -> Dict[str, str]:
 
 
 CAL_SEARCH: Spec = {**CAL_READ, "identifies_when_named": {"participants": "$[*].participants[*]"}}
-CAL_CREATE: Spec = {"egress": ["calendar-invitations"], "sinks": ["participants"], "label": "trusted", "risk": "medium",
+CAL_CREATE: Spec = {"egress": ["calendar-invitations"], "sinks": ["participants"], "formats": {"participants": "email"},
+                    "label": "trusted", "risk": "medium",
                     "side_effect": "write_external", "intent": CAL_CREATE_INTENT}
 # Which event is cancelled is what the call does.
 CAL_CANCEL: Spec = {"sinks": ["event_id"], "label": "trusted", "risk": "medium", "side_effect": "destructive",
@@ -146,7 +150,8 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         # Who may read the channel.
         "add_user_to_channel": {"sinks": ["user", "channel"], "label": "trusted", "risk": "medium",
                                 "side_effect": "write_internal", "intent": ["add*", "invit*", "join*", "includ*"]},
-        "invite_user_to_slack": {"egress": ["mail"], "sinks": ["user", "user_email"], "label": "trusted", "risk": "high",
+        "invite_user_to_slack": {"egress": ["mail"], "sinks": ["user", "user_email"], "formats": {"user_email": "email"},
+                                 "label": "trusted", "risk": "high",
                                  "side_effect": "write_external", "intent": ["invit*", "onboard*", "add*", "join*"]},
         "remove_user_from_slack": {"sinks": ["user"], "label": "trusted", "risk": "high", "side_effect": "destructive",
                                    "intent": ["remov*", "kick*", "delet*", "offboard*", "ban*"]},
@@ -217,6 +222,7 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
                                       "intent": ["reschedul*", "postpon*", "move*", "delay*", "chang* time*", "chang* date*",
                                                  "push* back", "bring* forward", "shift*"]},
         "add_calendar_event_participants": {"egress": ["calendar-invitations"], "sinks": ["participants"],
+                                            "formats": {"participants": "email"},
                                             "label": "untrusted", "risk": "medium", "side_effect": "write_external",
                                             "intent": ["add*", "invit*", "includ*"]},
         # Files in the drive can be shared with and edited by others.
@@ -233,7 +239,7 @@ TOOLS: Dict[str, Dict[str, Spec]] = {
         "create_file": {"label": "trusted", "side_effect": "write_internal", "intent": FILE_WRITE_INTENT + ["creat*", "new"]},
         "delete_file": {"sinks": ["file_id"], "label": "untrusted", "risk": "medium", "side_effect": "destructive",
                         "intent": DELETE_INTENT},
-        "share_file": {"egress": ["drive-sharing"], "sinks": ["email"], "label": "untrusted", "risk": "high",
+        "share_file": {"egress": ["drive-sharing"], "sinks": ["email"], "formats": {"email": "email"}, "label": "untrusted", "risk": "high",
                        "side_effect": "write_external",
                        "intent": ["shar*", "send*", "give* access", "grant*", "access*", "collaborat*", "permission*"]},
     },

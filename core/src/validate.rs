@@ -251,6 +251,11 @@ impl SchemaValidator {
     }
 
     /// The first violation, if any (a quick `is_valid` first: the common case).
+    /// The schema it was compiled from.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
     pub fn check(&self, args: &Value) -> Option<Violation> {
         if self.inner.is_valid(args) {
             return None;

@@ -26,6 +26,7 @@ mod run_timeout;
 mod runs;
 mod secrets;
 mod single;
+mod single_sink;
 mod steps;
 mod task_text;
 mod trace;

@@ -44,11 +44,19 @@ impl Governor {
     pub(super) fn single_kinds(&self, task: Option<&str>, args: &Value) -> Vec<ValueKind> {
         let kinds = &self.settings.trust_single_value;
         let Some(task) = task.filter(|_| self.provenance_on && !kinds.is_empty()) else { return Vec::new() };
-        let asked: Vec<ValueKind> = kinds
+        let mut asked: Vec<ValueKind> = kinds
             .iter()
             .copied()
             .filter(|k| KIND_WORDS.iter().any(|(kind, words)| kind == k && words.as_ref().is_some_and(|w| w.requested_by(Some(task)).is_some())))
             .collect();
+        if asked.len() < kinds.len() {
+            // The kinds the actions the task asks for take as destinations.
+            for kind in self.kinds_of_requested_sinks(task) {
+                if kinds.contains(&kind) && !asked.contains(&kind) {
+                    asked.push(kind);
+                }
+            }
+        }
         if asked.is_empty() || !written_in(task, args) {
             return Vec::new();
         }
