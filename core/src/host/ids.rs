@@ -117,36 +117,10 @@ pub fn call_context<H: HostValues, K: AsRef<str>>(host: &H, args: impl IntoItera
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
     use serde_json::{json, Value};
 
+    use super::super::walk::test_host::Json;
     use super::*;
-
-    /// JSON values as host values; `{"$object": {...}}` is an object of no JSON form with those attributes.
-    struct Json;
-
-    impl HostValues for Json {
-        type Value = Value;
-        type List = std::vec::IntoIter<Result<Value, String>>;
-        type Map = std::vec::IntoIter<(Value, Value)>;
-        fn kind<'a>(&self, value: &'a Value) -> Kind<'a, Self::List, Self::Map> {
-            match value {
-                Value::Null => Kind::Null,
-                Value::String(s) => Kind::Str(Some(Cow::Borrowed(s))),
-                Value::Object(m) if m.contains_key("$object") => Kind::Other("object".into()),
-                Value::Object(m) => Kind::Map(m.iter().map(|(k, v)| (Value::String(k.clone()), v.clone())).collect::<Vec<_>>().into_iter()),
-                Value::Number(n) => Kind::Int(Ok(n.as_i64().unwrap_or_default().into())),
-                _ => Kind::Other("other".into()),
-            }
-        }
-        fn type_name(&self, _: &Value) -> String {
-            "json".into()
-        }
-        fn attr(&self, value: &Value, name: &str) -> Option<Value> {
-            value["$object"].get(name).cloned()
-        }
-    }
 
     #[test]
     fn an_id_is_read_by_one_rule() {

@@ -131,13 +131,18 @@ fn enter(depth: usize) -> Result<usize, Error> {
     Ok(depth + 1)
 }
 
+/// A host for the host module's tests: JSON values, with `{"$other": name}`
+/// for a value of no JSON form and `{"$object": {...}}` for an object of no
+/// JSON form with those attributes.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
+pub(crate) mod test_host {
+    use std::borrow::Cow;
 
-    /// A host whose values are JSON values, with `{"$other": name}` for a value of no JSON form.
-    struct Json;
+    use serde_json::Value;
+
+    use super::{HostValues, Kind};
+
+    pub(crate) struct Json;
 
     impl HostValues for Json {
         type Value = Value;
@@ -151,13 +156,24 @@ mod tests {
                 Value::String(s) => Kind::Str(Some(Cow::Borrowed(s))),
                 Value::Array(a) => Kind::List(a.iter().cloned().map(Ok).collect::<Vec<_>>().into_iter()),
                 Value::Object(m) if m.contains_key("$other") => Kind::Other(m["$other"].as_str().unwrap_or("?").into()),
+                Value::Object(m) if m.contains_key("$object") => Kind::Other("object".into()),
                 Value::Object(m) => Kind::Map(m.iter().map(|(k, v)| (Value::String(k.clone()), v.clone())).collect::<Vec<_>>().into_iter()),
             }
         }
         fn type_name(&self, _: &Value) -> String {
             "json".into()
         }
+        fn attr(&self, value: &Value, name: &str) -> Option<Value> {
+            value["$object"].get(name).cloned()
+        }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_host::Json;
+    use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_walk_keeps_json_and_names_where_it_failed() {
