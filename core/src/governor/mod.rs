@@ -621,8 +621,7 @@ impl Governor {
         let progress = crate::progress::Progress::new(ctx.progress.as_ref(), || {
             crate::progress::ProgressPolicy::new(&rt.output.sanitize, &secrets.values(), rt.output.max_bytes)
         });
-        let trust_single = self.single_kinds(ctx.task.as_deref(), &args);
-        let named = self.names_identifiers(rt, ctx.task.as_deref(), &args);
+        let (trust_single, named) = self.named_call(rt, ctx.task.as_deref(), &args);
         Begin::Invoke(Ticket {
             rules: found.rules,
             call_id: found.call_id,

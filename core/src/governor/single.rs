@@ -38,12 +38,29 @@ static KIND_WORDS: LazyLock<Vec<(ValueKind, Option<Intent>)>> = LazyLock::new(||
 });
 
 impl Governor {
-    /// The kinds of `flow.trust_single_value` whose one value in this call's
-    /// output is trusted: those the task asks for, when every string of the
-    /// call's `args` is written in the task. Empty otherwise.
-    pub(super) fn single_kinds(&self, task: Option<&str>, args: &Value) -> Vec<ValueKind> {
+    /// What the output of this call is trusted for when the task names the
+    /// call (every string of its `args` is written in the task, checked
+    /// once): the kinds of `flow.trust_single_value` whose one value in it
+    /// is trusted (those the task asks for), and whether the tool's
+    /// `flow.identifies_when_named` / `flow.links_when_named` paths name
+    /// valid values. Nothing when the task does not name the call.
+    pub(super) fn named_call(&self, rt: &super::ToolRuntime, task: Option<&str>, args: &Value) -> (Vec<ValueKind>, bool) {
+        let Some(task) = task.filter(|_| self.provenance_on) else { return (Vec::new(), false) };
+        let kinds = self.asked_kinds(task);
+        let when_named = !(rt.identifies_when_named.is_empty() && rt.links_when_named.is_empty());
+        if (kinds.is_empty() && !when_named) || !written_in(task, args) {
+            return (Vec::new(), false);
+        }
+        (kinds, when_named)
+    }
+
+    /// The kinds of `flow.trust_single_value` that `task` asks for: by a
+    /// kind word, or through an action whose sink takes that kind.
+    fn asked_kinds(&self, task: &str) -> Vec<ValueKind> {
         let kinds = &self.settings.trust_single_value;
-        let Some(task) = task.filter(|_| self.provenance_on && !kinds.is_empty()) else { return Vec::new() };
+        if kinds.is_empty() {
+            return Vec::new();
+        }
         let mut asked: Vec<ValueKind> = kinds
             .iter()
             .copied()
@@ -57,19 +74,7 @@ impl Governor {
                 }
             }
         }
-        if asked.is_empty() || !written_in(task, args) {
-            return Vec::new();
-        }
         asked
-    }
-}
-
-impl Governor {
-    /// `flow.identifies_when_named`: whether the task names this call (every
-    /// string of its `args` is written in the task), so its output's values
-    /// at those paths name valid values of their arguments.
-    pub(super) fn names_identifiers(&self, rt: &super::ToolRuntime, task: Option<&str>, args: &Value) -> bool {
-        self.provenance_on && !(rt.identifies_when_named.is_empty() && rt.links_when_named.is_empty()) && task.is_some_and(|t| written_in(t, args))
     }
 }
 
