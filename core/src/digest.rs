@@ -28,15 +28,10 @@ pub fn tool_definition_digest(name: &str, description: &str, input_schema: &Valu
     let Some(output_schema) = output_schema else {
         return definition_digest(name, description, input_schema);
     };
-    let mut text = String::with_capacity(256);
-    let definition = serde_json::json!({
-        "description": description,
-        "input_schema": input_schema,
-        "name": name,
-        "output_schema": output_schema,
-    });
-    canonical::write_value(&mut text, &definition, 0)?;
-    Ok(sha256_tagged(text.as_bytes()))
+    let (mut input, mut output) = (String::with_capacity(128), String::with_capacity(128));
+    canonical::write_value(&mut input, input_schema, 1)?;
+    canonical::write_value(&mut output, output_schema, 1)?;
+    Ok(tool_definition_digest_canonical(name, description, &input, Some(&output)))
 }
 
 /// [`tool_definition_digest`] of schemas given as JSON text written by a host whose numbers are
@@ -45,22 +40,30 @@ pub fn tool_definition_digest(name: &str, description: &str, input_schema: &Valu
 /// host then converts the values).
 pub fn tool_definition_digest_of_text(name: &str, description: &str, input_schema: &str, output_schema: Option<&str>) -> Option<String> {
     let input = canonical::of_double_json(input_schema)?;
-    let Some(output) = output_schema else {
-        return Some(definition_digest_canonical(name, description, &input));
+    let output = match output_schema {
+        Some(text) => Some(canonical::of_double_json(text)?),
+        None => None,
     };
-    let output = canonical::of_double_json(output)?;
+    Some(tool_definition_digest_canonical(name, description, &input, output.as_deref()))
+}
+
+/// [`tool_definition_digest`] of schemas given as their canonical JSON texts.
+fn tool_definition_digest_canonical(name: &str, description: &str, input_schema: &str, output_schema: Option<&str>) -> String {
+    let Some(output) = output_schema else {
+        return definition_digest_canonical(name, description, input_schema);
+    };
     // Keys in code point order: description, input_schema, name, output_schema.
-    let mut text = String::with_capacity(input.len() + output.len() + name.len() + description.len() + 64);
+    let mut text = String::with_capacity(input_schema.len() + output.len() + name.len() + description.len() + 64);
     text.push_str("{\"description\":");
     canonical::write_str(&mut text, description);
     text.push_str(",\"input_schema\":");
-    text.push_str(&input);
+    text.push_str(input_schema);
     text.push_str(",\"name\":");
     canonical::write_str(&mut text, name);
     text.push_str(",\"output_schema\":");
-    text.push_str(&output);
+    text.push_str(output);
     text.push('}');
-    Some(sha256_tagged(text.as_bytes()))
+    sha256_tagged(text.as_bytes())
 }
 
 /// [`definition_digest`] of a schema given as its canonical JSON text.
